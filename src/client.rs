@@ -1,0 +1,271 @@
+//! Clients of the daemon: the control client (`status`, `restart`, `stop`), starting a daemon
+//! when none answers, opening an mcp-mode connection, and the rmcp client the CLI's `tools` and
+//! `call` use over it (the same path Claude Code takes through the shim).
+//!
+//! This module never prints; callers decide what the user sees.
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use rmcp::ServiceExt;
+use rmcp::model::{ClientCapabilities, ClientConfig, Implementation};
+use rmcp::service::{RoleClient, RunningService};
+use serde_json::Value;
+use tokio::io::{AsyncWriteExt, BufReader};
+use tokio::net::UnixStream;
+use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
+
+use crate::wire::{self, ControlRequest, ControlResponse, Hello, HelloReply, Line, WireError};
+
+/// How long a client waits for a daemon it started to answer.
+pub const START_TIMEOUT: Duration = Duration::from_secs(20);
+/// Replies can be large (a tool result holding a document): the cap for lines from the daemon.
+pub const REPLY_LINE_CAP: usize = 256 * 1024 * 1024;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    #[error("no coogle daemon is answering on {socket}")]
+    NotRunning {
+        socket: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("could not start the coogle daemon ({exe}): {source}")]
+    Spawn {
+        exe: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error(
+        "started a coogle daemon but it did not answer on {socket} within {secs} s; see its log at {log}"
+    )]
+    StartTimeout {
+        socket: PathBuf,
+        secs: u64,
+        log: PathBuf,
+    },
+    #[error("the connection to the daemon failed: {0}")]
+    Io(#[from] io::Error),
+    #[error("the daemon closed the connection without answering")]
+    Closed,
+    #[error("the daemon sent something that is not a coogle answer: {0}")]
+    Protocol(String),
+    #[error("{0}")]
+    Remote(#[from] WireError),
+    #[error("MCP error: {0}")]
+    Mcp(String),
+}
+
+impl ClientError {
+    /// A hint for the user, where one helps.
+    pub fn hint(&self) -> Option<String> {
+        match self {
+            ClientError::NotRunning { .. } => Some(
+                "is the daemon running? start it with `coogle serve` (or any `coogle mcp` starts one)"
+                    .into(),
+            ),
+            ClientError::StartTimeout { log, .. } => {
+                Some(format!("read the log with `coogle logs` ({})", log.display()))
+            }
+            _ => None,
+        }
+    }
+}
+
+/// How to start a daemon when none answers.
+#[derive(Debug, Clone)]
+pub struct Starter {
+    pub exe: PathBuf,
+    pub config: Option<PathBuf>,
+    pub socket: PathBuf,
+    pub log_file: PathBuf,
+}
+
+impl Starter {
+    /// Start `coogle serve` detached from this process (its own session, output to the log),
+    /// so it outlives the agent session that happened to start it.
+    pub fn spawn(&self) -> Result<(), ClientError> {
+        if let Some(dir) = self.log_file.parent() {
+            let _ = std::fs::create_dir_all(dir);
+        }
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.log_file);
+        let (out, err) = match log.and_then(|f| Ok((f.try_clone()?, f))) {
+            Ok((a, b)) => (Stdio::from(a), Stdio::from(b)),
+            Err(_) => (Stdio::null(), Stdio::null()),
+        };
+        let mut cmd = std::process::Command::new(&self.exe);
+        cmd.arg("serve").arg("--socket").arg(&self.socket);
+        if let Some(c) = &self.config {
+            cmd.arg("--config").arg(c);
+        }
+        cmd.env_remove("CLAUDE_CODE_SESSION_ID")
+            .stdin(Stdio::null())
+            .stdout(out)
+            .stderr(err);
+        use std::os::unix::process::CommandExt;
+        // SAFETY: setsid is async-signal-safe and affects only the child.
+        unsafe {
+            cmd.pre_exec(|| {
+                if libc::setsid() < 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let mut child = cmd.spawn().map_err(|source| ClientError::Spawn {
+            exe: self.exe.clone(),
+            source,
+        })?;
+        tracing::info!(pid = child.id(), "started a coogle daemon");
+        // Reap it whenever it exits (a second daemon exits at once with "already running").
+        std::thread::spawn(move || {
+            let _ = child.wait();
+        });
+        Ok(())
+    }
+}
+
+fn is_absent(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::NotFound | io::ErrorKind::ConnectionRefused
+    )
+}
+
+pub async fn connect(socket: &Path) -> Result<UnixStream, ClientError> {
+    UnixStream::connect(socket)
+        .await
+        .map_err(|source| ClientError::NotRunning {
+            socket: socket.to_path_buf(),
+            source,
+        })
+}
+
+/// Connect, starting a daemon with `starter` when none answers, and waiting for it with backoff.
+pub async fn connect_or_start(socket: &Path, starter: &Starter) -> Result<UnixStream, ClientError> {
+    match UnixStream::connect(socket).await {
+        Ok(s) => return Ok(s),
+        Err(e) if is_absent(&e) => {}
+        Err(source) => {
+            return Err(ClientError::NotRunning {
+                socket: socket.to_path_buf(),
+                source,
+            });
+        }
+    }
+    starter.spawn()?;
+    let deadline = Instant::now() + START_TIMEOUT;
+    let mut delay = Duration::from_millis(5);
+    loop {
+        tokio::time::sleep(delay).await;
+        match UnixStream::connect(socket).await {
+            Ok(s) => return Ok(s),
+            Err(e) if is_absent(&e) && Instant::now() < deadline => {
+                delay = (delay * 2).min(Duration::from_millis(200));
+            }
+            Err(e) if is_absent(&e) => {
+                return Err(ClientError::StartTimeout {
+                    socket: socket.to_path_buf(),
+                    secs: START_TIMEOUT.as_secs(),
+                    log: starter.log_file.clone(),
+                });
+            }
+            Err(source) => {
+                return Err(ClientError::NotRunning {
+                    socket: socket.to_path_buf(),
+                    source,
+                });
+            }
+        }
+    }
+}
+
+/// One control request on its own connection.
+pub async fn control(socket: &Path, method: &str, params: Value) -> Result<Value, ClientError> {
+    let stream = connect(socket).await?;
+    control_on(stream, method, params).await
+}
+
+pub async fn control_on(
+    stream: UnixStream,
+    method: &str,
+    params: Value,
+) -> Result<Value, ClientError> {
+    let (r, mut w) = stream.into_split();
+    let req = ControlRequest {
+        id: Value::String("1".into()),
+        method: method.to_string(),
+        params,
+    };
+    w.write_all(&wire::to_line(&req)).await?;
+    let mut r = BufReader::new(r);
+    let mut buf = Vec::new();
+    match wire::read_line_capped(&mut r, &mut buf, REPLY_LINE_CAP).await? {
+        Line::Complete => {}
+        Line::Eof if !buf.is_empty() => {}
+        Line::Eof => return Err(ClientError::Closed),
+        Line::TooLong => return Err(ClientError::Protocol("answer too long".into())),
+    }
+    let resp: ControlResponse =
+        serde_json::from_slice(&buf).map_err(|e| ClientError::Protocol(e.to_string()))?;
+    Ok(resp.into_result()?)
+}
+
+/// An mcp-mode connection after a successful hello.
+pub struct McpConnection {
+    pub reader: BufReader<OwnedReadHalf>,
+    pub writer: OwnedWriteHalf,
+    pub reply: HelloReply,
+}
+
+/// Say hello on a fresh connection; an `ok: false` answer is an error.
+pub async fn hello(stream: UnixStream, hello: &Hello) -> Result<McpConnection, ClientError> {
+    let (r, mut w) = stream.into_split();
+    w.write_all(&wire::to_line(hello)).await?;
+    let mut reader = BufReader::new(r);
+    let mut buf = Vec::new();
+    match wire::read_line_capped(&mut reader, &mut buf, 64 * 1024).await? {
+        Line::Complete => {}
+        _ => return Err(ClientError::Closed),
+    }
+    let reply: HelloReply =
+        serde_json::from_slice(&buf).map_err(|e| ClientError::Protocol(e.to_string()))?;
+    if !reply.ok {
+        return Err(ClientError::Remote(reply.error.unwrap_or_else(|| {
+            WireError::new(wire::ErrorCode::Internal, "hello refused without a reason")
+        })));
+    }
+    Ok(McpConnection {
+        reader,
+        writer: w,
+        reply,
+    })
+}
+
+/// An rmcp client session through the daemon, as `coogle tools` and `coogle call` use it.
+pub async fn rmcp_session(
+    socket: &Path,
+    starter: Option<&Starter>,
+    server: Option<String>,
+    client_name: &str,
+) -> Result<RunningService<RoleClient, ClientConfig>, ClientError> {
+    let stream = match starter {
+        Some(s) => connect_or_start(socket, s).await?,
+        None => connect(socket).await?,
+    };
+    let mut h = Hello::mcp(server);
+    h.client = Some(client_name.to_string());
+    let conn = hello(stream, &h).await?;
+    let info = ClientConfig::new(
+        ClientCapabilities::default(),
+        Implementation::new(client_name, wire::VERSION),
+    );
+    info.serve((conn.reader, conn.writer))
+        .await
+        .map_err(|e| ClientError::Mcp(e.to_string()))
+}

@@ -1,0 +1,15 @@
+//! coogle: share one stdio MCP server among many AI-agent sessions.
+//!
+//! One binary, several modes: [`daemon`] (`coogle serve`) owns the upstream children and
+//! multiplexes sessions onto them; [`shim`] (`coogle mcp`) is the pump an agent starts;
+//! [`cli`] holds the commands a person runs. [`wire`] is the protocol both ends share.
+
+pub mod cli;
+pub mod client;
+pub mod config;
+pub mod daemon;
+pub mod logging;
+pub mod output;
+pub mod paths;
+pub mod shim;
+pub mod wire;

@@ -1,0 +1,143 @@
+//! Tracing setup: the daemon logs to a size-rotated file (and to stderr when that is a
+//! terminal); every other mode logs to stderr only. Never to stdout, which `coogle mcp` reserves
+//! for MCP. Default filter `coogle=info,rmcp=warn` (`warn` for the CLI); `RUST_LOG` overrides.
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use tracing_subscriber::EnvFilter;
+use tracing_subscriber::fmt::writer::MakeWriterExt;
+
+/// Rotate past this size.
+pub const MAX_LOG_BYTES: u64 = 10 * 1024 * 1024;
+/// Rotated files kept (`coogle.log.1` … `.N`).
+pub const KEEP: usize = 3;
+
+/// A log file that rotates itself by size.
+pub struct RotatingFile {
+    path: PathBuf,
+    file: File,
+    size: u64,
+    max: u64,
+    /// Rotate only between lines, however a line is split into writes.
+    at_line_start: bool,
+}
+
+impl RotatingFile {
+    pub fn open(path: &Path, max: u64) -> io::Result<Self> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        let file = OpenOptions::new().create(true).append(true).open(path)?;
+        let size = file.metadata()?.len();
+        Ok(RotatingFile {
+            path: path.to_path_buf(),
+            file,
+            size,
+            max,
+            at_line_start: true,
+        })
+    }
+
+    fn rotate(&mut self) -> io::Result<()> {
+        for i in (1..KEEP).rev() {
+            let from = rotated(&self.path, i);
+            if from.exists() {
+                std::fs::rename(&from, rotated(&self.path, i + 1))?;
+            }
+        }
+        std::fs::rename(&self.path, rotated(&self.path, 1))?;
+        self.file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.path)?;
+        self.size = 0;
+        Ok(())
+    }
+}
+
+pub fn rotated(path: &Path, i: usize) -> PathBuf {
+    let mut s = path.as_os_str().to_owned();
+    s.push(format!(".{i}"));
+    PathBuf::from(s)
+}
+
+impl Write for RotatingFile {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if self.at_line_start && self.size + buf.len() as u64 > self.max && self.size > 0 {
+            // A failed rotation must not stop logging: keep appending to the current file.
+            let _ = self.rotate();
+        }
+        let n = self.file.write(buf)?;
+        self.size += n as u64;
+        if n > 0 {
+            self.at_line_start = buf[n - 1] == b'\n';
+        }
+        Ok(n)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        self.file.flush()
+    }
+}
+
+fn filter(default: &str) -> EnvFilter {
+    EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default))
+}
+
+/// For the daemon: the log file, plus stderr when it is a terminal or `also_stderr`.
+pub fn init_daemon(log_file: &Path, level: &str, also_stderr: bool) -> io::Result<()> {
+    let file = RotatingFile::open(log_file, MAX_LOG_BYTES)?;
+    let default = format!("coogle={level},rmcp=warn");
+    let to_stderr = also_stderr || io::stderr().is_terminal();
+    let file = Mutex::new(file);
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter(&default))
+        .with_ansi(false);
+    let result = if to_stderr {
+        builder.with_writer(file.and(io::stderr)).try_init()
+    } else {
+        builder.with_writer(file).try_init()
+    };
+    // A second init (tests run the daemon in-process) keeps the first subscriber.
+    let _ = result;
+    Ok(())
+}
+
+/// For every other mode: stderr only, quiet by default.
+pub fn init_stderr(default: &str) {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter(default))
+        .with_ansi(io::stderr().is_terminal())
+        .with_writer(io::stderr)
+        .try_init();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rotates_by_size_and_keeps_a_bounded_number() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("coogle.log");
+        let mut f = RotatingFile::open(&path, 100).unwrap();
+        for i in 0..20 {
+            writeln!(f, "{i:0>60}").unwrap();
+        }
+        // Each file holds whole lines only.
+        for p in [path.clone(), rotated(&path, 1), rotated(&path, 2)] {
+            let text = std::fs::read_to_string(&p).unwrap();
+            assert!(
+                text.ends_with('\n') && text.lines().all(|l| l.len() == 60),
+                "{text:?}"
+            );
+        }
+        assert!(rotated(&path, 1).exists());
+        assert!(rotated(&path, KEEP).exists());
+        assert!(!rotated(&path, KEEP + 1).exists());
+        let last = std::fs::read_to_string(&path).unwrap();
+        assert!(last.contains(&format!("{:0>60}", 19)));
+    }
+}

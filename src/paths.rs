@@ -1,0 +1,226 @@
+//! Where coogle keeps its socket, lock, pid records and log, and the checks that make the
+//! per-user socket directory safe to use.
+//!
+//! This module decides paths and checks ownership; it must never create anything but coogle's
+//! own private directories, and it never loosens a permission it did not set.
+
+use std::fs;
+use std::io;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+/// The longest path a Unix socket address can hold on Linux and macOS (sun_path minus NUL).
+pub const MAX_SOCKET_PATH: usize = 103;
+
+#[derive(Debug, thiserror::Error)]
+pub enum PathError {
+    #[error("could not create {path}: {source}")]
+    Create { path: PathBuf, source: io::Error },
+    #[error("could not inspect {path}: {source}")]
+    Inspect { path: PathBuf, source: io::Error },
+    #[error("{path} is a symlink; refusing to use it for the socket directory")]
+    Symlink { path: PathBuf },
+    #[error("{path} is not a directory")]
+    NotADirectory { path: PathBuf },
+    #[error("{path} is owned by uid {owner}, not by you (uid {me}); refusing to use it")]
+    WrongOwner { path: PathBuf, owner: u32, me: u32 },
+    #[error("could not restrict {path} to mode 0700: {source}")]
+    Chmod { path: PathBuf, source: io::Error },
+    #[error(
+        "socket path {path} is {len} bytes, longer than the {MAX_SOCKET_PATH} a Unix socket allows"
+    )]
+    TooLong { path: PathBuf, len: usize },
+}
+
+pub fn uid() -> u32 {
+    // SAFETY: getuid has no preconditions and cannot fail.
+    unsafe { libc::getuid() }
+}
+
+fn env_path(name: &str) -> Option<PathBuf> {
+    std::env::var_os(name)
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+}
+
+pub fn home() -> PathBuf {
+    env_path("HOME").unwrap_or_else(|| PathBuf::from("/"))
+}
+
+/// The default socket: `$XDG_RUNTIME_DIR/coogle/coogle.sock`, else `/tmp/coogle-$UID/coogle.sock`.
+pub fn default_socket() -> PathBuf {
+    match env_path("XDG_RUNTIME_DIR") {
+        Some(dir) => dir.join("coogle").join("coogle.sock"),
+        None => PathBuf::from(format!("/tmp/coogle-{}", uid())).join("coogle.sock"),
+    }
+}
+
+/// Where the daemon's log lives: macOS `~/Library/Logs/coogle`, elsewhere
+/// `$XDG_STATE_HOME/coogle` (default `~/.local/state/coogle`).
+pub fn log_dir() -> PathBuf {
+    if cfg!(target_os = "macos") {
+        home().join("Library").join("Logs").join("coogle")
+    } else {
+        env_path("XDG_STATE_HOME")
+            .unwrap_or_else(|| home().join(".local").join("state"))
+            .join("coogle")
+    }
+}
+
+pub fn log_file() -> PathBuf {
+    log_dir().join("coogle.log")
+}
+
+/// Files that live beside the socket.
+#[derive(Debug, Clone)]
+pub struct RuntimePaths {
+    pub socket: PathBuf,
+    pub dir: PathBuf,
+    pub lock: PathBuf,
+}
+
+impl RuntimePaths {
+    pub fn for_socket(socket: &Path) -> Self {
+        let dir = socket
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|| PathBuf::from("."));
+        let stem = socket
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "coogle.sock".into());
+        RuntimePaths {
+            lock: dir.join(format!("{stem}.lock")),
+            socket: socket.to_path_buf(),
+            dir,
+        }
+    }
+
+    /// The record of an upstream child's pid, so a daemon that was SIGKILLed reaps it next start.
+    pub fn child_record(&self, upstream: &str) -> PathBuf {
+        let stem = self
+            .socket
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        self.dir.join(format!("{stem}.{upstream}.child"))
+    }
+
+    pub fn check_length(&self) -> Result<(), PathError> {
+        let len = self.socket.as_os_str().len();
+        if len > MAX_SOCKET_PATH {
+            return Err(PathError::TooLong {
+                path: self.socket.clone(),
+                len,
+            });
+        }
+        Ok(())
+    }
+}
+
+/// Create (mode 0700) or verify the socket directory: it must be a real directory owned by
+/// this user. A directory we own with looser permissions is tightened to 0700.
+pub fn ensure_private_dir(dir: &Path) -> Result<(), PathError> {
+    match fs::symlink_metadata(dir) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(dir)
+                .map_err(|source| PathError::Create {
+                    path: dir.to_path_buf(),
+                    source,
+                })?;
+            // recursive() applies the mode to every level it creates; the leaf is what matters.
+            check_private_dir(dir)
+        }
+        Err(source) => Err(PathError::Inspect {
+            path: dir.to_path_buf(),
+            source,
+        }),
+        Ok(_) => check_private_dir(dir),
+    }
+}
+
+/// Verify without creating: symlink, type, owner; tighten the mode if we own it.
+pub fn check_private_dir(dir: &Path) -> Result<(), PathError> {
+    let meta = fs::symlink_metadata(dir).map_err(|source| PathError::Inspect {
+        path: dir.to_path_buf(),
+        source,
+    })?;
+    if meta.file_type().is_symlink() {
+        return Err(PathError::Symlink {
+            path: dir.to_path_buf(),
+        });
+    }
+    if !meta.is_dir() {
+        return Err(PathError::NotADirectory {
+            path: dir.to_path_buf(),
+        });
+    }
+    let me = uid();
+    if meta.uid() != me {
+        return Err(PathError::WrongOwner {
+            path: dir.to_path_buf(),
+            owner: meta.uid(),
+            me,
+        });
+    }
+    if meta.mode() & 0o777 != 0o700 {
+        fs::set_permissions(dir, fs::Permissions::from_mode(0o700)).map_err(|source| {
+            PathError::Chmod {
+                path: dir.to_path_buf(),
+                source,
+            }
+        })?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn creates_private_dir_and_tightens_mode() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("a").join("coogle");
+        ensure_private_dir(&dir).unwrap();
+        assert_eq!(fs::metadata(&dir).unwrap().mode() & 0o777, 0o700);
+        fs::set_permissions(&dir, fs::Permissions::from_mode(0o755)).unwrap();
+        ensure_private_dir(&dir).unwrap();
+        assert_eq!(fs::metadata(&dir).unwrap().mode() & 0o777, 0o700);
+    }
+
+    #[test]
+    fn refuses_symlink_and_file() {
+        let tmp = tempfile::tempdir().unwrap();
+        let real = tmp.path().join("real");
+        fs::create_dir(&real).unwrap();
+        let link = tmp.path().join("link");
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        assert!(matches!(
+            ensure_private_dir(&link),
+            Err(PathError::Symlink { .. })
+        ));
+        let file = tmp.path().join("file");
+        fs::write(&file, b"").unwrap();
+        assert!(matches!(
+            ensure_private_dir(&file),
+            Err(PathError::NotADirectory { .. })
+        ));
+    }
+
+    #[test]
+    fn runtime_paths_sit_beside_the_socket() {
+        let p = RuntimePaths::for_socket(Path::new("/run/user/1/coogle/coogle.sock"));
+        assert_eq!(p.lock, Path::new("/run/user/1/coogle/coogle.sock.lock"));
+        assert_eq!(
+            p.child_record("google"),
+            Path::new("/run/user/1/coogle/coogle.sock.google.child")
+        );
+        let long = PathBuf::from(format!("/tmp/{}/c.sock", "x".repeat(120)));
+        assert!(RuntimePaths::for_socket(&long).check_length().is_err());
+    }
+}

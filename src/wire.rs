@@ -1,0 +1,761 @@
+//! The wire between the daemon and its clients: one JSON object per line on a Unix socket.
+//!
+//! This module owns every type both ends speak: the hello that opens an mcp-mode connection,
+//! control requests and responses, the closed set of error codes, the capped line reader, and
+//! the minimal JSON-RPC envelope the router reads. It must never interpret MCP beyond what
+//! routing needs: a message is parsed into its top-level fields as raw JSON, and what the
+//! router does not touch is written out byte for byte as it came in.
+
+use std::fmt;
+
+use indexmap::IndexMap;
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+use tokio::io::{AsyncBufRead, AsyncBufReadExt};
+
+/// Version of the wire itself (the `coogle` key of a hello).
+pub const WIRE_VERSION: u32 = 1;
+
+/// This binary's version, carried in every hello and answer.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// The hello line a client sends first to open an mcp-mode connection.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Hello {
+    pub coogle: u32,
+    pub mode: HelloMode,
+    /// Which upstream; `None` means the only one, or `google`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<String>,
+    pub version: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub claude_session_id: Option<String>,
+    /// What the client is, when it is not an agent's shim (`cli`, `setup`, `bench`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<String>,
+}
+
+impl Hello {
+    pub fn mcp(server: Option<String>) -> Self {
+        Hello {
+            coogle: WIRE_VERSION,
+            mode: HelloMode::Mcp,
+            server,
+            version: VERSION.to_string(),
+            pid: Some(std::process::id()),
+            claude_session_id: std::env::var("CLAUDE_CODE_SESSION_ID")
+                .ok()
+                .filter(|s| !s.is_empty()),
+            client: None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum HelloMode {
+    Mcp,
+}
+
+/// The daemon's answer to a hello.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct HelloReply {
+    pub coogle: u32,
+    pub ok: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// The upstream this connection was bound to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<WireError>,
+}
+
+impl HelloReply {
+    pub fn ok(server: &str) -> Self {
+        HelloReply {
+            coogle: WIRE_VERSION,
+            ok: true,
+            version: Some(VERSION.to_string()),
+            server: Some(server.to_string()),
+            error: None,
+        }
+    }
+    pub fn err(error: WireError) -> Self {
+        HelloReply {
+            coogle: WIRE_VERSION,
+            ok: false,
+            version: Some(VERSION.to_string()),
+            server: None,
+            error: Some(error),
+        }
+    }
+}
+
+/// The closed set of error codes of control mode and the hello. Documented in the README.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Hash)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorCode {
+    /// The request was not understood (bad JSON, unknown method, missing params, line too long).
+    InvalidRequest,
+    /// No upstream, tool or session by that name.
+    NotFound,
+    /// The call did not finish within its timeout.
+    Timeout,
+    /// The upstream child is not running and could not be started.
+    UpstreamUnavailable,
+    /// The upstream answered with a JSON-RPC error.
+    UpstreamError,
+    /// The call was cancelled (its session went away, or a restart).
+    Cancelled,
+    /// The daemon is shutting down.
+    ShuttingDown,
+    /// A bug in coogle.
+    Internal,
+}
+
+impl ErrorCode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorCode::InvalidRequest => "invalid_request",
+            ErrorCode::NotFound => "not_found",
+            ErrorCode::Timeout => "timeout",
+            ErrorCode::UpstreamUnavailable => "upstream_unavailable",
+            ErrorCode::UpstreamError => "upstream_error",
+            ErrorCode::Cancelled => "cancelled",
+            ErrorCode::ShuttingDown => "shutting_down",
+            ErrorCode::Internal => "internal",
+        }
+    }
+}
+
+impl fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, thiserror::Error)]
+#[error("{code}: {message}")]
+pub struct WireError {
+    pub code: ErrorCode,
+    pub message: String,
+}
+
+impl WireError {
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        WireError {
+            code,
+            message: message.into(),
+        }
+    }
+}
+
+/// The control methods. They are never tool names: an unknown method is `invalid_request`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ControlMethod {
+    Ping,
+    Info,
+    Status,
+    ListTools,
+    Call,
+    RestartChild,
+    Shutdown,
+}
+
+impl ControlMethod {
+    pub const ALL: [ControlMethod; 7] = [
+        ControlMethod::Ping,
+        ControlMethod::Info,
+        ControlMethod::Status,
+        ControlMethod::ListTools,
+        ControlMethod::Call,
+        ControlMethod::RestartChild,
+        ControlMethod::Shutdown,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ControlMethod::Ping => "ping",
+            ControlMethod::Info => "info",
+            ControlMethod::Status => "status",
+            ControlMethod::ListTools => "list_tools",
+            ControlMethod::Call => "call",
+            ControlMethod::RestartChild => "restart_child",
+            ControlMethod::Shutdown => "shutdown",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|m| m.as_str() == s)
+    }
+}
+
+/// A control request: `{"id":"1","method":"status","params":{...}}`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ControlRequest {
+    #[serde(default)]
+    pub id: serde_json::Value,
+    pub method: String,
+    #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
+    pub params: serde_json::Value,
+}
+
+/// A control response: `{"id":"1","ok":true,"result":{...}}` or `{"id":"1","ok":false,"error":{...}}`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ControlResponse {
+    pub id: serde_json::Value,
+    pub ok: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<serde_json::Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<WireError>,
+}
+
+impl ControlResponse {
+    pub fn ok(id: serde_json::Value, result: serde_json::Value) -> Self {
+        ControlResponse {
+            id,
+            ok: true,
+            result: Some(result),
+            error: None,
+        }
+    }
+    pub fn err(id: serde_json::Value, error: WireError) -> Self {
+        ControlResponse {
+            id,
+            ok: false,
+            result: None,
+            error: Some(error),
+        }
+    }
+    pub fn into_result(self) -> Result<serde_json::Value, WireError> {
+        match (self.ok, self.result, self.error) {
+            (true, r, _) => Ok(r.unwrap_or(serde_json::Value::Null)),
+            (false, _, Some(e)) => Err(e),
+            (false, _, None) => Err(WireError::new(
+                ErrorCode::Internal,
+                "the daemon answered ok=false without an error",
+            )),
+        }
+    }
+}
+
+/// Serialize any wire value as one line (with its trailing newline).
+pub fn to_line<T: Serialize>(value: &T) -> Vec<u8> {
+    // Serializing our own plain data types cannot fail.
+    let mut v = serde_json::to_vec(value).unwrap_or_else(|_| b"{}".to_vec());
+    v.push(b'\n');
+    v
+}
+
+/// What reading one line produced.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Line {
+    /// A complete line, without its newline, in the caller's buffer.
+    Complete,
+    /// The peer closed the connection (any partial line without a newline is in the buffer).
+    Eof,
+    /// The line exceeded the cap; the connection should be closed after an error.
+    TooLong,
+}
+
+/// Read one `\n`-terminated line, appending it to `buf`, refusing lines over `cap` bytes
+/// without ever buffering more than `cap` bytes of them.
+///
+/// Cancel-safe: bytes taken from the reader are already in `buf`, so a call dropped inside
+/// `select!` loses nothing and the next call continues the line. The caller clears `buf` after
+/// using a complete line.
+pub async fn read_line_capped<R: AsyncBufRead + Unpin>(
+    reader: &mut R,
+    buf: &mut Vec<u8>,
+    cap: usize,
+) -> std::io::Result<Line> {
+    loop {
+        let available = reader.fill_buf().await?;
+        if available.is_empty() {
+            return Ok(Line::Eof);
+        }
+        match memchr(b'\n', available) {
+            Some(pos) => {
+                if buf.len() + pos > cap {
+                    return Ok(Line::TooLong);
+                }
+                buf.extend_from_slice(&available[..pos]);
+                reader.consume(pos + 1);
+                if buf.last() == Some(&b'\r') {
+                    buf.pop();
+                }
+                return Ok(Line::Complete);
+            }
+            None => {
+                let n = available.len();
+                if buf.len() + n > cap {
+                    return Ok(Line::TooLong);
+                }
+                buf.extend_from_slice(available);
+                reader.consume(n);
+            }
+        }
+    }
+}
+
+fn memchr(needle: u8, hay: &[u8]) -> Option<usize> {
+    hay.iter().position(|&b| b == needle)
+}
+
+/// True when a line holds nothing but whitespace (such lines are skipped, as MCP stdio does).
+pub fn is_blank(line: &[u8]) -> bool {
+    line.iter().all(|b| b.is_ascii_whitespace())
+}
+
+/// How the first line of a connection is to be taken.
+#[derive(Debug)]
+pub enum FirstLine {
+    Hello(Hello),
+    Control(ControlRequest),
+}
+
+/// Decide what a connection's first line is: a hello (has `coogle`) or a control request.
+pub fn parse_first_line(line: &[u8]) -> Result<FirstLine, WireError> {
+    let value: serde_json::Value = serde_json::from_slice(line).map_err(|e| {
+        WireError::new(
+            ErrorCode::InvalidRequest,
+            format!("the first line is not JSON: {e}"),
+        )
+    })?;
+    let obj = value.as_object().ok_or_else(|| {
+        WireError::new(
+            ErrorCode::InvalidRequest,
+            "the first line must be a JSON object",
+        )
+    })?;
+    if obj.contains_key("coogle") {
+        let hello: Hello = serde_json::from_value(value)
+            .map_err(|e| WireError::new(ErrorCode::InvalidRequest, format!("bad hello: {e}")))?;
+        if hello.coogle != WIRE_VERSION {
+            return Err(WireError::new(
+                ErrorCode::InvalidRequest,
+                format!(
+                    "wire version {} is not supported (this daemon speaks {WIRE_VERSION})",
+                    hello.coogle
+                ),
+            ));
+        }
+        Ok(FirstLine::Hello(hello))
+    } else {
+        parse_control(line).map(FirstLine::Control)
+    }
+}
+
+/// Parse one control request line.
+pub fn parse_control(line: &[u8]) -> Result<ControlRequest, WireError> {
+    serde_json::from_slice(line).map_err(|e| {
+        WireError::new(
+            ErrorCode::InvalidRequest,
+            format!("not a control request ({e}); expected {{\"id\":\"1\",\"method\":\"status\"}}"),
+        )
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// The minimal JSON-RPC envelope.
+
+/// JSON-RPC error codes the daemon uses itself.
+pub mod rpc_code {
+    pub const PARSE_ERROR: i64 = -32700;
+    pub const INVALID_REQUEST: i64 = -32600;
+    pub const METHOD_NOT_FOUND: i64 = -32601;
+    pub const INVALID_PARAMS: i64 = -32602;
+    pub const INTERNAL_ERROR: i64 = -32603;
+    /// Implementation-defined: the upstream is unavailable.
+    pub const UPSTREAM_UNAVAILABLE: i64 = -32000;
+    /// Implementation-defined: the request timed out.
+    pub const REQUEST_TIMEOUT: i64 = -32001;
+}
+
+/// A JSON-RPC message seen as its top-level fields, each kept as raw JSON text.
+///
+/// Only `id`, `method` and `params._meta.progressToken` are ever rewritten; every other byte is
+/// written back exactly as it was read.
+#[derive(Debug, Clone)]
+pub struct Message {
+    fields: IndexMap<String, Box<RawValue>>,
+}
+
+/// What a message is, by the JSON-RPC rules.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Request,
+    Notification,
+    Response,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum EnvelopeError {
+    #[error("parse error: {0}")]
+    Parse(String),
+    #[error("invalid request: {0}")]
+    Invalid(String),
+}
+
+impl EnvelopeError {
+    pub fn rpc_code(&self) -> i64 {
+        match self {
+            EnvelopeError::Parse(_) => rpc_code::PARSE_ERROR,
+            EnvelopeError::Invalid(_) => rpc_code::INVALID_REQUEST,
+        }
+    }
+}
+
+impl Message {
+    pub fn parse(line: &[u8]) -> Result<Message, EnvelopeError> {
+        let text = std::str::from_utf8(line)
+            .map_err(|e| EnvelopeError::Parse(format!("not UTF-8: {e}")))?;
+        let trimmed = text.trim_start();
+        if !trimmed.starts_with('{') {
+            // Validate it is JSON at all, to choose between parse error and invalid request.
+            return match serde_json::from_str::<serde::de::IgnoredAny>(text) {
+                Ok(_) => Err(EnvelopeError::Invalid(
+                    "a message must be a JSON object (batches are not supported)".into(),
+                )),
+                Err(e) => Err(EnvelopeError::Parse(e.to_string())),
+            };
+        }
+        let fields: IndexMap<String, Box<RawValue>> =
+            serde_json::from_str(text).map_err(|e| EnvelopeError::Parse(e.to_string()))?;
+        let msg = Message { fields };
+        if msg.fields.contains_key("method") && msg.method().is_none() {
+            return Err(EnvelopeError::Invalid("method must be a string".into()));
+        }
+        if !msg.fields.contains_key("method")
+            && !msg.fields.contains_key("result")
+            && !msg.fields.contains_key("error")
+        {
+            return Err(EnvelopeError::Invalid(
+                "a message needs a method, a result or an error".into(),
+            ));
+        }
+        Ok(msg)
+    }
+
+    /// Build a message from parts (for messages the daemon writes itself).
+    pub fn from_fields(fields: IndexMap<String, Box<RawValue>>) -> Self {
+        Message { fields }
+    }
+
+    pub fn kind(&self) -> Kind {
+        if self.fields.contains_key("method") {
+            if self.has_id() {
+                Kind::Request
+            } else {
+                Kind::Notification
+            }
+        } else {
+            Kind::Response
+        }
+    }
+
+    fn has_id(&self) -> bool {
+        self.fields.get("id").is_some_and(|id| id.get() != "null")
+    }
+
+    pub fn id(&self) -> Option<&RawValue> {
+        self.fields.get("id").map(|b| &**b)
+    }
+
+    pub fn set_id(&mut self, id: Box<RawValue>) {
+        self.fields.insert("id".to_string(), id);
+    }
+
+    pub fn method(&self) -> Option<String> {
+        self.fields
+            .get("method")
+            .and_then(|m| serde_json::from_str::<String>(m.get()).ok())
+    }
+
+    pub fn field(&self, name: &str) -> Option<&RawValue> {
+        self.fields.get(name).map(|b| &**b)
+    }
+
+    pub fn set_field(&mut self, name: &str, value: Box<RawValue>) {
+        self.fields.insert(name.to_string(), value);
+    }
+
+    pub fn params(&self) -> Option<&RawValue> {
+        self.field("params")
+    }
+
+    /// `params` parsed as a JSON value (for the few methods the daemon reads).
+    pub fn params_value(&self) -> serde_json::Value {
+        self.params()
+            .and_then(|p| serde_json::from_str(p.get()).ok())
+            .unwrap_or(serde_json::Value::Null)
+    }
+
+    /// `params._meta.progressToken`, raw.
+    pub fn progress_token(&self) -> Option<Box<RawValue>> {
+        let params = self.params()?;
+        let params: IndexMap<String, Box<RawValue>> = serde_json::from_str(params.get()).ok()?;
+        let meta = params.get("_meta")?;
+        let meta: IndexMap<String, Box<RawValue>> = serde_json::from_str(meta.get()).ok()?;
+        meta.get("progressToken").cloned()
+    }
+
+    /// Replace `params._meta.progressToken`, leaving every other byte of params as it was.
+    pub fn set_progress_token(&mut self, token: Box<RawValue>) {
+        self.rewrite_params(|params| {
+            let Some(meta) = params.get("_meta") else {
+                return;
+            };
+            let Ok(mut meta) = serde_json::from_str::<IndexMap<String, Box<RawValue>>>(meta.get())
+            else {
+                return;
+            };
+            meta.insert("progressToken".to_string(), token);
+            params.insert("_meta".to_string(), raw(&meta));
+        });
+    }
+
+    /// For notifications whose params name a token or a request (`progressToken`, `requestId`):
+    /// read that top-level params field.
+    pub fn params_field(&self, name: &str) -> Option<Box<RawValue>> {
+        let params = self.params()?;
+        let params: IndexMap<String, Box<RawValue>> = serde_json::from_str(params.get()).ok()?;
+        params.get(name).cloned()
+    }
+
+    pub fn set_params_field(&mut self, name: &str, value: Box<RawValue>) {
+        let name = name.to_string();
+        self.rewrite_params(move |params| {
+            params.insert(name, value);
+        });
+    }
+
+    fn rewrite_params(&mut self, f: impl FnOnce(&mut IndexMap<String, Box<RawValue>>)) {
+        let Some(params) = self.fields.get("params") else {
+            return;
+        };
+        let Ok(mut params) = serde_json::from_str::<IndexMap<String, Box<RawValue>>>(params.get())
+        else {
+            return;
+        };
+        f(&mut params);
+        self.fields.insert("params".to_string(), raw(&params));
+    }
+
+    /// The `error` of a response, parsed, if it is one.
+    pub fn error_message(&self) -> Option<String> {
+        let e = self.field("error")?;
+        let v: serde_json::Value = serde_json::from_str(e.get()).ok()?;
+        Some(
+            v.get("message")
+                .and_then(|m| m.as_str())
+                .unwrap_or("error")
+                .to_string(),
+        )
+    }
+
+    pub fn is_error_response(&self) -> bool {
+        self.fields.contains_key("error")
+    }
+
+    /// The message as one line, with its newline.
+    pub fn to_line(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.fields.values().map(|v| v.get().len() + 8).sum());
+        out.push(b'{');
+        for (i, (k, v)) in self.fields.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            // Keys are plain strings; serializing a &str cannot fail.
+            out.extend_from_slice(&serde_json::to_vec(k).unwrap_or_default());
+            out.push(b':');
+            out.extend_from_slice(v.get().as_bytes());
+        }
+        out.extend_from_slice(b"}\n");
+        out
+    }
+}
+
+/// Serialize a value to a boxed raw value (cannot fail for the plain types used here).
+pub fn raw<T: Serialize + ?Sized>(value: &T) -> Box<RawValue> {
+    serde_json::value::to_raw_value(value)
+        .unwrap_or_else(|_| RawValue::from_string("null".into()).expect("null is JSON"))
+}
+
+/// A JSON-RPC success response line.
+pub fn response_line(id: &RawValue, result: &RawValue) -> Vec<u8> {
+    let mut out = Vec::with_capacity(id.get().len() + result.get().len() + 40);
+    out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+    out.extend_from_slice(id.get().as_bytes());
+    out.extend_from_slice(b",\"result\":");
+    out.extend_from_slice(result.get().as_bytes());
+    out.extend_from_slice(b"}\n");
+    out
+}
+
+/// A JSON-RPC error response line.
+pub fn error_line(id: Option<&RawValue>, code: i64, message: &str) -> Vec<u8> {
+    let id = id.map(|i| i.get()).unwrap_or("null");
+    let mut out = format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"error\":").into_bytes();
+    out.extend_from_slice(
+        &serde_json::to_vec(&serde_json::json!({"code": code, "message": message}))
+            .unwrap_or_default(),
+    );
+    out.extend_from_slice(b"}\n");
+    out
+}
+
+/// A JSON-RPC notification line.
+pub fn notification_line(method: &str, params: Option<&serde_json::Value>) -> Vec<u8> {
+    let mut v = serde_json::json!({"jsonrpc": "2.0", "method": method});
+    if let Some(p) = params {
+        v["params"] = p.clone();
+    }
+    to_line(&v)
+}
+
+/// A JSON-RPC request line.
+pub fn request_line(id: &RawValue, method: &str, params: &serde_json::Value) -> Vec<u8> {
+    let mut out = format!("{{\"jsonrpc\":\"2.0\",\"id\":{},\"method\":", id.get()).into_bytes();
+    out.extend_from_slice(&serde_json::to_vec(method).unwrap_or_default());
+    out.extend_from_slice(b",\"params\":");
+    out.extend_from_slice(&serde_json::to_vec(params).unwrap_or_default());
+    out.extend_from_slice(b"}\n");
+    out
+}
+
+/// A tool result that reports a failure the agent should read (STYLE rule 8).
+pub fn tool_error_result(text: &str) -> serde_json::Value {
+    serde_json::json!({
+        "content": [{"type": "text", "text": text}],
+        "isError": true
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::BufReader;
+
+    #[test]
+    fn message_round_trips_untouched_fields_byte_for_byte() {
+        let line = br#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"x","arguments":{"b":1,"a":[1.50,"\u00e9"]},"_meta":{"progressToken":"p1","other":true}}}"#;
+        let mut m = Message::parse(line).unwrap();
+        assert_eq!(m.kind(), Kind::Request);
+        assert_eq!(m.method().as_deref(), Some("tools/call"));
+        assert_eq!(m.progress_token().unwrap().get(), "\"p1\"");
+        m.set_id(raw(&42u64));
+        m.set_progress_token(raw("u42"));
+        let out = String::from_utf8(m.to_line()).unwrap();
+        assert_eq!(
+            out,
+            "{\"jsonrpc\":\"2.0\",\"id\":42,\"method\":\"tools/call\",\"params\":{\"name\":\"x\",\"arguments\":{\"b\":1,\"a\":[1.50,\"\\u00e9\"]},\"_meta\":{\"progressToken\":\"u42\",\"other\":true}}}\n"
+        );
+    }
+
+    #[test]
+    fn kinds_and_errors() {
+        assert_eq!(
+            Message::parse(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#)
+                .unwrap()
+                .kind(),
+            Kind::Notification
+        );
+        assert_eq!(
+            Message::parse(br#"{"jsonrpc":"2.0","id":"a","result":{}}"#)
+                .unwrap()
+                .kind(),
+            Kind::Response
+        );
+        assert!(matches!(
+            Message::parse(b"{not json"),
+            Err(EnvelopeError::Parse(_))
+        ));
+        assert!(matches!(
+            Message::parse(b"[1,2]"),
+            Err(EnvelopeError::Invalid(_))
+        ));
+        assert!(matches!(
+            Message::parse(br#"{"id":1}"#),
+            Err(EnvelopeError::Invalid(_))
+        ));
+        assert!(matches!(
+            Message::parse(br#"{"id":1,"method":5}"#),
+            Err(EnvelopeError::Invalid(_))
+        ));
+    }
+
+    #[test]
+    fn first_line_distinguishes_hello_and_control() {
+        let hello = to_line(&Hello::mcp(Some("google".into())));
+        match parse_first_line(hello.trim_ascii_end()).unwrap() {
+            FirstLine::Hello(h) => assert_eq!(h.server.as_deref(), Some("google")),
+            other => panic!("expected hello, got {other:?}"),
+        }
+        match parse_first_line(br#"{"id":"1","method":"status"}"#).unwrap() {
+            FirstLine::Control(c) => assert_eq!(c.method, "status"),
+            other => panic!("expected control, got {other:?}"),
+        }
+        let e = parse_first_line(br#"{"coogle":9,"mode":"mcp","version":"x"}"#).unwrap_err();
+        assert_eq!(e.code, ErrorCode::InvalidRequest);
+        assert!(parse_first_line(b"garbage").is_err());
+    }
+
+    #[test]
+    fn control_methods_are_a_closed_set() {
+        for m in ControlMethod::ALL {
+            assert_eq!(ControlMethod::parse(m.as_str()), Some(m));
+        }
+        assert_eq!(ControlMethod::parse("search_gmail_messages"), None);
+        assert_eq!(
+            serde_json::to_string(&ErrorCode::UpstreamUnavailable).unwrap(),
+            "\"upstream_unavailable\""
+        );
+    }
+
+    #[tokio::test]
+    async fn capped_reader_refuses_long_lines_and_keeps_short_ones() {
+        let data = b"short\r\n0123456789abcdef\nlast".to_vec();
+        let mut r = BufReader::with_capacity(4, &data[..]);
+        let mut buf = Vec::new();
+        assert_eq!(
+            read_line_capped(&mut r, &mut buf, 10).await.unwrap(),
+            Line::Complete
+        );
+        assert_eq!(buf, b"short");
+        buf.clear();
+        assert_eq!(
+            read_line_capped(&mut r, &mut buf, 10).await.unwrap(),
+            Line::TooLong
+        );
+        assert!(buf.len() <= 10);
+        buf.clear();
+        let mut r = BufReader::new(&b"tail-without-newline"[..]);
+        assert_eq!(
+            read_line_capped(&mut r, &mut buf, 100).await.unwrap(),
+            Line::Eof
+        );
+        assert_eq!(buf, b"tail-without-newline");
+    }
+
+    #[test]
+    fn helper_lines_are_valid_json() {
+        let id = raw(&"abc");
+        for line in [
+            response_line(&id, &raw(&serde_json::json!({"x": 1}))),
+            error_line(Some(&id), rpc_code::PARSE_ERROR, "bad \"thing\""),
+            error_line(None, rpc_code::INVALID_REQUEST, "x"),
+            notification_line("notifications/tools/list_changed", None),
+            request_line(&id, "ping", &serde_json::json!({})),
+        ] {
+            let v: serde_json::Value = serde_json::from_slice(&line).unwrap();
+            assert_eq!(v["jsonrpc"], "2.0");
+            assert_eq!(*line.last().unwrap(), b'\n');
+        }
+    }
+}
