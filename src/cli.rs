@@ -127,6 +127,32 @@ impl Context {
     }
 }
 
+/// `coogle mcp`: the pump runs on plain threads, outside any async runtime.
+pub fn mcp(cli: &Cli, server: Option<String>) -> ExitCode {
+    logging::init_stderr("coogle=warn,rmcp=warn");
+    let ctx = match Context::load(cli) {
+        Ok(c) => c,
+        Err(e) => {
+            tracing::error!("{e}");
+            return ExitCode::Usage;
+        }
+    };
+    let opts = shim::Options {
+        socket: ctx.socket.clone(),
+        server,
+        starter: ctx.starter(),
+        max_line_bytes: ctx.config.max_line_bytes,
+    };
+    match shim::run(opts) {
+        Ok(()) => ExitCode::Success,
+        Err(e) => {
+            tracing::error!("{e}");
+            ExitCode::Usage
+        }
+    }
+}
+
+/// Every other command, inside the async runtime.
 pub async fn run(cli: Cli) -> ExitCode {
     match &cli.command {
         Command::Serve { log_stderr } => {
@@ -135,29 +161,6 @@ pub async fn run(cli: Cli) -> ExitCode {
                 Err(e) => return config_error(&e),
             };
             serve(ctx, *log_stderr).await
-        }
-        Command::Mcp { server } => {
-            logging::init_stderr("coogle=warn,rmcp=warn");
-            let ctx = match Context::load(&cli) {
-                Ok(c) => c,
-                Err(e) => {
-                    tracing::error!("{e}");
-                    return ExitCode::Usage;
-                }
-            };
-            let opts = shim::Options {
-                socket: ctx.socket.clone(),
-                server: server.clone(),
-                starter: ctx.starter(),
-                max_line_bytes: ctx.config.max_line_bytes,
-            };
-            match shim::run(opts).await {
-                Ok(()) => ExitCode::Success,
-                Err(e) => {
-                    tracing::error!("{e}");
-                    ExitCode::Usage
-                }
-            }
         }
         Command::Logs { follow, lines } => logs(&paths::log_file(), *lines, *follow).await,
         _ => {
@@ -178,7 +181,7 @@ pub async fn run(cli: Cli) -> ExitCode {
                 Command::Restart { server } => restart(&ctx, server.clone()).await,
                 Command::Stop => stop(&ctx).await,
                 Command::Serve { .. } | Command::Mcp { .. } | Command::Logs { .. } => {
-                    unreachable!("handled above")
+                    unreachable!("handled above or in `mcp`")
                 }
             };
             match result {

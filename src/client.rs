@@ -233,18 +233,30 @@ pub async fn hello(stream: UnixStream, hello: &Hello) -> Result<McpConnection, C
         Line::Complete => {}
         _ => return Err(ClientError::Closed),
     }
-    let reply: HelloReply =
-        serde_json::from_slice(&buf).map_err(|e| ClientError::Protocol(e.to_string()))?;
-    if !reply.ok {
-        return Err(ClientError::Remote(reply.error.unwrap_or_else(|| {
-            WireError::new(wire::ErrorCode::Internal, "hello refused without a reason")
-        })));
-    }
+    let reply = check_hello_reply(&buf)?;
     Ok(McpConnection {
         reader,
         writer: w,
         reply,
     })
+}
+
+/// Read the daemon's answer to a hello: `ok: false` is an error, and a daemon of another
+/// version is worth a warning (restarting it picks up the new binary).
+pub fn check_hello_reply(line: &[u8]) -> Result<HelloReply, ClientError> {
+    let reply: HelloReply =
+        serde_json::from_slice(line).map_err(|e| ClientError::Protocol(e.to_string()))?;
+    if !reply.ok {
+        return Err(ClientError::Remote(reply.error.unwrap_or_else(|| {
+            WireError::new(wire::ErrorCode::Internal, "hello refused without a reason")
+        })));
+    }
+    if let Some(v) = &reply.version
+        && v != wire::VERSION
+    {
+        tracing::warn!(daemon = %v, client = wire::VERSION, "the daemon runs another coogle version; restart it with `coogle stop` when convenient");
+    }
+    Ok(reply)
 }
 
 /// An rmcp client session through the daemon, as `coogle tools` and `coogle call` use it.

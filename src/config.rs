@@ -68,8 +68,8 @@ pub struct Config {
     pub servers: IndexMap<String, ServerConfig>,
 }
 
-/// One upstream MCP server that coogle starts and shares.
-#[derive(Debug, Clone)]
+/// One upstream MCP server that coogle starts and shares. Its `Debug` masks `env` values.
+#[derive(Clone)]
 pub struct ServerConfig {
     pub name: String,
     pub command: String,
@@ -85,6 +85,24 @@ pub struct ServerConfig {
     pub call_timeout: Duration,
     /// `clientCapabilities` sent in `initialize`, default `{"roots": {}, "elicitation": {}}`.
     pub client_capabilities: Value,
+}
+
+impl fmt::Debug for ServerConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let env: Vec<(&String, Masked<'_>)> =
+            self.env.iter().map(|(k, v)| (k, Masked(v))).collect();
+        f.debug_struct("ServerConfig")
+            .field("name", &self.name)
+            .field("command", &self.command)
+            .field("args", &self.args)
+            .field("env", &env)
+            .field("cwd", &self.cwd)
+            .field("credentials", &self.credentials)
+            .field("max_concurrent", &self.max_concurrent)
+            .field("call_timeout", &self.call_timeout)
+            .field("client_capabilities", &self.client_capabilities)
+            .finish()
+    }
 }
 
 /// Where a server's Google OAuth client id and secret come from.
@@ -1728,5 +1746,19 @@ mod tests {
     #[test]
     fn default_path_ends_in_coogle_config() {
         assert!(default_path().ends_with("coogle/config.json"));
+    }
+
+    #[test]
+    fn server_debug_masks_env_values() {
+        let config = Config::from_value(
+            serde_json::json!({"servers": {"search": {
+                "command": "coogle", "env": {"GEMINI_API_KEY": "AIza-very-secret-value"}
+            }}}),
+            None,
+        )
+        .unwrap();
+        let text = format!("{config:?}");
+        assert!(text.contains("GEMINI_API_KEY"), "{text}");
+        assert!(!text.contains("very-secret"), "{text}");
     }
 }

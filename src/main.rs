@@ -1,24 +1,25 @@
 //! Parse the command line and dispatch; everything else lives in the library.
 
 use clap::Parser;
+use coogle::cli::{self, Command};
+use coogle::output::{self, ExitCode};
 
 fn main() -> std::process::ExitCode {
-    let cli = coogle::cli::Cli::parse();
-    // The shim is a pump that must stay small: one thread. The daemon and the CLI get two.
-    let builder = match cli.command {
-        coogle::cli::Command::Mcp { .. } => tokio::runtime::Builder::new_current_thread(),
-        _ => {
-            let mut b = tokio::runtime::Builder::new_multi_thread();
-            b.worker_threads(2);
-            b
-        }
-    };
-    let runtime = match { builder }.enable_all().build() {
+    let cli = cli::Cli::parse();
+    // The shim is a pump that must stay small and add no hand-offs: plain threads, no runtime.
+    if let Command::Mcp { server } = &cli.command {
+        return cli::mcp(&cli, server.clone()).into();
+    }
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
-            coogle::output::error_text(&format!("could not start the async runtime: {e}"), None);
-            return coogle::output::ExitCode::Usage.into();
+            output::error_text(&format!("could not start the async runtime: {e}"), None);
+            return ExitCode::Usage.into();
         }
     };
-    runtime.block_on(coogle::cli::run(cli)).into()
+    runtime.block_on(cli::run(cli)).into()
 }

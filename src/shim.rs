@@ -5,18 +5,21 @@
 //! flight, reconnect (starting a daemon), replay the client's `initialize`, and tell the client
 //! the tool list may have changed. The agent never has to be restarted.
 //!
-//! stdout is the MCP channel: nothing but MCP messages is ever written there. All state worth
-//! keeping lives in the daemon; this process must stay small.
+//! Two plain threads with blocking I/O: one copies stdin to the socket, the other the socket to
+//! stdout. No async runtime and no hand-off between threads on the hot path: every extra wakeup
+//! is latency the agent pays on each call. stdout is the MCP channel: nothing but MCP messages
+//! is ever written there. All state worth keeping lives in the daemon.
 
 use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
-use std::time::Duration;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 use serde_json::value::RawValue;
-use tokio::io::{AsyncWriteExt, BufReader};
-use tokio::sync::mpsc;
 
-use crate::client::{self, ClientError, McpConnection, REPLY_LINE_CAP, Starter};
+use crate::client::{self, ClientError, REPLY_LINE_CAP, START_TIMEOUT, Starter};
 use crate::wire::{self, Hello, Kind, Line, Message, raw, rpc_code};
 
 /// Lines from the client buffered while the daemon is away; past this, requests are refused.
@@ -33,13 +36,6 @@ pub struct Options {
 pub enum ShimError {
     #[error(transparent)]
     Client(#[from] ClientError),
-    #[error("writing to stdout failed: {0}")]
-    Stdout(std::io::Error),
-}
-
-enum Input {
-    Line(Vec<u8>),
-    TooLong,
 }
 
 struct InFlight {
@@ -47,14 +43,18 @@ struct InFlight {
     is_call: bool,
 }
 
-struct Pump {
-    stdout: tokio::io::Stdout,
+/// What both threads share, under one lock so that a reconnect replays the handshake and the
+/// buffered lines before any new line can slip in between.
+struct State {
+    /// The socket's write side; `None` while reconnecting.
+    writer: Option<UnixStream>,
     /// The client's initialize request, replayed on reconnect.
     initialize: Option<Vec<u8>>,
     initialized: bool,
     in_flight: HashMap<String, InFlight>,
     /// The id of a replayed initialize whose answer the client must not see.
     swallow: Option<String>,
+    buffered: Vec<Vec<u8>>,
     reconnects: u64,
 }
 
@@ -64,19 +64,22 @@ fn id_key(id: &RawValue) -> String {
         .unwrap_or_else(|_| id.get().to_string())
 }
 
-impl Pump {
-    async fn write_client(&mut self, line: &[u8]) -> Result<(), ShimError> {
-        self.stdout
-            .write_all(line)
-            .await
-            .map_err(ShimError::Stdout)?;
-        if line.last() != Some(&b'\n') {
-            self.stdout
-                .write_all(b"\n")
-                .await
-                .map_err(ShimError::Stdout)?;
-        }
-        self.stdout.flush().await.map_err(ShimError::Stdout)
+/// Write one line to the client; a closed stdout means the client is gone.
+fn write_client(line: &[u8]) {
+    let mut out = std::io::stdout().lock();
+    let ok = out.write_all(line).is_ok()
+        && (line.last() == Some(&b'\n') || out.write_all(b"\n").is_ok())
+        && out.flush().is_ok();
+    if !ok {
+        tracing::debug!("stdout closed; exiting");
+        std::process::exit(0);
+    }
+}
+
+impl State {
+    fn lock(state: &Mutex<State>) -> MutexGuard<'_, State> {
+        // A panic in the other thread ends the process anyway; keep going with the data.
+        state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Note what a client line is before it goes to the daemon.
@@ -91,32 +94,32 @@ impl Pump {
                     self.initialize = Some(line.to_vec());
                 }
                 if let Some(id) = msg.id() {
-                    self.in_flight.insert(
-                        id_key(id),
-                        InFlight {
-                            id: id.to_owned(),
-                            is_call: method == "tools/call",
-                        },
-                    );
+                    let is_call = method == "tools/call";
+                    let entry = InFlight {
+                        id: id.to_owned(),
+                        is_call,
+                    };
+                    self.in_flight.insert(id_key(id), entry);
                 }
             }
-            Kind::Notification => {
-                if msg.method().as_deref() == Some("notifications/initialized") {
-                    self.initialized = true;
-                } else if msg.method().as_deref() == Some("notifications/cancelled")
-                    && let Some(req) = msg.params_field("requestId")
-                {
-                    self.in_flight.remove(&id_key(&req));
+            Kind::Notification => match msg.method().as_deref() {
+                Some("notifications/initialized") => self.initialized = true,
+                Some("notifications/cancelled") => {
+                    if let Some(req) = msg.params_field("requestId") {
+                        self.in_flight.remove(&id_key(&req));
+                    }
                 }
-            }
+                _ => {}
+            },
             Kind::Response => {}
         }
     }
 
     /// Note a daemon line; false when the client must not see it.
     fn observe_daemon(&mut self, line: &[u8]) -> bool {
-        // Only responses matter here, and they always carry "result" or "error": skip parsing
-        // the (possibly large) notifications cheaply.
+        if self.in_flight.is_empty() && self.swallow.is_none() {
+            return true;
+        }
         let Ok(msg) = Message::parse(line) else {
             return true;
         };
@@ -134,9 +137,9 @@ impl Pump {
         true
     }
 
-    async fn fail_in_flight(&mut self) -> Result<(), ShimError> {
-        let pending: Vec<InFlight> = self.in_flight.drain().map(|(_, v)| v).collect();
-        for p in pending {
+    /// Answer every request the daemon took with it.
+    fn fail_in_flight(&mut self) {
+        for (_, p) in self.in_flight.drain() {
             let text =
                 "coogle: the daemon went away during this request; it is being restarted, so retry";
             let line = if p.is_call {
@@ -144,56 +147,128 @@ impl Pump {
             } else {
                 wire::error_line(Some(&p.id), rpc_code::UPSTREAM_UNAVAILABLE, text)
             };
-            self.write_client(&line).await?;
+            write_client(&line);
         }
-        Ok(())
+    }
+
+    /// Send a client line now, or keep it for after the reconnect.
+    fn forward(&mut self, mut line: Vec<u8>) {
+        self.observe_client(&line);
+        line.push(b'\n');
+        if let Some(w) = &mut self.writer {
+            if w.write_all(&line).is_ok() {
+                return;
+            }
+            // The reader thread notices the loss too and reconnects.
+            self.writer = None;
+        }
+        if self.buffered.len() < MAX_BUFFERED {
+            self.buffered.push(line);
+        } else if let Ok(m) = Message::parse(line.trim_ascii_end())
+            && let Some(id) = m.id()
+        {
+            self.in_flight.remove(&id_key(id));
+            let text = "coogle: the daemon is restarting and too much is waiting; retry shortly";
+            write_client(&wire::error_line(
+                Some(id),
+                rpc_code::UPSTREAM_UNAVAILABLE,
+                text,
+            ));
+        }
     }
 }
 
-fn spawn_stdin(cap: usize) -> mpsc::Receiver<Input> {
-    let (tx, rx) = mpsc::channel(64);
-    tokio::spawn(async move {
-        let mut r = BufReader::with_capacity(64 * 1024, tokio::io::stdin());
-        let mut buf = Vec::new();
-        loop {
-            match wire::read_line_capped(&mut r, &mut buf, cap).await {
-                Ok(Line::Complete) => {
-                    if wire::is_blank(&buf) {
-                        buf.clear();
-                        continue;
+fn is_absent(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::NotFound | std::io::ErrorKind::ConnectionRefused
+    )
+}
+
+/// Connect, starting a daemon when none answers, then say hello.
+fn open(opts: &Options) -> Result<(UnixStream, BufReader<UnixStream>), ClientError> {
+    let not_running = |source| ClientError::NotRunning {
+        socket: opts.socket.clone(),
+        source,
+    };
+    let stream = match UnixStream::connect(&opts.socket) {
+        Ok(s) => s,
+        Err(e) if is_absent(&e) => {
+            opts.starter.spawn()?;
+            let deadline = Instant::now() + START_TIMEOUT;
+            let mut delay = Duration::from_millis(5);
+            loop {
+                std::thread::sleep(delay);
+                match UnixStream::connect(&opts.socket) {
+                    Ok(s) => break s,
+                    Err(e) if is_absent(&e) && Instant::now() < deadline => {
+                        delay = (delay * 2).min(Duration::from_millis(200));
                     }
-                    if tx
-                        .send(Input::Line(std::mem::take(&mut buf)))
-                        .await
-                        .is_err()
-                    {
-                        return;
+                    Err(e) if is_absent(&e) => {
+                        return Err(ClientError::StartTimeout {
+                            socket: opts.socket.clone(),
+                            secs: START_TIMEOUT.as_secs(),
+                            log: opts.starter.log_file.clone(),
+                        });
                     }
+                    Err(e) => return Err(not_running(e)),
                 }
-                Ok(Line::Eof) => {
-                    if !wire::is_blank(&buf) {
-                        let _ = tx.send(Input::Line(std::mem::take(&mut buf))).await;
-                    }
-                    return;
-                }
-                Ok(Line::TooLong) => {
-                    buf.clear();
-                    if tx.send(Input::TooLong).await.is_err() || skip_line(&mut r).await {
-                        return;
-                    }
-                }
-                Err(_) => return,
             }
         }
-    });
-    rx
+        Err(e) => return Err(not_running(e)),
+    };
+    let mut writer = stream.try_clone()?;
+    writer.write_all(&wire::to_line(&Hello::mcp(opts.server.clone())))?;
+    let mut reader = BufReader::with_capacity(64 * 1024, stream);
+    let mut buf = Vec::new();
+    match wire::read_line_capped_blocking(&mut reader, &mut buf, 64 * 1024)? {
+        Line::Complete => {}
+        _ => return Err(ClientError::Closed),
+    }
+    client::check_hello_reply(&buf)?;
+    Ok((writer, reader))
+}
+
+/// Copy stdin to the daemon until stdin closes, then exit the process.
+fn stdin_loop(state: Arc<Mutex<State>>, cap: usize) -> ! {
+    let mut r = BufReader::with_capacity(64 * 1024, std::io::stdin().lock());
+    let mut buf = Vec::new();
+    loop {
+        match wire::read_line_capped_blocking(&mut r, &mut buf, cap) {
+            Ok(Line::Complete) => {
+                if !wire::is_blank(&buf) {
+                    State::lock(&state).forward(std::mem::take(&mut buf));
+                }
+                buf.clear();
+            }
+            Ok(Line::TooLong) => {
+                buf.clear();
+                let text = format!("line exceeds the {cap}-byte limit; it was dropped");
+                write_client(&wire::error_line(None, rpc_code::INVALID_REQUEST, &text));
+                if skip_line(&mut r) {
+                    break;
+                }
+            }
+            Ok(Line::Eof) => {
+                if !wire::is_blank(&buf) {
+                    State::lock(&state).forward(std::mem::take(&mut buf));
+                }
+                break;
+            }
+            Err(_) => break,
+        }
+    }
+    // stdin closed: the agent is done with this server.
+    if let Some(w) = &State::lock(&state).writer {
+        let _ = w.shutdown(std::net::Shutdown::Both);
+    }
+    std::process::exit(0);
 }
 
 /// Discard the rest of an oversized line; true at EOF.
-async fn skip_line<R: tokio::io::AsyncBufRead + Unpin>(r: &mut R) -> bool {
-    use tokio::io::AsyncBufReadExt;
+fn skip_line<R: BufRead>(r: &mut R) -> bool {
     loop {
-        let Ok(buf) = r.fill_buf().await else {
+        let Ok(buf) = r.fill_buf() else {
             return true;
         };
         if buf.is_empty() {
@@ -212,145 +287,100 @@ async fn skip_line<R: tokio::io::AsyncBufRead + Unpin>(r: &mut R) -> bool {
     }
 }
 
-async fn open(opts: &Options) -> Result<McpConnection, ClientError> {
-    let stream = client::connect_or_start(&opts.socket, &opts.starter).await?;
-    let conn = client::hello(stream, &Hello::mcp(opts.server.clone())).await?;
-    if let Some(v) = &conn.reply.version
-        && v != wire::VERSION
-    {
-        tracing::warn!(daemon = %v, shim = wire::VERSION, "the daemon runs another coogle version; restart it with `coogle stop` when convenient");
-    }
-    Ok(conn)
-}
-
-/// Run the pump until stdin closes.
-pub async fn run(opts: Options) -> Result<(), ShimError> {
-    let mut stdin = spawn_stdin(opts.max_line_bytes);
-    let mut pump = Pump {
-        stdout: tokio::io::stdout(),
+/// Run the pump. Returns only on a first connection that fails; afterwards the process exits
+/// when stdin closes.
+pub fn run(opts: Options) -> Result<(), ShimError> {
+    let (writer, mut reader) = open(&opts)?;
+    let state = Arc::new(Mutex::new(State {
+        writer: Some(writer),
         initialize: None,
         initialized: false,
         in_flight: HashMap::new(),
         swallow: None,
+        buffered: Vec::new(),
         reconnects: 0,
-    };
-    let mut conn = open(&opts).await?;
+    }));
+    let cap = opts.max_line_bytes;
+    let s = state.clone();
+    std::thread::Builder::new()
+        .name("stdin".into())
+        .spawn(move || stdin_loop(s, cap))
+        .map_err(ClientError::Io)?;
+
     let mut buf = Vec::new();
     loop {
-        // Connected: copy both ways until the daemon goes away or stdin closes.
-        let lost = loop {
-            tokio::select! {
-                input = stdin.recv() => match input {
-                    None => {
-                        let _ = conn.writer.shutdown().await;
-                        return Ok(());
-                    }
-                    Some(Input::TooLong) => {
-                        let text = format!("line exceeds the {}-byte limit; it was dropped", opts.max_line_bytes);
-                        pump.write_client(&wire::error_line(None, rpc_code::INVALID_REQUEST, &text)).await?;
-                    }
-                    Some(Input::Line(mut line)) => {
-                        pump.observe_client(&line);
-                        line.push(b'\n');
-                        if conn.writer.write_all(&line).await.is_err() {
-                            break true;
-                        }
-                    }
-                },
-                read = wire::read_line_capped(&mut conn.reader, &mut buf, REPLY_LINE_CAP) => match read {
-                    Ok(Line::Complete) => {
-                        if pump.observe_daemon(&buf) {
-                            buf.push(b'\n');
-                            pump.write_client(&buf).await?;
-                        }
-                        buf.clear();
-                    }
-                    _ => break true,
-                },
+        match wire::read_line_capped_blocking(&mut reader, &mut buf, REPLY_LINE_CAP) {
+            Ok(Line::Complete) => {
+                if State::lock(&state).observe_daemon(&buf) {
+                    buf.push(b'\n');
+                    write_client(&buf);
+                }
+                buf.clear();
+                continue;
             }
-        };
-        debug_assert!(lost);
-        tracing::warn!("lost the coogle daemon; reconnecting");
-        pump.fail_in_flight().await?;
-        conn = reconnect(&opts, &mut pump, &mut stdin).await?;
+            Ok(Line::TooLong) => {
+                tracing::error!("the daemon sent a line over {REPLY_LINE_CAP} bytes")
+            }
+            Ok(Line::Eof) | Err(_) => {}
+        }
         buf.clear();
+        tracing::warn!("lost the coogle daemon; reconnecting");
+        {
+            let mut st = State::lock(&state);
+            st.writer = None;
+            st.fail_in_flight();
+        }
+        reader = reconnect(&opts, &state);
     }
 }
 
-/// Reconnect with backoff while still serving stdin (buffering its lines), then replay the
-/// client's handshake and deliver what was buffered.
-async fn reconnect(
-    opts: &Options,
-    pump: &mut Pump,
-    stdin: &mut mpsc::Receiver<Input>,
-) -> Result<McpConnection, ShimError> {
-    let mut buffered: Vec<Vec<u8>> = Vec::new();
+/// Reconnect with backoff (stdin keeps being read and buffered meanwhile), replay the client's
+/// handshake, deliver what was buffered, and tell the client to list tools again.
+fn reconnect(opts: &Options, state: &Mutex<State>) -> BufReader<UnixStream> {
     let mut delay = Duration::from_millis(50);
-    let mut conn = loop {
-        let attempt = open(opts);
-        tokio::pin!(attempt);
-        let result = loop {
-            tokio::select! {
-                r = &mut attempt => break r,
-                input = stdin.recv() => match input {
-                    None => return Err(ShimError::Client(ClientError::Closed)),
-                    Some(Input::TooLong) => {}
-                    Some(Input::Line(line)) => {
-                        if buffered.len() < MAX_BUFFERED {
-                            pump.observe_client(&line);
-                            buffered.push(line);
-                        } else if let Ok(m) = Message::parse(&line)
-                            && let Some(id) = m.id()
-                        {
-                            let text = "coogle: the daemon is restarting and too much is waiting; retry shortly";
-                            pump.write_client(&wire::error_line(Some(id), rpc_code::UPSTREAM_UNAVAILABLE, text)).await?;
-                        }
+    loop {
+        match open(opts) {
+            Ok((mut writer, reader)) => {
+                let mut st = State::lock(state);
+                st.reconnects += 1;
+                let mut replay = Vec::new();
+                if let Some(init) = &st.initialize
+                    && let Ok(mut msg) = Message::parse(init)
+                {
+                    let id = format!("coogle-reinit-{}", st.reconnects);
+                    st.swallow = Some(id_key(&raw(&id)));
+                    msg.set_id(raw(&id));
+                    replay.extend_from_slice(&msg.to_line());
+                    if st.initialized {
+                        replay.extend_from_slice(&wire::notification_line(
+                            "notifications/initialized",
+                            None,
+                        ));
                     }
-                },
+                }
+                for line in std::mem::take(&mut st.buffered) {
+                    replay.extend_from_slice(&line);
+                }
+                if writer.write_all(&replay).is_err() {
+                    drop(st);
+                    std::thread::sleep(delay);
+                    continue;
+                }
+                st.writer = Some(writer);
+                if st.initialized {
+                    write_client(&wire::notification_line(
+                        "notifications/tools/list_changed",
+                        None,
+                    ));
+                }
+                tracing::info!("reconnected to the coogle daemon");
+                return reader;
             }
-        };
-        match result {
-            Ok(c) => break c,
             Err(e) => {
                 tracing::warn!("reconnecting to the daemon failed: {e}; retrying in {delay:?}");
-                tokio::time::sleep(delay).await;
+                std::thread::sleep(delay);
                 delay = (delay * 2).min(Duration::from_secs(5));
             }
         }
-    };
-    pump.reconnects += 1;
-    if let Some(init) = pump.initialize.clone()
-        && let Ok(mut msg) = Message::parse(&init)
-    {
-        let id = format!("coogle-reinit-{}", pump.reconnects);
-        pump.swallow = Some(id_key(&raw(&id)));
-        msg.set_id(raw(&id));
-        // A replayed initialize is not in flight from the client's point of view.
-        conn.writer
-            .write_all(&msg.to_line())
-            .await
-            .map_err(ClientError::Io)?;
-        if pump.initialized {
-            conn.writer
-                .write_all(&wire::notification_line("notifications/initialized", None))
-                .await
-                .map_err(ClientError::Io)?;
-        }
     }
-    for mut line in buffered {
-        line.push(b'\n');
-        conn.writer
-            .write_all(&line)
-            .await
-            .map_err(ClientError::Io)?;
-    }
-    if pump.initialized {
-        pump.write_client(&wire::notification_line(
-            "notifications/tools/list_changed",
-            None,
-        ))
-        .await?;
-    }
-    tracing::info!("reconnected to the coogle daemon");
-    Ok(conn)
 }

@@ -276,29 +276,53 @@ pub async fn read_line_capped<R: AsyncBufRead + Unpin>(
 ) -> std::io::Result<Line> {
     loop {
         let available = reader.fill_buf().await?;
-        if available.is_empty() {
-            return Ok(Line::Eof);
+        let (consumed, done) = line_step(buf, available, cap);
+        reader.consume(consumed);
+        if let Some(line) = done {
+            return Ok(line);
         }
-        match memchr(b'\n', available) {
-            Some(pos) => {
-                if buf.len() + pos > cap {
-                    return Ok(Line::TooLong);
-                }
-                buf.extend_from_slice(&available[..pos]);
-                reader.consume(pos + 1);
-                if buf.last() == Some(&b'\r') {
-                    buf.pop();
-                }
-                return Ok(Line::Complete);
+    }
+}
+
+/// [`read_line_capped`] for blocking readers (the shim's stdin thread).
+pub fn read_line_capped_blocking<R: std::io::BufRead>(
+    reader: &mut R,
+    buf: &mut Vec<u8>,
+    cap: usize,
+) -> std::io::Result<Line> {
+    loop {
+        let available = reader.fill_buf()?;
+        let (consumed, done) = line_step(buf, available, cap);
+        reader.consume(consumed);
+        if let Some(line) = done {
+            return Ok(line);
+        }
+    }
+}
+
+/// One step over what the reader has buffered: the bytes to consume, and the outcome once the
+/// line is complete, too long, or the input ended (`available` empty).
+fn line_step(buf: &mut Vec<u8>, available: &[u8], cap: usize) -> (usize, Option<Line>) {
+    if available.is_empty() {
+        return (0, Some(Line::Eof));
+    }
+    match memchr(b'\n', available) {
+        Some(pos) => {
+            if buf.len() + pos > cap {
+                return (0, Some(Line::TooLong));
             }
-            None => {
-                let n = available.len();
-                if buf.len() + n > cap {
-                    return Ok(Line::TooLong);
-                }
-                buf.extend_from_slice(available);
-                reader.consume(n);
+            buf.extend_from_slice(&available[..pos]);
+            if buf.last() == Some(&b'\r') {
+                buf.pop();
             }
+            (pos + 1, Some(Line::Complete))
+        }
+        None => {
+            if buf.len() + available.len() > cap {
+                return (0, Some(Line::TooLong));
+            }
+            buf.extend_from_slice(available);
+            (available.len(), None)
         }
     }
 }

@@ -187,3 +187,23 @@ fn stalled_and_abandoned_clients_do_not_hurt_others() {
     drop(stalled);
     drop(deaf);
 }
+
+#[test]
+fn the_shim_drops_an_oversized_stdin_line_and_carries_on() {
+    let env = Env::new();
+    env.write_config(&json!({"maxLineBytes": 4096, "servers": {"google": {
+        "command": fake_mcp(), "credentials": {"source": "none"}}}}));
+    let _daemon = env.daemon();
+    let mut s = env.shim();
+    s.initialize();
+    let big = format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":99,\"method\":\"tools/call\",\"params\":{{\"name\":\"echo\",\"arguments\":{{\"text\":\"{}\"}}}}}}\n",
+        "y".repeat(20_000)
+    );
+    s.send_raw(big.as_bytes());
+    let err = s.recv(Duration::from_secs(5)).unwrap();
+    assert_eq!(err["error"]["code"], -32600, "{err}");
+    assert!(err["error"]["message"].as_str().unwrap().contains("4096"));
+    // The rest of the long line was skipped, not read as a new message.
+    assert_eq!(text(&s.call("echo", json!({"text": "after"}))), "after");
+}

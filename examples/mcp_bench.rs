@@ -1,0 +1,214 @@
+//! A benchmark driver that talks MCP to any stdio server command, so coogle (`coogle mcp`) and
+//! the same server run directly are measured the same way. Used by `scripts/bench.sh`.
+//!
+//! ```text
+//! mcp_bench latency    CALLS -- CMD ARGS…   sequential tools/call echo; per-call latency
+//! mcp_bench startup    RUNS  -- CMD ARGS…   spawn → initialize → tools/list answered
+//! mcp_bench throughput SESSIONS CALLS -- CMD ARGS…   SESSIONS processes calling at once
+//! ```
+//! Each prints one JSON object on stdout. A CMD of `unix:SOCKET` talks to a coogle daemon's
+//! socket directly (hello, then MCP), to tell the daemon's cost from the shim's.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+struct Server {
+    child: Option<Child>,
+    stdin: Box<dyn Write + Send>,
+    stdout: BufReader<Box<dyn Read + Send>>,
+    next: u64,
+}
+
+impl Server {
+    fn spawn(cmd: &[String]) -> Server {
+        if let Some(socket) = cmd[0].strip_prefix("unix:") {
+            let stream = std::os::unix::net::UnixStream::connect(socket)
+                .unwrap_or_else(|e| panic!("could not connect to {socket}: {e}"));
+            let mut w = stream.try_clone().unwrap();
+            w.write_all(b"{\"coogle\":1,\"mode\":\"mcp\",\"version\":\"bench\"}\n")
+                .unwrap();
+            let mut stdout: BufReader<Box<dyn Read + Send>> = BufReader::new(Box::new(stream));
+            let mut hello = String::new();
+            stdout.read_line(&mut hello).unwrap();
+            assert!(hello.contains("\"ok\":true"), "hello refused: {hello}");
+            return Server {
+                child: None,
+                stdin: Box::new(w),
+                stdout,
+                next: 1,
+            };
+        }
+        let mut child = Command::new(&cmd[0])
+            .args(&cmd[1..])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("could not start {cmd:?}: {e}"));
+        let stdin: Box<dyn Write + Send> = Box::new(child.stdin.take().unwrap());
+        let stdout: Box<dyn Read + Send> = Box::new(child.stdout.take().unwrap());
+        let stdout = BufReader::new(stdout);
+        Server {
+            child: Some(child),
+            stdin,
+            stdout,
+            next: 1,
+        }
+    }
+
+    fn request(&mut self, method: &str, params: Value) -> Value {
+        let id = self.next;
+        self.next += 1;
+        let mut line =
+            serde_json::to_vec(&json!({"jsonrpc":"2.0","id":id,"method":method,"params":params}))
+                .unwrap();
+        line.push(b'\n');
+        self.stdin.write_all(&line).unwrap();
+        self.stdin.flush().unwrap();
+        let mut buf = String::new();
+        loop {
+            buf.clear();
+            assert!(
+                self.stdout.read_line(&mut buf).unwrap() > 0,
+                "server closed stdout"
+            );
+            let v: Value = serde_json::from_str(&buf).unwrap();
+            if v["id"] == id && v.get("method").is_none() {
+                return v;
+            }
+        }
+    }
+
+    fn initialize(&mut self) {
+        self.request(
+            "initialize",
+            json!({"protocolVersion":"2025-11-25","capabilities":{"roots":{},"elicitation":{}},
+                   "clientInfo":{"name":"mcp-bench","version":"1"}}),
+        );
+        self.stdin
+            .write_all(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n")
+            .unwrap();
+    }
+
+    fn rss_kib(&self) -> u64 {
+        self.child.as_ref().map_or(0, |c| rss_kib(c.id()))
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(c) = &mut self.child {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+fn rss_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+fn percentile(sorted: &[Duration], q: f64) -> f64 {
+    let i = ((q / 100.0) * (sorted.len() - 1) as f64).round() as usize;
+    sorted[i].as_secs_f64() * 1e6
+}
+
+fn echo_args(i: u64) -> Value {
+    json!({"name":"echo","arguments":{"text": format!("bench-{i}"), "message": format!("bench-{i}")}})
+}
+
+fn latency(calls: u64, cmd: &[String]) -> Value {
+    let mut s = Server::spawn(cmd);
+    s.initialize();
+    for i in 0..(calls / 10).max(20) {
+        s.request("tools/call", echo_args(i));
+    }
+    let mut samples = Vec::with_capacity(calls as usize);
+    for i in 0..calls {
+        let t = Instant::now();
+        let r = s.request("tools/call", echo_args(i));
+        samples.push(t.elapsed());
+        assert!(r.get("result").is_some(), "call failed: {r}");
+    }
+    samples.sort();
+    json!({
+        "calls": calls,
+        "p50_us": percentile(&samples, 50.0),
+        "p99_us": percentile(&samples, 99.0),
+        "rss_kib": s.rss_kib(),
+    })
+}
+
+fn startup(runs: u64, cmd: &[String]) -> Value {
+    let mut samples = Vec::new();
+    let mut tools = 0;
+    for _ in 0..runs {
+        let t = Instant::now();
+        let mut s = Server::spawn(cmd);
+        s.initialize();
+        let r = s.request("tools/list", json!({}));
+        samples.push(t.elapsed());
+        tools = r["result"]["tools"].as_array().map_or(0, Vec::len);
+    }
+    samples.sort();
+    json!({"runs": runs, "median_ms": percentile(&samples, 50.0) / 1000.0, "tools": tools})
+}
+
+fn throughput(sessions: u64, calls: u64, cmd: &[String]) -> Value {
+    let mut servers: Vec<Server> = (0..sessions).map(|_| Server::spawn(cmd)).collect();
+    for s in &mut servers {
+        s.initialize();
+        s.request("tools/call", echo_args(0));
+    }
+    let t = Instant::now();
+    let handles: Vec<_> = servers
+        .into_iter()
+        .map(|mut s| {
+            std::thread::spawn(move || {
+                for i in 0..calls {
+                    let r = s.request("tools/call", echo_args(i));
+                    assert!(r.get("result").is_some(), "call failed: {r}");
+                }
+                s
+            })
+        })
+        .collect();
+    let servers: Vec<Server> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    let elapsed = t.elapsed().as_secs_f64();
+    let shim_rss: Vec<u64> = servers.iter().map(Server::rss_kib).collect();
+    json!({
+        "sessions": sessions,
+        "calls": sessions * calls,
+        "calls_per_s": (sessions * calls) as f64 / elapsed,
+        "session_rss_kib": shim_rss,
+    })
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let dash = args
+        .iter()
+        .position(|a| a == "--")
+        .expect("usage: mcp_bench MODE N… -- CMD ARGS…");
+    let (head, cmd) = (&args[..dash], &args[dash + 1..]);
+    let n = |i: usize| -> u64 { head[i].parse().expect("a number") };
+    let out = match head[0].as_str() {
+        "latency" => latency(n(1), cmd),
+        "startup" => startup(n(1), cmd),
+        "throughput" => throughput(n(1), n(2), cmd),
+        "rss" => json!({"rss_kib": rss_kib(n(1) as u32)}),
+        other => panic!("unknown mode {other}"),
+    };
+    println!("{out}");
+}

@@ -1,0 +1,160 @@
+#!/usr/bin/env bash
+# Benchmarks coogle against the same MCP server run directly, side by side in one run.
+#
+#   scripts/bench.sh            # full run (a few minutes)
+#   RUNS=3 CALLS=500 scripts/bench.sh   # quicker
+#
+# Everything runs in a temporary HOME with its own daemons on private Unix sockets. Prints a
+# Markdown table of medians over RUNS repetitions: added latency per tools/call (p50, p99),
+# new-session-to-tools/list, RSS of shim, daemon and child, and throughput with 8 sessions.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+RUNS=${RUNS:-5}
+CALLS=${CALLS:-2000}
+TP_CALLS=${TP_CALLS:-1000}
+
+cargo build --release --quiet --bin coogle --example fake_mcp --example mcp_bench
+BIN=$PWD/target/release
+COOGLE=$BIN/coogle
+FAKE=$BIN/examples/fake_mcp
+BENCH=$BIN/examples/mcp_bench
+
+WORK=$(mktemp -d /tmp/coogle-bench.XXXXXX)
+DAEMONS=()
+cleanup() {
+  for pid in "${DAEMONS[@]}"; do kill "$pid" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+export HOME=$WORK/home XDG_CONFIG_HOME=$WORK/home/.config XDG_STATE_HOME=$WORK/home/.local/state
+export UV_CACHE_DIR=${UV_CACHE_DIR:-${REAL_HOME:-/root}/.cache/uv}
+unset XDG_RUNTIME_DIR CLAUDE_CODE_SESSION_ID
+mkdir -p "$HOME"
+
+# start_daemon NAME CONFIG_JSON: a daemon on its own socket; prints nothing.
+start_daemon() {
+  local name=$1 config=$2
+  mkdir -p "$WORK/$name"
+  printf '%s\n' "$config" > "$WORK/$name/config.json"
+  COOGLE_CONFIG=$WORK/$name/config.json COOGLE_SOCKET=$WORK/$name/s.sock \
+    "$COOGLE" serve >/dev/null 2>&1 &
+  DAEMONS+=($!)
+  for _ in $(seq 1 200); do
+    if COOGLE_CONFIG=$WORK/$name/config.json COOGLE_SOCKET=$WORK/$name/s.sock \
+        "$COOGLE" status --json >/dev/null 2>&1; then return 0; fi
+    sleep 0.05
+  done
+  echo "daemon $name did not become ready" >&2
+  COOGLE_CONFIG=$WORK/$name/config.json COOGLE_SOCKET=$WORK/$name/s.sock "$COOGLE" status >&2 || true
+  exit 1
+}
+
+# shim NAME: the command line of a `coogle mcp` bound to that daemon.
+shim() { echo env "COOGLE_CONFIG=$WORK/$1/config.json" "COOGLE_SOCKET=$WORK/$1/s.sock" "$COOGLE" mcp; }
+status_json() { COOGLE_CONFIG=$WORK/$1/config.json COOGLE_SOCKET=$WORK/$1/s.sock "$COOGLE" status --json; }
+
+server_json() { # command [args...] → {"command":…,"args":[…]}
+  python3 -c 'import json,sys; print(json.dumps({"command": sys.argv[1], "args": sys.argv[2:], "credentials": {"source": "none"}}))' "$@"
+}
+
+start_daemon fake "{\"servers\":{\"google\":$(server_json "$FAKE")}}"
+start_daemon fake8 "{\"servers\":{\"google\":$(server_json "$FAKE" | python3 -c 'import json,sys; d=json.load(sys.stdin); d["maxConcurrent"]=8; print(json.dumps(d))')}}"
+
+EVERYTHING=$(command -v mcp-server-everything || true)
+if [[ -n $EVERYTHING ]]; then
+  start_daemon everything "{\"servers\":{\"everything\":$(server_json "$EVERYTHING" stdio)}}"
+fi
+UVX=$(command -v uvx || true)
+WS_ARGS=(workspace-mcp --tool-tier core)
+if [[ -n $UVX ]]; then
+  export GOOGLE_OAUTH_CLIENT_ID=bench-dummy.apps.googleusercontent.com GOOGLE_OAUTH_CLIENT_SECRET=bench-dummy
+  start_daemon workspace "{\"mcp\":$(server_json "$UVX" "${WS_ARGS[@]}"),\"credentials\":{\"source\":\"env\"}}"
+fi
+
+RESULTS=$WORK/results.jsonl
+record() { # label json
+  python3 -c 'import json,sys; d=json.loads(sys.argv[2]); d["label"]=sys.argv[1]; print(json.dumps(d))' "$1" "$2" >> "$RESULTS"
+}
+
+echo "latency: $RUNS runs × $CALLS sequential calls each" >&2
+for _ in $(seq 1 "$RUNS"); do
+  record direct-fake "$("$BENCH" latency "$CALLS" -- "$FAKE")"
+  # shellcheck disable=SC2046
+  record coogle-fake "$("$BENCH" latency "$CALLS" -- $(shim fake))"
+  if [[ -n $EVERYTHING ]]; then
+    record direct-everything "$("$BENCH" latency "$CALLS" -- "$EVERYTHING" stdio)"
+    # shellcheck disable=SC2046
+    record coogle-everything "$("$BENCH" latency "$CALLS" -- $(shim everything) --server everything)"
+  fi
+done
+
+echo "new session → tools/list" >&2
+# shellcheck disable=SC2046
+record startup-coogle-fake "$("$BENCH" startup 20 -- $(shim fake))"
+record startup-direct-fake "$("$BENCH" startup 20 -- "$FAKE")"
+if [[ -n $UVX ]]; then
+  # shellcheck disable=SC2046
+  record startup-coogle-workspace "$("$BENCH" startup 10 -- $(shim workspace))"
+  record startup-direct-workspace "$("$BENCH" startup 3 -- "$UVX" "${WS_ARGS[@]}")"
+fi
+
+echo "throughput: 8 sessions × $TP_CALLS calls" >&2
+for _ in $(seq 1 "$RUNS"); do
+  # shellcheck disable=SC2046
+  record tp-mc1 "$("$BENCH" throughput 8 "$TP_CALLS" -- $(shim fake))"
+  # shellcheck disable=SC2046
+  record tp-mc8 "$("$BENCH" throughput 8 "$TP_CALLS" -- $(shim fake8))"
+done
+
+daemon_pid=$(status_json fake | python3 -c 'import json,sys; print(json.load(sys.stdin)["daemon"]["pid"])')
+child_pid=$(status_json fake | python3 -c 'import json,sys; print(json.load(sys.stdin)["upstreams"][0]["pid"])')
+record rss-daemon-fake "$("$BENCH" rss "$daemon_pid" -- x)"
+record rss-child-fake "$("$BENCH" rss "$child_pid" -- x)"
+if [[ -n $UVX ]]; then
+  ws_daemon=$(status_json workspace | python3 -c 'import json,sys; print(json.load(sys.stdin)["daemon"]["pid"])')
+  record rss-daemon-workspace "$("$BENCH" rss "$ws_daemon" -- x)"
+  # The child is uvx; the Python process under it is what holds the memory: sum the group.
+  ws_child=$(status_json workspace | python3 -c 'import json,sys; print(json.load(sys.stdin)["upstreams"][0]["pid"])')
+  group_kib=0
+  for p in $(ps -o pid= -g "$ws_child"); do
+    group_kib=$((group_kib + $("$BENCH" rss "$p" -- x | python3 -c 'import json,sys; print(json.load(sys.stdin)["rss_kib"])')))
+  done
+  record rss-child-workspace "{\"rss_kib\": $group_kib}"
+fi
+
+python3 - "$RESULTS" "$RUNS" "$CALLS" "$TP_CALLS" <<'PY'
+import json, statistics, sys, platform, os, subprocess
+path, runs, calls, tp_calls = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
+rows = [json.loads(l) for l in open(path)]
+def by(label): return [r for r in rows if r["label"] == label]
+def med(label, key): 
+    v = [r[key] for r in by(label)]
+    return statistics.median(v) if v else None
+cpu = next((l.split(":",1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
+print(f"Machine: {cpu}, {os.cpu_count()} cores, Linux {platform.release()}; medians of {runs} runs, {calls} sequential calls per latency run.\n")
+print("| measure | direct | through coogle | added / ratio |")
+print("| --- | ---: | ---: | ---: |")
+for name, d, c in [("fake Rust child", "direct-fake", "coogle-fake"), ("server-everything", "direct-everything", "coogle-everything")]:
+    if not by(c): continue
+    for q in ("p50_us", "p99_us"):
+        dv, cv = med(d, q), med(c, q)
+        print(f"| tools/call {q[:3]} latency, {name} | {dv:.0f} µs | {cv:.0f} µs | +{cv-dv:.0f} µs |")
+for name, d, c in [("fake child", "startup-direct-fake", "startup-coogle-fake"), ("workspace-mcp", "startup-direct-workspace", "startup-coogle-workspace")]:
+    if not by(c): continue
+    dv, cv = med(d, "median_ms"), med(c, "median_ms")
+    print(f"| new session → tools/list, {name} | {dv:.1f} ms | {cv:.1f} ms (warm daemon) | {dv/cv:.0f}× faster |")
+shim = med("coogle-fake", "rss_kib")
+print(f"| RSS of one `coogle mcp` shim | – | {shim/1024:.1f} MiB | |")
+print(f"| RSS of the daemon (fake child) | – | {med('rss-daemon-fake','rss_kib')/1024:.1f} MiB | |")
+if by("rss-daemon-workspace"):
+    print(f"| RSS of the daemon (workspace-mcp child) | – | {med('rss-daemon-workspace','rss_kib')/1024:.1f} MiB | |")
+    ws = med("rss-child-workspace", "rss_kib") / 1024
+    d = med("rss-daemon-workspace", "rss_kib") / 1024
+    for n in (1, 4, 10):
+        print(f"| memory, {n} session(s), workspace-mcp | {n*ws:.0f} MiB ({n} children) | {ws + d + n*shim/1024:.0f} MiB | {n*ws - (ws + d + n*shim/1024):+.0f} MiB saved |")
+for label, mc in (("tp-mc1", 1), ("tp-mc8", 8)):
+    print(f"| throughput, 8 sessions, maxConcurrent {mc} (fake echo) | – | {med(label,'calls_per_s'):.0f} calls/s | |")
+PY
