@@ -84,6 +84,18 @@ pub enum Command {
     },
     /// Stop the daemon
     Stop,
+    /// The built-in ask_google MCP server (Gemini with Google Search grounding), on stdio
+    SearchServer(crate::search_server::Args),
+    /// Guided setup: credentials, config, service, client config
+    Setup(crate::setup::SetupArgs),
+    /// Check the installation and say how to fix what is wrong
+    Doctor(crate::setup::DoctorArgs),
+    /// Remove the service and restore the client configs coogle changed
+    Uninstall(crate::setup::UninstallArgs),
+    /// Print the macOS LaunchAgent plist for this machine
+    GeneratePlist,
+    /// Print the systemd user unit for this machine
+    GenerateUnit,
     /// Show the daemon's log
     Logs {
         /// Keep printing as the log grows
@@ -163,6 +175,7 @@ pub async fn run(cli: Cli) -> ExitCode {
             serve(ctx, *log_stderr).await
         }
         Command::Logs { follow, lines } => logs(&paths::log_file(), *lines, *follow).await,
+        Command::SearchServer(args) => crate::search_server::run(args.clone()).await,
         _ => {
             logging::init_stderr("coogle=warn,rmcp=warn");
             let ctx = match Context::load(&cli) {
@@ -180,8 +193,16 @@ pub async fn run(cli: Cli) -> ExitCode {
                 } => call(&ctx, server.clone(), tool, arguments.as_deref(), *json).await,
                 Command::Restart { server } => restart(&ctx, server.clone()).await,
                 Command::Stop => stop(&ctx).await,
-                Command::Serve { .. } | Command::Mcp { .. } | Command::Logs { .. } => {
-                    unreachable!("handled above or in `mcp`")
+                Command::Serve { .. }
+                | Command::Mcp { .. }
+                | Command::Logs { .. }
+                | Command::SearchServer(_)
+                | Command::Setup(_)
+                | Command::Doctor(_)
+                | Command::Uninstall(_)
+                | Command::GeneratePlist
+                | Command::GenerateUnit => {
+                    unreachable!("handled above or in main")
                 }
             };
             match result {

@@ -11,5 +11,7 @@ pub mod daemon;
 pub mod logging;
 pub mod output;
 pub mod paths;
+pub mod search_server;
+pub mod setup;
 pub mod shim;
 pub mod wire;

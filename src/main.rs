@@ -7,8 +7,15 @@ use coogle::output::{self, ExitCode};
 fn main() -> std::process::ExitCode {
     let cli = cli::Cli::parse();
     // The shim is a pump that must stay small and add no hand-offs: plain threads, no runtime.
-    if let Command::Mcp { server } = &cli.command {
-        return cli::mcp(&cli, server.clone()).into();
+    match &cli.command {
+        Command::Mcp { server } => return cli::mcp(&cli, server.clone()).into(),
+        // Interactive and installer commands run outside the runtime (prompts block).
+        Command::Setup(_)
+        | Command::Doctor(_)
+        | Command::Uninstall(_)
+        | Command::GeneratePlist
+        | Command::GenerateUnit => return coogle::setup::main(&cli).into(),
+        _ => {}
     }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
