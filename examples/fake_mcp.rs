@@ -459,7 +459,7 @@ fn tools(extra: Option<&str>) -> Vec<Value> {
             "inputSchema": {
                 "type": "object",
                 "properties": {
-                    "kind": {"type": "string", "enum": ["tools", "log"], "description": "Which notification"},
+                    "kind": {"type": "string", "enum": ["tools", "log", "resource"], "description": "Which notification"},
                 },
                 "required": ["kind"],
             },
@@ -680,7 +680,11 @@ impl Call<'_> {
                 "notifications/message",
                 Some(json!({"level": "info", "logger": "fake", "data": "hello from fake"})),
             ),
-            _ => return Err("kind must be \"tools\" or \"log\"".into()),
+            Some("resource") => self.shared.notify(
+                "notifications/resources/updated",
+                Some(json!({"uri": "fake://hello"})),
+            ),
+            _ => return Err("kind must be \"tools\", \"log\" or \"resource\"".into()),
         }
         Ok(text_result("notified"))
     }

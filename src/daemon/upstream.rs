@@ -8,7 +8,7 @@
 //! as it came. It must never block on a session: a session that stops reading is disconnected
 //! rather than allowed to stall everyone else.
 
-use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -189,6 +189,8 @@ impl State {
 enum Internal {
     Initialize,
     ToolsList,
+    /// A request the daemon makes for its own bookkeeping; the answer only gets logged.
+    Housekeeping,
 }
 
 enum Origin {
@@ -260,20 +262,23 @@ fn id_key(id: &RawValue) -> String {
         .unwrap_or_else(|_| id.get().to_string())
 }
 
+const LOG_LEVELS: [&str; 8] = [
+    "debug",
+    "info",
+    "notice",
+    "warning",
+    "error",
+    "critical",
+    "alert",
+    "emergency",
+];
+
 fn log_level_rank(level: &str) -> Option<u8> {
-    [
-        "debug",
-        "info",
-        "notice",
-        "warning",
-        "error",
-        "critical",
-        "alert",
-        "emergency",
-    ]
-    .iter()
-    .position(|l| *l == level)
-    .map(|p| p as u8)
+    LOG_LEVELS.iter().position(|l| *l == level).map(|p| p as u8)
+}
+
+fn log_level_name(rank: u8) -> Option<&'static str> {
+    LOG_LEVELS.get(rank as usize).copied()
 }
 
 fn ms(d: Duration) -> u64 {
@@ -307,6 +312,10 @@ struct Upstream {
     next_control_key: QueueKey,
 
     sessions: HashMap<SessionId, Session>,
+    /// Resource URI → the sessions subscribed to it.
+    subscriptions: HashMap<String, HashSet<SessionId>>,
+    /// The log level the child was last asked for (the most verbose any session wants).
+    child_log_level: Option<u8>,
 
     restarts: u64,
     consecutive_failures: u32,
@@ -352,6 +361,8 @@ impl Upstream {
             next_server_request: 1,
             next_control_key: CONTROL_KEY_BASE,
             sessions: HashMap::new(),
+            subscriptions: HashMap::new(),
+            child_log_level: None,
             restarts: 0,
             consecutive_failures: 0,
             consecutive_timeouts: 0,
@@ -772,6 +783,35 @@ impl Upstream {
         }
     }
 
+    /// Ask the child for the most verbose level any session wants; each session still gets
+    /// only what its own level admits, so no session silences another.
+    fn sync_child_log_level(&mut self) {
+        let wanted = self.sessions.values().filter_map(|s| s.log_level).min();
+        if wanted.is_none() || wanted == self.child_log_level || self.state != State::Ready {
+            return;
+        }
+        self.child_log_level = wanted;
+        if let Some(level) = wanted.and_then(log_level_name) {
+            self.send_internal(
+                Internal::Housekeeping,
+                "logging/setLevel",
+                &json!({"level": level}),
+            );
+        }
+    }
+
+    /// After a respawn the new child knows nothing of the sessions' subscriptions.
+    fn resubscribe(&mut self) {
+        let uris: Vec<String> = self.subscriptions.keys().cloned().collect();
+        for uri in uris {
+            self.send_internal(
+                Internal::Housekeeping,
+                "resources/subscribe",
+                &json!({"uri": uri}),
+            );
+        }
+    }
+
     // ---------------------------------------------------------------------------------------
     // Lines from the child.
 
@@ -845,6 +885,11 @@ impl Upstream {
                     self.set_tools_cache(result.to_owned());
                 }
             }
+            Origin::Internal(Internal::Housekeeping) => {
+                if let Some(e) = msg.error_message() {
+                    tracing::debug!(upstream = %self.name, "the upstream refused a housekeeping request: {e}");
+                }
+            }
         }
         self.pump();
         self.check_shutdown();
@@ -867,6 +912,9 @@ impl Upstream {
             let _ = w.send(Ok(json!({"server": self.name, "pid": ready_pid})));
         }
         self.send_internal(Internal::ToolsList, "tools/list", &json!({}));
+        self.child_log_level = None;
+        self.sync_child_log_level();
+        self.resubscribe();
         let held: Vec<_> = self.held.drain(..).collect();
         for (key, origin, msg) in held {
             self.route_request(key, origin, msg);
@@ -934,6 +982,21 @@ impl Upstream {
                     .collect();
                 for id in ids {
                     self.send_to_session(id, line.clone());
+                }
+            }
+            "notifications/resources/updated" => {
+                let uri = msg
+                    .params_field("uri")
+                    .and_then(|u| serde_json::from_str::<String>(u.get()).ok())
+                    .unwrap_or_default();
+                let line = msg.to_line();
+                let targets: Vec<SessionId> = self
+                    .subscriptions
+                    .get(&uri)
+                    .map(|s| s.iter().copied().collect())
+                    .unwrap_or_default();
+                for sid in targets {
+                    self.send_to_session(sid, line.clone());
                 }
             }
             "notifications/cancelled" => {
@@ -1118,6 +1181,44 @@ impl Upstream {
                     s.log_level = Some(level);
                 }
                 self.send_to_session(sid, response_line(&client_id, &raw(&json!({}))));
+                self.sync_child_log_level();
+            }
+            "resources/subscribe" | "resources/unsubscribe" => {
+                let uri = msg
+                    .params_value()
+                    .get("uri")
+                    .and_then(|u| u.as_str())
+                    .map(String::from);
+                let Some(uri) = uri else {
+                    let line = error_line(
+                        Some(&client_id),
+                        rpc_code::INVALID_PARAMS,
+                        &format!("{method} needs params.uri"),
+                    );
+                    self.send_to_session(sid, line);
+                    return;
+                };
+                // The child hears the first subscribe and the last unsubscribe of each URI;
+                // the sessions in between are answered here.
+                let subscribers = self.subscriptions.entry(uri.clone()).or_default();
+                let forward = if method == "resources/subscribe" {
+                    let first = subscribers.is_empty();
+                    subscribers.insert(sid);
+                    first
+                } else {
+                    let was = subscribers.remove(&sid);
+                    let last = was && subscribers.is_empty();
+                    if subscribers.is_empty() {
+                        self.subscriptions.remove(&uri);
+                    }
+                    last
+                };
+                if forward {
+                    let origin = Origin::Session { id: sid, client_id };
+                    self.route_request(sid, origin, msg);
+                } else {
+                    self.send_to_session(sid, response_line(&client_id, &raw(&json!({}))));
+                }
             }
             _ => {
                 let origin = Origin::Session { id: sid, client_id };
@@ -1334,6 +1435,23 @@ impl Upstream {
             let _ = q;
         }
         self.held.retain(|(_, o, _)| o.session() != Some(sid));
+        let mut abandoned = Vec::new();
+        self.subscriptions.retain(|uri, subs| {
+            if subs.remove(&sid) && subs.is_empty() {
+                abandoned.push(uri.clone());
+                return false;
+            }
+            !subs.is_empty()
+        });
+        if self.state == State::Ready {
+            for uri in abandoned {
+                self.send_internal(
+                    Internal::Housekeeping,
+                    "resources/unsubscribe",
+                    &json!({"uri": uri}),
+                );
+            }
+        }
         let mine: Vec<u64> = self
             .by_client
             .iter()
