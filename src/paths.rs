@@ -72,6 +72,18 @@ pub fn log_file() -> PathBuf {
     log_dir().join("coogle.log")
 }
 
+/// Where the daemon keeps what it learned from each upstream (initialize result, tool list):
+/// `$XDG_CACHE_HOME/coogle` (default `~/.cache/coogle`; `~/Library/Caches/coogle` on macOS).
+pub fn cache_dir() -> PathBuf {
+    if cfg!(target_os = "macos") {
+        home().join("Library").join("Caches").join("coogle")
+    } else {
+        env_path("XDG_CACHE_HOME")
+            .unwrap_or_else(|| home().join(".cache"))
+            .join("coogle")
+    }
+}
+
 /// Files that live beside the socket.
 #[derive(Debug, Clone)]
 pub struct RuntimePaths {

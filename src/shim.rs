@@ -41,6 +41,8 @@ pub enum ShimError {
 struct InFlight {
     id: Box<RawValue>,
     is_call: bool,
+    /// A first-page `tools/list`: its answer is what the client believes the tools are.
+    is_tools_list: bool,
 }
 
 /// What both threads share, under one lock so that a reconnect replays the handshake and the
@@ -56,6 +58,17 @@ struct State {
     swallow: Option<String>,
     buffered: Vec<Vec<u8>>,
     reconnects: u64,
+    /// Hash of the last tool list the client received.
+    last_tools: Option<u64>,
+    /// The id of the shim's own `tools/list` after a reconnect.
+    probe: Option<String>,
+}
+
+fn hash_of(text: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    text.hash(&mut h);
+    h.finish()
 }
 
 fn id_key(id: &RawValue) -> String {
@@ -95,9 +108,12 @@ impl State {
                 }
                 if let Some(id) = msg.id() {
                     let is_call = method == "tools/call";
+                    let is_tools_list =
+                        method == "tools/list" && msg.params_value().get("cursor").is_none();
                     let entry = InFlight {
                         id: id.to_owned(),
                         is_call,
+                        is_tools_list,
                     };
                     self.in_flight.insert(id_key(id), entry);
                 }
@@ -117,7 +133,7 @@ impl State {
 
     /// Note a daemon line; false when the client must not see it.
     fn observe_daemon(&mut self, line: &[u8]) -> bool {
-        if self.in_flight.is_empty() && self.swallow.is_none() {
+        if self.in_flight.is_empty() && self.swallow.is_none() && self.probe.is_none() {
             return true;
         }
         let Ok(msg) = Message::parse(line) else {
@@ -133,7 +149,24 @@ impl State {
             self.swallow = None;
             return false;
         }
-        self.in_flight.remove(&key);
+        let result_hash = || msg.field("result").map(|r| hash_of(r.get()));
+        if self.probe.as_deref() == Some(key.as_str()) {
+            self.probe = None;
+            let now = result_hash();
+            if now.is_some() && now != self.last_tools {
+                self.last_tools = now;
+                write_client(&wire::notification_line(
+                    "notifications/tools/list_changed",
+                    None,
+                ));
+            }
+            return false;
+        }
+        if let Some(entry) = self.in_flight.remove(&key)
+            && entry.is_tools_list
+        {
+            self.last_tools = result_hash();
+        }
         true
     }
 
@@ -299,6 +332,8 @@ pub fn run(opts: Options) -> Result<(), ShimError> {
         swallow: None,
         buffered: Vec::new(),
         reconnects: 0,
+        last_tools: None,
+        probe: None,
     }));
     let cap = opts.max_line_bytes;
     let s = state.clone();
@@ -335,7 +370,7 @@ pub fn run(opts: Options) -> Result<(), ShimError> {
 }
 
 /// Reconnect with backoff (stdin keeps being read and buffered meanwhile), replay the client's
-/// handshake, deliver what was buffered, and tell the client to list tools again.
+/// handshake, check whether the tools changed, and deliver what was buffered.
 fn reconnect(opts: &Options, state: &Mutex<State>) -> BufReader<UnixStream> {
     let mut delay = Duration::from_millis(50);
     loop {
@@ -358,6 +393,16 @@ fn reconnect(opts: &Options, state: &Mutex<State>) -> BufReader<UnixStream> {
                         ));
                     }
                 }
+                // Ask for the tools the client was shown; `list_changed` only if they differ.
+                if st.initialized && st.last_tools.is_some() {
+                    let id = format!("coogle-tools-{}", st.reconnects);
+                    st.probe = Some(id_key(&raw(&id)));
+                    replay.extend_from_slice(&wire::request_line(
+                        &raw(&id),
+                        "tools/list",
+                        &serde_json::json!({}),
+                    ));
+                }
                 for line in std::mem::take(&mut st.buffered) {
                     replay.extend_from_slice(&line);
                 }
@@ -367,12 +412,6 @@ fn reconnect(opts: &Options, state: &Mutex<State>) -> BufReader<UnixStream> {
                     continue;
                 }
                 st.writer = Some(writer);
-                if st.initialized {
-                    write_client(&wire::notification_line(
-                        "notifications/tools/list_changed",
-                        None,
-                    ));
-                }
                 tracing::info!("reconnected to the coogle daemon");
                 return reader;
             }

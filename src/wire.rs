@@ -19,6 +19,19 @@ pub const WIRE_VERSION: u32 = 1;
 /// This binary's version, carried in every hello and answer.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
+/// True when version `a` is newer than `b` (`major.minor.patch`, numerically; anything after a
+/// `-` or `+` is ignored). Unparsable versions are never newer.
+pub fn version_newer(a: &str, b: &str) -> bool {
+    fn parts(v: &str) -> Option<Vec<u64>> {
+        let core = v.split(['-', '+']).next()?;
+        core.split('.').map(|p| p.parse().ok()).collect()
+    }
+    match (parts(a), parts(b)) {
+        (Some(a), Some(b)) => a > b,
+        _ => false,
+    }
+}
+
 /// The hello line a client sends first to open an mcp-mode connection.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
@@ -728,6 +741,16 @@ mod tests {
         let e = parse_first_line(br#"{"coogle":9,"mode":"mcp","version":"x"}"#).unwrap_err();
         assert_eq!(e.code, ErrorCode::InvalidRequest);
         assert!(parse_first_line(b"garbage").is_err());
+    }
+
+    #[test]
+    fn versions_compare_numerically() {
+        assert!(version_newer("0.10.0", "0.9.9"));
+        assert!(version_newer("1.0.0", "0.99.0"));
+        assert!(!version_newer("0.1.0", "0.1.0"));
+        assert!(!version_newer("0.1.0-rc1", "0.1.0"));
+        assert!(!version_newer("garbage", "0.1.0"));
+        assert!(!version_newer("0.1.0", "0.2.0"));
     }
 
     #[test]

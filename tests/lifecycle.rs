@@ -167,6 +167,5 @@ fn sigkilled_daemon_leaves_no_child_behind_after_the_next_start() {
         Duration::from_secs(10),
         || !pid_alive(grandchild),
     );
-    s.notification("notifications/tools/list_changed", Duration::from_secs(5));
     let _ = env.run(&["stop"]);
 }

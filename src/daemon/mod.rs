@@ -92,6 +92,8 @@ struct Shared {
     started: Instant,
     next_session: AtomicU64,
     stop: watch::Sender<bool>,
+    /// A newer coogle said hello: hand over to it once no call is queued or in flight.
+    replace_when_idle: std::sync::atomic::AtomicBool,
 }
 
 /// Take the single-instance lock for `rt`; `None` when another daemon holds it.
@@ -214,6 +216,7 @@ pub async fn run(config: Config, options: Options) -> Result<Outcome, DaemonErro
         started: Instant::now(),
         next_session: AtomicU64::new(1),
         stop,
+        replace_when_idle: std::sync::atomic::AtomicBool::new(false),
     });
     tracing::info!(socket = %rt.socket.display(), pid = std::process::id(), version = wire::VERSION, "coogle daemon listening");
 
@@ -227,8 +230,15 @@ pub async fn run(config: Config, options: Options) -> Result<Outcome, DaemonErro
         (None, None)
     };
 
+    let mut idle_check = tokio::time::interval(Duration::from_millis(250));
     loop {
         tokio::select! {
+            _ = idle_check.tick(), if shared.replace_when_idle.load(Ordering::Relaxed) => {
+                if all_idle(&shared).await {
+                    tracing::info!("handing over to the newer coogle: stopping while idle");
+                    break;
+                }
+            }
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => {
                     let shared = shared.clone();
@@ -254,6 +264,17 @@ pub async fn run(config: Config, options: Options) -> Result<Outcome, DaemonErro
     tracing::info!("coogle daemon stopped");
     drop(lock);
     Ok(Outcome::Stopped)
+}
+
+/// No call queued or in flight on any upstream.
+async fn all_idle(shared: &Shared) -> bool {
+    for u in shared.upstreams.values() {
+        let s = u.status().await;
+        if s["queue"].as_u64().unwrap_or(0) > 0 || s["inFlight"].as_u64().unwrap_or(0) > 0 {
+            return false;
+        }
+    }
+    true
 }
 
 async fn futures_join_all<F: std::future::Future<Output = ()>>(futs: impl Iterator<Item = F>) {
@@ -389,6 +410,7 @@ fn info(shared: &Shared) -> Value {
         "configFile": shared.config.file,
         "logFile": shared.options.log_file,
         "upstreams": shared.upstreams.keys().collect::<Vec<_>>(),
+        "replacePending": shared.replace_when_idle.load(Ordering::Relaxed),
     })
 }
 
@@ -491,7 +513,15 @@ async fn mcp_session(
     {
         return;
     }
-    if hello.version != wire::VERSION {
+    if wire::version_newer(&hello.version, wire::VERSION)
+        && !shared.replace_when_idle.swap(true, Ordering::Relaxed)
+    {
+        tracing::info!(
+            client_version = %hello.version,
+            "a newer coogle connected; this daemon ({}) will stop once idle so the new version serves",
+            wire::VERSION
+        );
+    } else if hello.version != wire::VERSION {
         tracing::info!(client_version = %hello.version, "a client of another version connected");
     }
     let id = shared.next_session.fetch_add(1, Ordering::Relaxed);

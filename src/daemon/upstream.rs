@@ -154,7 +154,8 @@ impl UpstreamHandle {
 pub fn start(config: ServerConfig, record_path: PathBuf, max_line: usize) -> UpstreamHandle {
     let (tx, rx) = mpsc::channel(4096);
     let name = config.name.clone();
-    let actor = Upstream::new(config, record_path, max_line, tx.clone());
+    let mut actor = Upstream::new(config, record_path, max_line, tx.clone());
+    actor.load_cache();
     tokio::spawn(actor.run(rx));
     UpstreamHandle { name, tx }
 }
@@ -328,6 +329,17 @@ struct Upstream {
     stats: CallStats,
     stderr_tail: Arc<Mutex<VecDeque<String>>>,
     shutdown: Option<(Instant, Option<oneshot::Sender<()>>)>,
+    /// Where the initialize result and tool list are kept between daemon runs.
+    cache_path: PathBuf,
+}
+
+/// What the daemon remembers of an upstream between runs, so a new session gets `initialize`
+/// and `tools/list` answered at once while a slow child (uvx: seconds) is still starting.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct CacheFile {
+    version: String,
+    initialize: Box<RawValue>,
+    tools: Box<RawValue>,
 }
 
 impl Upstream {
@@ -339,7 +351,6 @@ impl Upstream {
     ) -> Self {
         Upstream {
             name: config.name.clone(),
-            config,
             record_path,
             max_line,
             tx,
@@ -374,6 +385,56 @@ impl Upstream {
             stats: CallStats::default(),
             stderr_tail: Arc::new(Mutex::new(VecDeque::new())),
             shutdown: None,
+            cache_path: crate::paths::cache_dir().join(format!(
+                "upstream-{}-{}.json",
+                config.name,
+                config.cache_key()
+            )),
+            config,
+        }
+    }
+
+    fn load_cache(&mut self) {
+        let Ok(bytes) = std::fs::read(&self.cache_path) else {
+            return;
+        };
+        match serde_json::from_slice::<CacheFile>(&bytes) {
+            Ok(c) => {
+                tracing::debug!(upstream = %self.name, path = %self.cache_path.display(), "answering new sessions from the cached initialize result and tool list until the child is ready");
+                self.init_result = Some(c.initialize);
+                self.tools_count = count_tools(&c.tools);
+                self.tools_cache = Some(c.tools);
+            }
+            Err(e) => {
+                tracing::warn!(path = %self.cache_path.display(), "ignoring an unreadable upstream cache: {e}")
+            }
+        }
+    }
+
+    /// Written when a live tool list arrives; a failure costs only speed, so it is logged.
+    fn save_cache(&self) {
+        let (Some(initialize), Some(tools)) = (&self.init_result, &self.tools_cache) else {
+            return;
+        };
+        let file = CacheFile {
+            version: wire::VERSION.to_string(),
+            initialize: initialize.clone(),
+            tools: tools.clone(),
+        };
+        let write = || -> std::io::Result<()> {
+            let dir = self
+                .cache_path
+                .parent()
+                .unwrap_or(std::path::Path::new("."));
+            std::fs::create_dir_all(dir)?;
+            let tmp = self
+                .cache_path
+                .with_extension(format!("tmp{}", std::process::id()));
+            std::fs::write(&tmp, serde_json::to_vec(&file).unwrap_or_default())?;
+            std::fs::rename(&tmp, &self.cache_path)
+        };
+        if let Err(e) = write() {
+            tracing::warn!(path = %self.cache_path.display(), "could not save the upstream cache: {e}");
         }
     }
 
@@ -923,9 +984,6 @@ impl Upstream {
     }
 
     fn set_tools_cache(&mut self, result: Box<RawValue>) {
-        let tools: Option<Vec<Value>> = serde_json::from_str::<Value>(result.get())
-            .ok()
-            .and_then(|v| v.get("tools").and_then(|t| t.as_array().cloned()));
         let names = |r: &RawValue| -> Option<Vec<String>> {
             let v: Value = serde_json::from_str(r.get()).ok()?;
             let mut n: Vec<String> = v
@@ -944,8 +1002,9 @@ impl Upstream {
         if changed {
             tracing::info!(upstream = %self.name, before = ?self.tools_cache.as_deref().and_then(names), after = ?names(&result), "the tool list changed");
         }
-        self.tools_count = tools.map(|t| t.len());
+        self.tools_count = count_tools(&result);
         self.tools_cache = Some(result);
+        self.save_cache();
         if changed {
             self.broadcast(&wire::notification_line(
                 "notifications/tools/list_changed",
@@ -1684,6 +1743,14 @@ impl Upstream {
 /// The daemon's ids for server→client requests are JSON strings; `key` is their canonical text.
 fn key_to_daemon_id(key: &str) -> Value {
     serde_json::from_str(key).unwrap_or(Value::Null)
+}
+
+fn count_tools(result: &RawValue) -> Option<usize> {
+    serde_json::from_str::<Value>(result.get())
+        .ok()?
+        .get("tools")?
+        .as_array()
+        .map(Vec::len)
 }
 
 /// A `tools/call` result that reports failure.
