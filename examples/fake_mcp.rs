@@ -41,6 +41,10 @@ struct Shared {
     cancelled: Condvar,
     event_log: Option<Mutex<File>>,
     extra_tool: Option<String>,
+    /// Requests this server sent to its client (the `ask` tool), by id, with their answers.
+    asks: Mutex<HashMap<String, Option<Value>>>,
+    answered: Condvar,
+    next_ask: std::sync::atomic::AtomicU64,
 }
 
 /// What a request handler decided to send back.
@@ -111,6 +115,9 @@ fn main() {
         extra_tool: std::env::var("FAKE_MCP_EXTRA_TOOL")
             .ok()
             .filter(|s| !s.is_empty()),
+        asks: Mutex::new(HashMap::new()),
+        answered: Condvar::new(),
+        next_ask: std::sync::atomic::AtomicU64::new(1),
     });
 
     if let Some(ms) = std::env::var("FAKE_MCP_START_DELAY_MS")
@@ -235,8 +242,15 @@ fn handle_line(shared: &Arc<Shared>, raw: &[u8]) {
     };
     let id = msg.get("id").cloned();
     let Some(method) = msg.get("method").and_then(Value::as_str) else {
-        if id.is_some() && (msg.contains_key("result") || msg.contains_key("error")) {
-            // A response to a request of ours; we send none, so there is nothing to match.
+        if let Some(id) = &id
+            && (msg.contains_key("result") || msg.contains_key("error"))
+        {
+            // The answer to an `ask`: hand it to the waiting call thread.
+            let mut asks = lock(&shared.asks);
+            if let Some(slot) = asks.get_mut(&compact(id)) {
+                *slot = Some(Value::Object(msg.clone()));
+                shared.answered.notify_all();
+            }
             return;
         }
         let id = id.unwrap_or(Value::Null);
@@ -465,6 +479,19 @@ fn tools(extra: Option<&str>) -> Vec<Value> {
             },
         }),
         json!({
+            "name": "ask",
+            "title": "Ask the client",
+            "description": "Send a request to the client (e.g. roots/list) and answer with its response.",
+            "inputSchema": {
+                "type": "object",
+                "properties": {
+                    "method": string("The request's method"),
+                    "params": {"type": "object", "description": "The request's params"},
+                },
+                "required": ["method"],
+            },
+        }),
+        json!({
             "name": "spawn_grandchild",
             "title": "Spawn grandchild",
             "description": "Start a lingering child process in the server's process group; answer with its pid.",
@@ -582,6 +609,7 @@ impl Call<'_> {
             "pid" => Ok(text_result(std::process::id().to_string())),
             "env" => self.env(),
             "notify" => self.notify(),
+            "ask" => self.ask(),
             "spawn_grandchild" => Ok(spawn_grandchild()),
             _ if self.shared.extra_tool.as_deref() == Some(name) => {
                 Ok(text_result(format!("extra tool {name}")))
@@ -671,6 +699,41 @@ impl Call<'_> {
             None => "<unset>".to_string(),
         };
         Ok(text_result(value))
+    }
+
+    /// Send a request to the client (roots/list, sampling/createMessage, elicitation/create)
+    /// and answer with whatever came back, as compact JSON text.
+    fn ask(&self) -> Result<Reply, String> {
+        let method = self.string("method", true)?.unwrap_or_default().to_string();
+        let n = self
+            .shared
+            .next_ask
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let id = json!(format!("fake-ask-{n}"));
+        lock(&self.shared.asks).insert(compact(&id), None);
+        let params = self.args.get("params").cloned().unwrap_or(json!({}));
+        self.shared
+            .send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        let mut asks = lock(&self.shared.asks);
+        loop {
+            if let Some(Some(answer)) = asks.get(&compact(&id)) {
+                let answer = answer.clone();
+                asks.remove(&compact(&id));
+                return Ok(text_result(compact(&answer)));
+            }
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                asks.remove(&compact(&id));
+                return Ok(text_error(format!("no answer to {method} within 30 s")));
+            }
+            asks = self
+                .shared
+                .answered
+                .wait_timeout(asks, left)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
     }
 
     fn notify(&self) -> Result<Reply, String> {

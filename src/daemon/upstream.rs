@@ -228,7 +228,21 @@ struct Pending {
     started: Instant,
     deadline: Instant,
     token: bool,
+    task: TaskRole,
 }
+
+/// How a request relates to MCP tasks, which belong to the session that created them.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum TaskRole {
+    None,
+    /// Task-augmented (`params.task`): its answer names a task this session now owns.
+    Creates,
+    /// `tasks/list`: its answer is filtered to the session's own tasks.
+    Lists,
+}
+
+/// The metadata key that ties a server request or notification to a task.
+const RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
 
 struct ChildHandle {
     pid: u32,
@@ -315,6 +329,8 @@ struct Upstream {
     sessions: HashMap<SessionId, Session>,
     /// Resource URI → the sessions subscribed to it.
     subscriptions: HashMap<String, HashSet<SessionId>>,
+    /// MCP task id → the session that created it (the only one that may see it).
+    tasks: HashMap<String, SessionId>,
     /// The log level the child was last asked for (the most verbose any session wants).
     child_log_level: Option<u8>,
 
@@ -373,6 +389,7 @@ impl Upstream {
             next_control_key: CONTROL_KEY_BASE,
             sessions: HashMap::new(),
             subscriptions: HashMap::new(),
+            tasks: HashMap::new(),
             child_log_level: None,
             restarts: 0,
             consecutive_failures: 0,
@@ -686,6 +703,7 @@ impl Upstream {
                 started: now,
                 deadline,
                 token,
+                task: TaskRole::None,
             },
         );
     }
@@ -844,6 +862,24 @@ impl Upstream {
         }
     }
 
+    /// Keep only the session's own tasks in a `tasks/list` answer.
+    fn filter_task_list(&self, sid: SessionId, msg: &mut Message) {
+        let Some(result) = msg.field("result") else {
+            return;
+        };
+        let Ok(mut result) = serde_json::from_str::<Value>(result.get()) else {
+            return;
+        };
+        if let Some(tasks) = result.get_mut("tasks").and_then(|t| t.as_array_mut()) {
+            tasks.retain(|t| {
+                t.get("taskId")
+                    .and_then(|id| id.as_str())
+                    .is_some_and(|id| self.tasks.get(id) == Some(&sid))
+            });
+        }
+        msg.set_field("result", raw(&result));
+    }
+
     /// Ask the child for the most verbose level any session wants; each session still gets
     /// only what its own level admits, so no session silences another.
     fn sync_child_log_level(&mut self) {
@@ -925,6 +961,15 @@ impl Upstream {
                 self.by_client.remove(&(id, id_key(&client_id)));
                 if let Some(s) = self.sessions.get_mut(&id) {
                     s.in_flight = s.in_flight.saturating_sub(1);
+                }
+                match p.task {
+                    TaskRole::Creates => {
+                        if let Some(task_id) = created_task_id(&msg) {
+                            self.tasks.insert(task_id, id);
+                        }
+                    }
+                    TaskRole::Lists => self.filter_task_list(id, &mut msg),
+                    TaskRole::None => {}
                 }
                 msg.set_id(client_id);
                 self.send_to_session(id, msg.to_line());
@@ -1043,6 +1088,15 @@ impl Upstream {
                     self.send_to_session(id, line.clone());
                 }
             }
+            "notifications/tasks/status" => {
+                let owner = msg
+                    .params_field("taskId")
+                    .and_then(|t| serde_json::from_str::<String>(t.get()).ok())
+                    .and_then(|t| self.tasks.get(&t).copied());
+                if let Some(sid) = owner {
+                    self.send_to_session(sid, msg.to_line());
+                }
+            }
             "notifications/resources/updated" => {
                 let uri = msg
                     .params_field("uri")
@@ -1097,23 +1151,24 @@ impl Upstream {
             self.to_child(response_line(&child_id, &raw(&json!({}))));
             return;
         }
-        // The session that caused it: the one with calls in flight, if only one has any.
+        // The session that caused it: the owner of the task it names, else the one session
+        // with requests in flight, provided its client declared the capability.
         let capability = method.split('/').next().unwrap_or_default();
-        let mut busy = self
-            .sessions
-            .iter()
-            .filter(|(_, s)| s.in_flight > 0)
-            .map(|(id, s)| (*id, s));
-        let target = match (busy.next(), busy.next()) {
-            (Some((id, s)), None)
-                if s.capabilities
-                    .as_ref()
-                    .is_some_and(|c| c.get(capability).is_some()) =>
-            {
-                Some(id)
+        let related = related_task(&msg).and_then(|t| self.tasks.get(&t).copied());
+        let caller = related.or_else(|| {
+            let mut busy = self.sessions.iter().filter(|(_, s)| s.in_flight > 0);
+            match (busy.next(), busy.next()) {
+                (Some((id, _)), None) => Some(*id),
+                _ => None,
             }
-            _ => None,
-        };
+        });
+        let target = caller.filter(|id| {
+            self.sessions.get(id).is_some_and(|s| {
+                s.capabilities
+                    .as_ref()
+                    .is_some_and(|c| c.get(capability).is_some())
+            })
+        });
         let Some(sid) = target else {
             let text = format!(
                 "coogle: no connected session can answer {method} (the calling session's client does not declare the `{capability}` capability, or the caller is ambiguous)"
@@ -1242,6 +1297,27 @@ impl Upstream {
                 self.send_to_session(sid, response_line(&client_id, &raw(&json!({}))));
                 self.sync_child_log_level();
             }
+            "tasks/get" | "tasks/result" | "tasks/cancel" => {
+                let task_id = msg
+                    .params_value()
+                    .get("taskId")
+                    .and_then(|t| t.as_str())
+                    .map(String::from)
+                    .unwrap_or_default();
+                if self.tasks.get(&task_id) != Some(&sid) {
+                    let line = error_line(
+                        Some(&client_id),
+                        rpc_code::INVALID_PARAMS,
+                        &format!(
+                            "no task {task_id:?} (a task is visible only to the session that created it)"
+                        ),
+                    );
+                    self.send_to_session(sid, line);
+                    return;
+                }
+                let origin = Origin::Session { id: sid, client_id };
+                self.route_request(sid, origin, msg);
+            }
             "resources/subscribe" | "resources/unsubscribe" => {
                 let uri = msg
                     .params_value()
@@ -1341,12 +1417,22 @@ impl Upstream {
                 s.in_flight += 1;
             }
         }
+        let task = match &origin {
+            Origin::Session { .. } if msg.params_field("task").is_some() => TaskRole::Creates,
+            Origin::Session { .. } if msg.method().as_deref() == Some("tasks/list") => {
+                TaskRole::Lists
+            }
+            _ => TaskRole::None,
+        };
         msg.set_id(raw(&uid));
         self.to_child(msg.to_line());
         if is_call {
             self.in_flight += 1;
         }
         self.add_pending(uid, origin, is_call, tool, token);
+        if let Some(p) = self.pending.get_mut(&uid) {
+            p.task = task;
+        }
     }
 
     fn pump(&mut self) {
@@ -1494,6 +1580,22 @@ impl Upstream {
             let _ = q;
         }
         self.held.retain(|(_, o, _)| o.session() != Some(sid));
+        let owned: Vec<String> = self
+            .tasks
+            .iter()
+            .filter(|(_, owner)| **owner == sid)
+            .map(|(t, _)| t.clone())
+            .collect();
+        for task_id in owned {
+            self.tasks.remove(&task_id);
+            if self.state == State::Ready {
+                self.send_internal(
+                    Internal::Housekeeping,
+                    "tasks/cancel",
+                    &json!({"taskId": task_id}),
+                );
+            }
+        }
         let mut abandoned = Vec::new();
         self.subscriptions.retain(|uri, subs| {
             if subs.remove(&sid) && subs.is_empty() {
@@ -1743,6 +1845,25 @@ impl Upstream {
 /// The daemon's ids for server→client requests are JSON strings; `key` is their canonical text.
 fn key_to_daemon_id(key: &str) -> Value {
     serde_json::from_str(key).unwrap_or(Value::Null)
+}
+
+/// The task a `CreateTaskResult` names.
+fn created_task_id(msg: &Message) -> Option<String> {
+    let result: Value = serde_json::from_str(msg.field("result")?.get()).ok()?;
+    result
+        .get("task")?
+        .get("taskId")?
+        .as_str()
+        .map(String::from)
+}
+
+/// The task a server request says it belongs to (`params._meta[RELATED_TASK].taskId`).
+fn related_task(msg: &Message) -> Option<String> {
+    let meta: Value = serde_json::from_str(msg.params_field("_meta")?.get()).ok()?;
+    meta.get(RELATED_TASK)?
+        .get("taskId")?
+        .as_str()
+        .map(String::from)
 }
 
 fn count_tools(result: &RawValue) -> Option<usize> {
