@@ -336,6 +336,14 @@ pub fn render_status(status: &Value) -> String {
         if let Some(e) = u["lastError"].as_str() {
             out.push_str(&format!("  last error: {e}\n"));
         }
+        for s in u["signIn"].as_array().into_iter().flatten() {
+            let account = s["account"].as_str().filter(|a| !a.is_empty());
+            out.push_str(&format!(
+                "  sign-in required{}: {}\n",
+                account.map(|a| format!(" for {a}")).unwrap_or_default(),
+                s["url"].as_str().unwrap_or("?")
+            ));
+        }
         let sessions = u["sessions"].as_array().cloned().unwrap_or_default();
         out.push_str(&format!("  sessions: {}\n", sessions.len()));
         for s in sessions {

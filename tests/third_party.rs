@@ -184,3 +184,39 @@ fn direct_tools(cmd: &str, args: &[&str], env: &[(&str, &str)]) -> Value {
     assert!(!result.is_null(), "{cmd} did not list its tools");
     result
 }
+
+#[test]
+fn workspace_mcp_sign_in_is_detected_per_account() {
+    let Some(uvx) = require("uvx") else { return };
+    let env = Env::new();
+    env.write_config(&json!({
+        "mcp": {"command": uvx, "args": ["workspace-mcp", "--tool-tier", "core"]},
+        "credentials": {"source": "manual", "clientId": "dummy-id.apps.googleusercontent.com", "clientSecret": "dummy-secret"},
+    }));
+    let _daemon = env.daemon();
+    env.wait_upstream_ready();
+    let out = env.run(&[
+        "call",
+        "list_calendars",
+        r#"{"user_google_email":"ada@example.com"}"#,
+    ]);
+    assert!(
+        out.stdout
+            .contains("Authorization URL: https://accounts.google.com/"),
+        "{out}"
+    );
+    assert_eq!(
+        out.status,
+        Some(1),
+        "a sign-in answer is an error result: {out}"
+    );
+    let status = control(&env.socket, "status", Value::Null).unwrap();
+    let sign_in = &status["upstreams"][0]["signIn"][0];
+    assert_eq!(sign_in["account"], "ada@example.com", "{status}");
+    assert!(
+        sign_in["url"]
+            .as_str()
+            .unwrap()
+            .contains("login_hint=ada%40example.com")
+    );
+}

@@ -219,7 +219,20 @@ struct Queued {
     origin: Origin,
     msg: Message,
     tool: String,
+    /// The Google account the call is for (`arguments.user_google_email`), "" when unnamed.
+    account: String,
+    enqueued: Instant,
 }
+
+/// A Google sign-in the upstream asked for and the user has not completed yet.
+struct SignIn {
+    url: String,
+    since: Instant,
+    at: SystemTime,
+}
+
+/// What workspace-mcp writes before the URL of a sign-in flow it started.
+const SIGN_IN_MARKER: &str = "Authorization URL: ";
 
 struct Pending {
     origin: Origin,
@@ -229,6 +242,8 @@ struct Pending {
     deadline: Instant,
     token: bool,
     task: TaskRole,
+    /// For calls: the account, to notice sign-in requests and their completion.
+    account: Option<String>,
 }
 
 /// How a request relates to MCP tasks, which belong to the session that created them.
@@ -331,6 +346,8 @@ struct Upstream {
     subscriptions: HashMap<String, HashSet<SessionId>>,
     /// MCP task id → the session that created it (the only one that may see it).
     tasks: HashMap<String, SessionId>,
+    /// Google account ("" when unnamed) → the sign-in the upstream is waiting for.
+    sign_ins: HashMap<String, SignIn>,
     /// The log level the child was last asked for (the most verbose any session wants).
     child_log_level: Option<u8>,
 
@@ -390,6 +407,7 @@ impl Upstream {
             sessions: HashMap::new(),
             subscriptions: HashMap::new(),
             tasks: HashMap::new(),
+            sign_ins: HashMap::new(),
             child_log_level: None,
             restarts: 0,
             consecutive_failures: 0,
@@ -704,6 +722,7 @@ impl Upstream {
                 deadline,
                 token,
                 task: TaskRole::None,
+                account: None,
             },
         );
     }
@@ -955,6 +974,9 @@ impl Upstream {
             };
             self.stats.record(outcome, latency);
             self.count_session_outcome(&p.origin, outcome, latency);
+            if let Some(account) = &p.account {
+                self.track_sign_in(account, &msg);
+            }
         }
         match p.origin {
             Origin::Session { id, client_id } => {
@@ -1376,13 +1398,25 @@ impl Upstream {
         }
         let method = msg.method().unwrap_or_default();
         if method == "tools/call" {
-            let tool = msg
-                .params_value()
+            let params = msg.params_value();
+            let tool = params
                 .get("name")
                 .and_then(|n| n.as_str())
                 .unwrap_or_default()
                 .to_string();
-            self.queue.push(key, Queued { origin, msg, tool });
+            let account = params
+                .pointer("/arguments/user_google_email")
+                .and_then(|e| e.as_str())
+                .unwrap_or_default()
+                .to_string();
+            let queued = Queued {
+                origin,
+                msg,
+                tool,
+                account,
+                enqueued: Instant::now(),
+            };
+            self.queue.push(key, queued);
             self.demand();
             self.pump();
             return;
@@ -1443,7 +1477,58 @@ impl Upstream {
             let Some((_, q)) = self.queue.pop() else {
                 break;
             };
-            self.dispatch(q.origin, q.msg, true, Some(q.tool));
+            // A call that was already waiting when the upstream asked this account to sign in
+            // gets that same sign-in: forwarding it would only start another flow.
+            if let Some(sign_in) = self.sign_ins.get(&q.account)
+                && q.enqueued <= sign_in.since
+            {
+                let text = sign_in_text(&self.name, &sign_in.url);
+                self.count_session_outcome(&q.origin, Outcome::Error, Duration::ZERO);
+                self.reply_error(q.origin, true, ErrorCode::UpstreamError, &text);
+                continue;
+            }
+            self.dispatch_call(q);
+        }
+    }
+
+    fn dispatch_call(&mut self, q: Queued) {
+        let account = q.account;
+        let uid = self.next_uid;
+        self.dispatch(q.origin, q.msg, true, Some(q.tool));
+        if let Some(p) = self.pending.get_mut(&uid) {
+            p.account = Some(account);
+        }
+    }
+
+    /// Note a sign-in the upstream asked for, or that an account's calls work again.
+    fn track_sign_in(&mut self, account: &str, msg: &Message) {
+        match sign_in_url(msg) {
+            Some(url) => {
+                let fresh = self.sign_ins.get(account).is_none_or(|s| s.url != url);
+                self.sign_ins.insert(
+                    account.to_string(),
+                    SignIn {
+                        url: url.clone(),
+                        since: Instant::now(),
+                        at: SystemTime::now(),
+                    },
+                );
+                if fresh {
+                    tracing::warn!(upstream = %self.name, account, "Google sign-in required: {url}");
+                    let data = format!(
+                        "Google sign-in required for the `{}` server: open {url} in a browser and sign in; calls work again afterwards.",
+                        self.name
+                    );
+                    let params = json!({"level": "warning", "logger": "coogle", "data": data});
+                    let line = wire::notification_line("notifications/message", Some(&params));
+                    self.broadcast(&line);
+                }
+            }
+            None => {
+                if !msg.is_error_response() && self.sign_ins.remove(account).is_some() {
+                    tracing::info!(upstream = %self.name, account, "signed in: calls work again");
+                }
+            }
         }
     }
 
@@ -1837,6 +1922,11 @@ impl Upstream {
             "tools": self.tools_count,
             "serverInfo": self.init_result.as_ref().and_then(|r| serde_json::from_str::<Value>(r.get()).ok()).and_then(|v| v.get("serverInfo").cloned()),
             "stats": self.stats.to_json(),
+            "signIn": self.sign_ins.iter().map(|(account, s)| json!({
+                "account": account,
+                "url": s.url,
+                "sinceMs": s.at.duration_since(UNIX_EPOCH).map(ms).unwrap_or(0),
+            })).collect::<Vec<_>>(),
             "sessions": sessions,
         })
     }
@@ -1845,6 +1935,23 @@ impl Upstream {
 /// The daemon's ids for server→client requests are JSON strings; `key` is their canonical text.
 fn key_to_daemon_id(key: &str) -> Value {
     serde_json::from_str(key).unwrap_or(Value::Null)
+}
+
+/// The sign-in URL in a tool's answer, if the upstream started a Google sign-in flow.
+fn sign_in_url(msg: &Message) -> Option<String> {
+    let text = msg.field("result").or_else(|| msg.field("error"))?.get();
+    let start = text.find(SIGN_IN_MARKER)? + SIGN_IN_MARKER.len();
+    let url: String = text[start..]
+        .chars()
+        .take_while(|c| !c.is_whitespace() && *c != '"' && *c != '\\')
+        .collect();
+    url.starts_with("http").then_some(url)
+}
+
+fn sign_in_text(server: &str, url: &str) -> String {
+    format!(
+        "Google sign-in required for the `{server}` server: open {url} in a browser, sign in, then retry the call. (coogle answered this call itself so that no second sign-in flow was started.)"
+    )
 }
 
 /// The task a `CreateTaskResult` names.
