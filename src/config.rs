@@ -36,6 +36,7 @@ const TOP_LEVEL_KEYS: &[&str] = &[
     "maxLineBytes",
     "shutdownGraceMs",
     "callTimeoutMs",
+    "coogleTool",
     "servers",
     "mcp",
     "credentials",
@@ -64,6 +65,9 @@ pub struct Config {
     pub max_line_bytes: usize,
     /// `shutdownGraceMs`, default 5000.
     pub shutdown_grace_ms: u64,
+    /// `coogleTool`, default true: add the `coogle` tool (status, restart, async calls) to each
+    /// upstream's tool list.
+    pub coogle_tool: bool,
     /// The upstreams, in file order; never empty.
     pub servers: IndexMap<String, ServerConfig>,
 }
@@ -529,6 +533,11 @@ fn from_value_with(
     let call_timeout_ms = r
         .positive(merged, "callTimeoutMs", "")?
         .unwrap_or(DEFAULT_CALL_TIMEOUT_MS);
+    let coogle_tool = match merged.get("coogleTool") {
+        None | Some(Value::Null) => true,
+        Some(Value::Bool(b)) => *b,
+        Some(_) => return Err(r.invalid("coogleTool must be true or false")),
+    };
 
     let mut servers = IndexMap::new();
     if native {
@@ -576,6 +585,7 @@ fn from_value_with(
         log_level,
         max_line_bytes,
         shutdown_grace_ms,
+        coogle_tool,
         servers,
     })
 }
@@ -1760,5 +1770,21 @@ mod tests {
         let text = format!("{config:?}");
         assert!(text.contains("GEMINI_API_KEY"), "{text}");
         assert!(!text.contains("very-secret"), "{text}");
+    }
+
+    #[test]
+    fn coogle_tool_switch() {
+        assert!(
+            Config::from_value(serde_json::json!({}), None)
+                .unwrap()
+                .coogle_tool
+        );
+        let off = Config::from_value(serde_json::json!({"coogleTool": false}), None).unwrap();
+        assert!(!off.coogle_tool);
+        let e = Config::from_value(serde_json::json!({"coogleTool": 1}), None).unwrap_err();
+        assert!(
+            e.to_string().contains("coogleTool must be true or false"),
+            "{e}"
+        );
     }
 }
