@@ -127,7 +127,9 @@ fn tools_list_and_initialize_are_the_childs_own_field_for_field() {
         json!({"jsonrpc":"2.0","id":2,"method":"tools/list","params":{}}),
     ]);
     assert_eq!(init, direct[0]["result"]);
-    assert_eq!(listed["result"], direct[1]["result"]);
+    let (upstream_tools, coogle_tool) = split_coogle_tool(&listed["result"]);
+    assert_eq!(upstream_tools, direct[1]["result"]);
+    assert_eq!(coogle_tool["inputSchema"]["required"], json!(["action"]));
     let echo = &listed["result"]["tools"][0];
     assert_eq!(echo["_meta"]["x-fake/unicode"], "snowman ☃ and é");
     assert!(echo.get("outputSchema").is_some());
@@ -146,6 +148,27 @@ fn tools_list_and_initialize_are_the_childs_own_field_for_field() {
     // An error from the child comes back as the child's error, with the session's id.
     let unknown = shim.call("no_such_tool", json!({}));
     assert_eq!(unknown["error"]["code"], -32602);
+}
+
+#[test]
+fn with_the_coogle_tool_off_the_list_is_exactly_the_childs() {
+    let env = Env::new();
+    env.write_config(&json!({"coogleTool": false, "servers": {"google": {
+        "command": fake_mcp(), "credentials": {"source": "none"}}}}));
+    let _daemon = env.daemon();
+    let mut shim = env.shim();
+    shim.initialize();
+    let listed = shim.request("tools/list", json!({}));
+    let direct = direct(&[
+        json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}),
+        json!({"jsonrpc":"2.0","id":2,"method":"tools/list","params":{}}),
+    ]);
+    assert_eq!(listed["result"], direct[1]["result"]);
+    let call = shim.call("coogle", json!({"action": "status"}));
+    assert_eq!(
+        call["error"]["code"], -32602,
+        "no coogle tool when it is off: {call}"
+    );
 }
 
 #[test]

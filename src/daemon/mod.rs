@@ -8,6 +8,7 @@
 //! child running when it stops.
 
 pub mod child;
+pub mod coogle_tool;
 pub mod scheduler;
 pub mod stats;
 pub mod upstream;
@@ -205,6 +206,7 @@ pub async fn run(config: Config, options: Options) -> Result<Outcome, DaemonErro
             server.clone(),
             rt.child_record(name),
             config.max_line_bytes.saturating_mul(4),
+            config.coogle_tool,
         );
         upstreams.insert(name.clone(), handle);
     }

@@ -151,10 +151,16 @@ impl UpstreamHandle {
 }
 
 /// Start an upstream's actor; it spawns the child at once.
-pub fn start(config: ServerConfig, record_path: PathBuf, max_line: usize) -> UpstreamHandle {
+pub fn start(
+    config: ServerConfig,
+    record_path: PathBuf,
+    max_line: usize,
+    coogle_tool: bool,
+) -> UpstreamHandle {
     let (tx, rx) = mpsc::channel(4096);
     let name = config.name.clone();
     let mut actor = Upstream::new(config, record_path, max_line, tx.clone());
+    actor.coogle_tool = coogle_tool;
     actor.load_cache();
     tokio::spawn(actor.run(rx));
     UpstreamHandle { name, tx }
@@ -201,6 +207,17 @@ enum Origin {
     },
     Control(oneshot::Sender<Result<Box<RawValue>, WireError>>),
     Internal(Internal),
+    /// A call started with the `coogle` tool's `start_call`: its result is kept for `wait`.
+    Operation(String),
+}
+
+/// Someone waiting for a restart to finish.
+enum RestartWaiter {
+    Control(oneshot::Sender<Result<Value, WireError>>),
+    Tool {
+        session: SessionId,
+        client_id: Box<RawValue>,
+    },
 }
 
 impl Origin {
@@ -244,6 +261,8 @@ struct Pending {
     task: TaskRole,
     /// For calls: the account, to notice sign-in requests and their completion.
     account: Option<String>,
+    /// A session's first-page `tools/list`: the `coogle` tool is added to the answer.
+    first_tools_page: bool,
 }
 
 /// How a request relates to MCP tasks, which belong to the session that created them.
@@ -358,7 +377,12 @@ struct Upstream {
     last_attempt: Option<Instant>,
     restart_at: Option<Instant>,
     manual_restart: bool,
-    restart_waiters: Vec<oneshot::Sender<Result<Value, WireError>>>,
+    restart_waiters: Vec<RestartWaiter>,
+    /// Whether the `coogle` tool is offered (config `coogleTool`) ...
+    coogle_tool: bool,
+    /// ... and whether the upstream has a tool of that name itself (then it is not).
+    upstream_has_coogle: bool,
+    ops: super::coogle_tool::Operations,
     stats: CallStats,
     stderr_tail: Arc<Mutex<VecDeque<String>>>,
     shutdown: Option<(Instant, Option<oneshot::Sender<()>>)>,
@@ -417,6 +441,9 @@ impl Upstream {
             restart_at: None,
             manual_restart: false,
             restart_waiters: Vec::new(),
+            coogle_tool: false,
+            upstream_has_coogle: false,
+            ops: Default::default(),
             stats: CallStats::default(),
             stderr_tail: Arc::new(Mutex::new(VecDeque::new())),
             shutdown: None,
@@ -438,6 +465,8 @@ impl Upstream {
                 tracing::debug!(upstream = %self.name, path = %self.cache_path.display(), "answering new sessions from the cached initialize result and tool list until the child is ready");
                 self.init_result = Some(c.initialize);
                 self.tools_count = count_tools(&c.tools);
+                self.upstream_has_coogle =
+                    super::coogle_tool::inject(&c.tools, &self.name).is_none();
                 self.tools_cache = Some(c.tools);
             }
             Err(e) => {
@@ -498,10 +527,15 @@ impl Upstream {
     fn next_wakeup(&self) -> Option<Instant> {
         let deadline = self.deadlines.first().map(|(t, _)| *t);
         let shutdown = self.shutdown.as_ref().map(|(t, _)| *t);
-        [deadline, self.restart_at, shutdown]
-            .into_iter()
-            .flatten()
-            .min()
+        [
+            deadline,
+            self.restart_at,
+            shutdown,
+            self.ops.next_deadline(),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
     }
 
     fn handle(&mut self, event: Event) {
@@ -534,6 +568,10 @@ impl Upstream {
 
     fn on_timer(&mut self) {
         let now = Instant::now();
+        for w in self.ops.expire(now) {
+            let still = super::coogle_tool::running(&w.operation);
+            self.send_to_session(w.session, response_line(&w.client_id, &raw(&still)));
+        }
         while let Some(&(t, uid)) = self.deadlines.first() {
             if t > now {
                 break;
@@ -723,6 +761,7 @@ impl Upstream {
                 token,
                 task: TaskRole::None,
                 account: None,
+                first_tools_page: false,
             },
         );
     }
@@ -758,9 +797,8 @@ impl Upstream {
             child::display_command(&self.config)
         );
         self.fail_waiting(ErrorCode::UpstreamUnavailable, &text);
-        for w in self.restart_waiters.drain(..) {
-            let _ = w.send(Err(WireError::new(ErrorCode::UpstreamUnavailable, &text)));
-        }
+        let err = WireError::new(ErrorCode::UpstreamUnavailable, &text);
+        self.answer_restart_waiters(Err(err));
         if self.shutdown.is_some() {
             self.state = State::Stopped;
             return;
@@ -881,6 +919,20 @@ impl Upstream {
         }
     }
 
+    fn offers_coogle_tool(&self) -> bool {
+        self.coogle_tool && !self.upstream_has_coogle
+    }
+
+    /// A first-page tool list as sessions see it: with the `coogle` tool when it is offered.
+    fn tools_for_session(&self, result: &RawValue) -> Box<RawValue> {
+        if self.offers_coogle_tool()
+            && let Some(with) = super::coogle_tool::inject(result, &self.name)
+        {
+            return with;
+        }
+        result.to_owned()
+    }
+
     /// Keep only the session's own tasks in a `tasks/list` answer.
     fn filter_task_list(&self, sid: SessionId, msg: &mut Message) {
         let Some(result) = msg.field("result") else {
@@ -993,6 +1045,12 @@ impl Upstream {
                     TaskRole::Lists => self.filter_task_list(id, &mut msg),
                     TaskRole::None => {}
                 }
+                if p.first_tools_page
+                    && let Some(result) = msg.field("result")
+                {
+                    let listed = self.tools_for_session(result);
+                    msg.set_field("result", listed);
+                }
                 msg.set_id(client_id);
                 self.send_to_session(id, msg.to_line());
             }
@@ -1006,6 +1064,16 @@ impl Upstream {
                     )),
                 };
                 let _ = reply.send(result);
+            }
+            Origin::Operation(op) => {
+                let result = match msg.field("result") {
+                    Some(r) => r.to_owned(),
+                    None => raw(&wire::tool_error_result(
+                        &msg.error_message()
+                            .unwrap_or_else(|| "the call failed".into()),
+                    )),
+                };
+                self.finish_operation(&op, result);
             }
             Origin::Internal(Internal::Initialize) => self.on_initialized(&msg),
             Origin::Internal(Internal::ToolsList) => {
@@ -1036,9 +1104,7 @@ impl Upstream {
         self.state = State::Ready;
         let ready_pid = self.child.as_ref().map(|c| c.pid);
         tracing::info!(upstream = %self.name, pid = ?ready_pid, "upstream ready");
-        for w in self.restart_waiters.drain(..) {
-            let _ = w.send(Ok(json!({"server": self.name, "pid": ready_pid})));
-        }
+        self.answer_restart_waiters(Ok(json!({"server": self.name, "pid": ready_pid})));
         self.send_internal(Internal::ToolsList, "tools/list", &json!({}));
         self.child_log_level = None;
         self.sync_child_log_level();
@@ -1070,6 +1136,7 @@ impl Upstream {
             tracing::info!(upstream = %self.name, before = ?self.tools_cache.as_deref().and_then(names), after = ?names(&result), "the tool list changed");
         }
         self.tools_count = count_tools(&result);
+        self.upstream_has_coogle = super::coogle_tool::inject(&result, &self.name).is_none();
         self.tools_cache = Some(result);
         self.save_cache();
         if changed {
@@ -1275,6 +1342,18 @@ impl Upstream {
         let method = msg.method().unwrap_or_default();
         let client_id = msg.id().map(|i| i.to_owned()).unwrap_or_else(|| raw(&()));
         match method.as_str() {
+            "tools/call" if self.offers_coogle_tool() => {
+                let params = msg.params_value();
+                if params.get("name").and_then(|n| n.as_str())
+                    == Some(super::coogle_tool::TOOL_NAME)
+                {
+                    let args = params.get("arguments").cloned().unwrap_or(json!({}));
+                    self.coogle_call(sid, client_id, &args);
+                } else {
+                    let origin = Origin::Session { id: sid, client_id };
+                    self.route_request(sid, origin, msg);
+                }
+            }
             "initialize" => {
                 let params = msg.params_value();
                 if let Some(s) = self.sessions.get_mut(&sid) {
@@ -1425,8 +1504,11 @@ impl Upstream {
             && msg.params_value().get("cursor").is_none()
             && let Some(cache) = &self.tools_cache
         {
-            let cache = cache.clone();
-            self.reply_ok(origin, &cache);
+            let listed = match origin {
+                Origin::Session { .. } => self.tools_for_session(cache),
+                _ => cache.clone(),
+            };
+            self.reply_ok(origin, &listed);
             return;
         }
         if self.state == State::Ready {
@@ -1451,6 +1533,9 @@ impl Upstream {
                 s.in_flight += 1;
             }
         }
+        let first_tools_page = matches!(origin, Origin::Session { .. })
+            && msg.method().as_deref() == Some("tools/list")
+            && msg.params_value().get("cursor").is_none();
         let task = match &origin {
             Origin::Session { .. } if msg.params_field("task").is_some() => TaskRole::Creates,
             Origin::Session { .. } if msg.method().as_deref() == Some("tasks/list") => {
@@ -1466,6 +1551,7 @@ impl Upstream {
         self.add_pending(uid, origin, is_call, tool, token);
         if let Some(p) = self.pending.get_mut(&uid) {
             p.task = task;
+            p.first_tools_page = first_tools_page;
         }
     }
 
@@ -1665,6 +1751,7 @@ impl Upstream {
             let _ = q;
         }
         self.held.retain(|(_, o, _)| o.session() != Some(sid));
+        self.ops.forget_session(sid);
         let owned: Vec<String> = self
             .tasks
             .iter()
@@ -1767,6 +1854,7 @@ impl Upstream {
             Origin::Control(reply) => {
                 let _ = reply.send(Ok(result.to_owned()));
             }
+            Origin::Operation(op) => self.finish_operation(&op, result.to_owned()),
             Origin::Internal(_) => {}
         }
     }
@@ -1791,8 +1879,125 @@ impl Upstream {
             Origin::Control(reply) => {
                 let _ = reply.send(Err(WireError::new(code, text)));
             }
+            Origin::Operation(op) => {
+                self.finish_operation(&op, raw(&wire::tool_error_result(text)));
+            }
             Origin::Internal(_) => {}
         }
+    }
+
+    fn finish_operation(&mut self, op: &str, result: Box<RawValue>) {
+        for w in self.ops.finish(op, result.clone()) {
+            self.send_to_session(w.session, response_line(&w.client_id, &result));
+        }
+    }
+
+    /// A call of the `coogle` tool, answered by the daemon.
+    fn coogle_call(&mut self, sid: SessionId, client_id: Box<RawValue>, arguments: &Value) {
+        use super::coogle_tool::{self, Action, WaitOutcome, Waiter};
+        self.ops.expire(Instant::now());
+        let action = match coogle_tool::parse(arguments) {
+            Ok(a) => a,
+            Err(e) => {
+                let result = wire::tool_error_result(&format!("coogle: {e}"));
+                self.send_to_session(sid, response_line(&client_id, &raw(&result)));
+                return;
+            }
+        };
+        let result = match action {
+            Action::Status => {
+                let status = self.status_json();
+                coogle_tool::result(&status_text(&status), status)
+            }
+            Action::Info => {
+                let info = json!({
+                    "coogle": wire::VERSION,
+                    "daemonPid": std::process::id(),
+                    "server": self.name,
+                    "command": child::display_command(&self.config),
+                    "session": sid,
+                });
+                let text = format!(
+                    "coogle {} (daemon pid {}), server `{}` ({}), this session #{sid}",
+                    wire::VERSION,
+                    std::process::id(),
+                    self.name,
+                    child::display_command(&self.config)
+                );
+                coogle_tool::result(&text, info)
+            }
+            Action::Restart => {
+                self.request_restart(RestartWaiter::Tool {
+                    session: sid,
+                    client_id,
+                });
+                return;
+            }
+            Action::StartCall { tool, arguments } => {
+                let op = self.ops.start(&tool);
+                let params = json!({"name": tool, "arguments": arguments});
+                let line = wire::request_line(&raw(&0), "tools/call", &params);
+                if let Ok(msg) = Message::parse(line.trim_ascii_end()) {
+                    self.route_request(sid, Origin::Operation(op.clone()), msg);
+                }
+                coogle_tool::result(
+                    &format!(
+                        "Started operation {op} (`{tool}`); fetch its result with action `wait` and operation \"{op}\"."
+                    ),
+                    json!({"operation": op, "status": "running"}),
+                )
+            }
+            Action::Wait { operation, wait } => {
+                let waiter = Waiter {
+                    operation: operation.clone(),
+                    session: sid,
+                    client_id: client_id.clone(),
+                };
+                match self.ops.wait(waiter, wait) {
+                    WaitOutcome::Done(result) => {
+                        self.send_to_session(sid, response_line(&client_id, &result));
+                        return;
+                    }
+                    WaitOutcome::Waiting => return,
+                    WaitOutcome::Running => coogle_tool::running(&operation),
+                    WaitOutcome::Unknown => wire::tool_error_result(&format!(
+                        "coogle: no operation {operation:?} (results are kept {} minutes after they finish)",
+                        coogle_tool::RETENTION.as_secs() / 60
+                    )),
+                }
+            }
+            Action::ListOperations => {
+                let list = self.ops.list();
+                let n = list.as_array().map_or(0, Vec::len);
+                coogle_tool::result(&format!("{n} operation(s)"), json!({"operations": list}))
+            }
+            Action::Cancel { operation } => {
+                let is_op = |o: &Origin| matches!(o, Origin::Operation(x) if *x == operation);
+                if self.ops.is_running(&operation) != Some(true) {
+                    wire::tool_error_result(&format!(
+                        "coogle: operation {operation:?} is not running"
+                    ))
+                } else {
+                    if self.queue.remove_first(sid, |q| is_op(&q.origin)).is_none() {
+                        let uid = self
+                            .pending
+                            .iter()
+                            .find(|(_, p)| is_op(&p.origin))
+                            .map(|(u, _)| *u);
+                        if let Some(uid) = uid {
+                            self.abandon(uid, "cancelled with the coogle tool", Outcome::Cancelled);
+                        }
+                    }
+                    let text = format!("coogle: operation {operation} was cancelled");
+                    self.finish_operation(&operation, raw(&wire::tool_error_result(&text)));
+                    coogle_tool::result(
+                        &format!("Cancelled operation {operation}."),
+                        json!({"operation": operation, "status": "cancelled"}),
+                    )
+                }
+            }
+        };
+        self.send_to_session(sid, response_line(&client_id, &raw(&result)));
     }
 
     // ---------------------------------------------------------------------------------------
@@ -1820,39 +2025,58 @@ impl Upstream {
                 self.next_control_key += 1;
                 self.route_request(key, Origin::Control(reply), msg);
             }
-            ControlCmd::Restart(reply) => {
-                if self.shutdown.is_some() {
-                    let _ = reply.send(Err(WireError::new(
-                        ErrorCode::ShuttingDown,
-                        "coogle is shutting down",
-                    )));
-                    return;
-                }
-                self.restart_waiters.push(reply);
-                match self.state {
-                    State::Starting | State::Initializing => {}
-                    State::Ready => {
-                        tracing::info!(upstream = %self.name, "restarting the upstream on request");
-                        self.manual_restart = true;
-                        self.kill_child();
-                    }
-                    _ => {
-                        self.consecutive_failures = 0;
-                        self.start_child();
-                    }
-                }
-            }
+            ControlCmd::Restart(reply) => self.request_restart(RestartWaiter::Control(reply)),
             ControlCmd::Shutdown { grace, done } => {
                 self.shutdown = Some((Instant::now() + grace, Some(done)));
                 self.restart_at = None;
                 self.fail_waiting(ErrorCode::ShuttingDown, "coogle is shutting down");
-                for w in self.restart_waiters.drain(..) {
-                    let _ = w.send(Err(WireError::new(
-                        ErrorCode::ShuttingDown,
-                        "coogle is shutting down",
-                    )));
-                }
+                let err = WireError::new(ErrorCode::ShuttingDown, "coogle is shutting down");
+                self.answer_restart_waiters(Err(err));
                 self.check_shutdown();
+            }
+        }
+    }
+
+    /// Restart the child (or start it, when it is down); `waiter` hears when it is ready.
+    fn request_restart(&mut self, waiter: RestartWaiter) {
+        if self.shutdown.is_some() {
+            self.restart_waiters.push(waiter);
+            let err = WireError::new(ErrorCode::ShuttingDown, "coogle is shutting down");
+            self.answer_restart_waiters(Err(err));
+            return;
+        }
+        self.restart_waiters.push(waiter);
+        match self.state {
+            State::Starting | State::Initializing => {}
+            State::Ready => {
+                tracing::info!(upstream = %self.name, "restarting the upstream on request");
+                self.manual_restart = true;
+                self.sign_ins.clear();
+                self.kill_child();
+            }
+            _ => {
+                self.consecutive_failures = 0;
+                self.start_child();
+            }
+        }
+    }
+
+    fn answer_restart_waiters(&mut self, outcome: Result<Value, WireError>) {
+        for w in std::mem::take(&mut self.restart_waiters) {
+            match w {
+                RestartWaiter::Control(reply) => {
+                    let _ = reply.send(outcome.clone());
+                }
+                RestartWaiter::Tool { session, client_id } => {
+                    let result = match &outcome {
+                        Ok(v) => super::coogle_tool::result(
+                            &format!("Restarted the `{}` server (pid {}).", self.name, v["pid"]),
+                            v.clone(),
+                        ),
+                        Err(e) => wire::tool_error_result(&e.message),
+                    };
+                    self.send_to_session(session, response_line(&client_id, &raw(&result)));
+                }
             }
         }
     }
@@ -1935,6 +2159,43 @@ impl Upstream {
 /// The daemon's ids for server→client requests are JSON strings; `key` is their canonical text.
 fn key_to_daemon_id(key: &str) -> Value {
     serde_json::from_str(key).unwrap_or(Value::Null)
+}
+
+/// `status` for an agent to read.
+fn status_text(s: &Value) -> String {
+    let mut t = format!(
+        "Server `{}` is {} (pid {}, restarts {}, queue {}, in flight {}/{}).",
+        s["name"].as_str().unwrap_or("?"),
+        s["state"].as_str().unwrap_or("?"),
+        s["pid"],
+        s["restarts"],
+        s["queue"],
+        s["inFlight"],
+        s["maxConcurrent"]
+    );
+    if let Some(e) = s["lastError"].as_str() {
+        t.push_str(&format!("\nLast error: {e}"));
+    }
+    if let Some(ms) = s["nextRestartInMs"].as_u64() {
+        t.push_str(&format!(
+            "\nNext start attempt in {:.1} s.",
+            ms as f64 / 1000.0
+        ));
+    }
+    for si in s["signIn"].as_array().into_iter().flatten() {
+        t.push_str(&format!(
+            "\nGoogle sign-in required{}: {}",
+            si["account"]
+                .as_str()
+                .filter(|a| !a.is_empty())
+                .map(|a| format!(" for {a}"))
+                .unwrap_or_default(),
+            si["url"].as_str().unwrap_or("?")
+        ));
+    }
+    let n = s["sessions"].as_array().map_or(0, Vec::len);
+    t.push_str(&format!("\n{n} session(s) share it."));
+    t
 }
 
 /// The sign-in URL in a tool's answer, if the upstream started a Google sign-in flow.

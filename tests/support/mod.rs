@@ -514,3 +514,20 @@ pub fn read_lines(path: &Path) -> Vec<String> {
         .map(String::from)
         .collect()
 }
+
+/// A tools/list result without the `coogle` tool the daemon adds, and that tool (which must be
+/// the last one).
+pub fn split_coogle_tool(result: &Value) -> (Value, Value) {
+    let mut r = result.clone();
+    let tools = r["tools"].as_array_mut().expect("a tool list");
+    let last = tools.pop().expect("at least the coogle tool");
+    assert_eq!(
+        last["name"], "coogle",
+        "the coogle tool comes last: {result}"
+    );
+    assert!(
+        tools.iter().all(|t| t["name"] != "coogle"),
+        "the coogle tool appears once"
+    );
+    (r, last)
+}
