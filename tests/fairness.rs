@@ -48,3 +48,30 @@ fn a_burst_from_one_session_does_not_delay_another_sessions_call() {
         assert!(text(&r).starts_with("slept"), "{r}");
     }
 }
+
+#[test]
+fn max_concurrent_runs_calls_in_parallel_on_one_child() {
+    let env = Env::with_fake(json!({"maxConcurrent": 4}));
+    let _d = env.daemon();
+    let mut shims: Vec<Shim> = (0..4).map(|_| env.shim()).collect();
+    for s in &mut shims {
+        s.initialize();
+    }
+    let t = Instant::now();
+    for s in &mut shims {
+        s.send(&json!({"jsonrpc":"2.0","id":"p","method":"tools/call","params":{"name":"sleep","arguments":{"ms":600}}}));
+    }
+    let mut pids = std::collections::HashSet::new();
+    for s in &mut shims {
+        let r = s.response(&json!("p"), Duration::from_secs(10));
+        assert_eq!(text(&r), "slept 600 ms");
+        pids.insert(text(&s.call("pid", json!({}))));
+    }
+    // Four 600 ms calls at once on one child: about 600 ms, not 2.4 s.
+    assert!(
+        t.elapsed() < Duration::from_millis(1500),
+        "{:?}",
+        t.elapsed()
+    );
+    assert_eq!(pids.len(), 1, "one child");
+}

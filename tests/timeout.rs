@@ -73,7 +73,11 @@ fn client_cancel_frees_the_slot_and_reaches_the_child() {
     a.send(&json!({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1,"reason":"user"}}));
     let rb = b.response(&json!(1), Duration::from_secs(5));
     assert_eq!(text(&rb), "b");
-    assert!(t.elapsed() < Duration::from_secs(1), "{:?}", t.elapsed());
+    assert!(
+        t.elapsed() < Duration::from_millis(100),
+        "B's call is served within 100 ms of the cancel: {:?}",
+        t.elapsed()
+    );
     wait_for(
         "the cancel to reach the child",
         Duration::from_secs(5),
