@@ -169,3 +169,53 @@ fn sigkilled_daemon_leaves_no_child_behind_after_the_next_start() {
     );
     let _ = env.run(&["stop"]);
 }
+
+#[test]
+fn a_peer_of_another_uid_is_refused_even_if_the_socket_is_reachable() {
+    // Needs root to connect as someone else.
+    if unsafe { libc::getuid() } != 0 || !std::path::Path::new("/usr/bin/setpriv").exists() {
+        return;
+    }
+    let env = Env::with_fake(json!({}));
+    let _d = env.daemon();
+    // Loosen every permission on the way, as a careless admin might.
+    use std::os::unix::fs::PermissionsExt;
+    for (p, mode) in [
+        (env.tmp.path().to_path_buf(), 0o755),
+        (env.socket.parent().unwrap().to_path_buf(), 0o755),
+        (env.socket.clone(), 0o666),
+    ] {
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+    let script = format!(
+        "import socket; s = socket.socket(socket.AF_UNIX); s.connect({:?}); \
+         s.sendall(b'{{\"id\":\"1\",\"method\":\"status\"}}\\n'); s.settimeout(5)\ntry:\n    print(repr(s.recv(4096)))\nexcept ConnectionResetError:\n    print('reset')",
+        env.socket.display().to_string()
+    );
+    let out = std::process::Command::new("/usr/bin/setpriv")
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "/usr/bin/python3",
+            "-c",
+            &script,
+        ])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        matches!(stdout.trim(), "b''" | "reset"),
+        "the daemon must answer nothing to another uid: {stdout}"
+    );
+    // The owner is still served.
+    assert_eq!(
+        control(&env.socket, "ping", Value::Null).unwrap()["pong"],
+        true
+    );
+}
