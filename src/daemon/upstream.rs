@@ -377,6 +377,8 @@ struct Upstream {
     last_attempt: Option<Instant>,
     restart_at: Option<Instant>,
     manual_restart: bool,
+    /// Why the daemon itself stopped the child (wedged, protocol broken), for `lastError`.
+    stop_reason: Option<String>,
     restart_waiters: Vec<RestartWaiter>,
     /// Whether the `coogle` tool is offered (config `coogleTool`) ...
     coogle_tool: bool,
@@ -440,6 +442,7 @@ impl Upstream {
             last_attempt: None,
             restart_at: None,
             manual_restart: false,
+            stop_reason: None,
             restart_waiters: Vec::new(),
             coogle_tool: false,
             upstream_has_coogle: false,
@@ -556,7 +559,7 @@ impl Upstream {
                             self.max_line
                         );
                         tracing::error!(upstream = %self.name, "{msg}");
-                        self.last_error = Some(msg);
+                        self.stop_reason = Some(msg);
                         self.kill_child();
                     }
                     ChildEvent::Exited(status) => self.on_child_exit(status),
@@ -860,6 +863,8 @@ impl Upstream {
         let manual = std::mem::take(&mut self.manual_restart);
         let reason = if manual {
             "it was restarted on request".to_string()
+        } else if let Some(why) = self.stop_reason.take() {
+            why
         } else {
             format!("it exited ({status}){}", self.stderr_hint())
         };
@@ -1729,8 +1734,8 @@ impl Upstream {
             self.consecutive_timeouts += 1;
             if self.consecutive_timeouts >= WEDGED_AFTER_TIMEOUTS && self.child.is_some() {
                 tracing::warn!(upstream = %self.name, "{} calls in a row timed out; restarting the upstream", self.consecutive_timeouts);
-                self.last_error = Some(format!(
-                    "{} calls in a row timed out; restarted",
+                self.stop_reason = Some(format!(
+                    "{} calls in a row timed out, so coogle restarted it",
                     self.consecutive_timeouts
                 ));
                 self.consecutive_timeouts = 0;
