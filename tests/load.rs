@@ -27,7 +27,7 @@ fn run_load(max_concurrent: u64) {
                 // Keep up to WINDOW calls in flight per session, pipelined.
                 let send = |shim: &mut Shim, c: usize| {
                     let token = format!("s{s}c{c}");
-                    let (tool, args) = if c % 50 == 0 {
+                    let (tool, args) = if c.is_multiple_of(50) {
                         ("sleep", json!({"ms": 2, "text": token}))
                     } else {
                         ("echo", json!({"text": token}))
