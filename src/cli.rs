@@ -96,6 +96,10 @@ pub enum Command {
     GeneratePlist,
     /// Print the systemd user unit for this machine
     GenerateUnit,
+    /// Update a standalone install to the newest release (not for Homebrew installs)
+    SelfUpdate(crate::update::SelfUpdateArgs),
+    /// Print shell completions: `coogle completions bash|zsh|fish|elvish|powershell`
+    Completions(crate::update::CompletionsArgs),
     /// Show the daemon's log
     Logs {
         /// Keep printing as the log grows
@@ -201,7 +205,9 @@ pub async fn run(cli: Cli) -> ExitCode {
                 | Command::Doctor(_)
                 | Command::Uninstall(_)
                 | Command::GeneratePlist
-                | Command::GenerateUnit => {
+                | Command::GenerateUnit
+                | Command::SelfUpdate(_)
+                | Command::Completions(_) => {
                     unreachable!("handled above or in main")
                 }
             };

@@ -14,4 +14,5 @@ pub mod paths;
 pub mod search_server;
 pub mod setup;
 pub mod shim;
+pub mod update;
 pub mod wire;

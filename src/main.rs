@@ -15,6 +15,10 @@ fn main() -> std::process::ExitCode {
         | Command::Uninstall(_)
         | Command::GeneratePlist
         | Command::GenerateUnit => return coogle::setup::main(&cli).into(),
+        // The updater blocks (HTTP, file swaps) and must run outside the async runtime.
+        Command::SelfUpdate(_) | Command::Completions(_) => {
+            return coogle::update::main(&cli).into();
+        }
         _ => {}
     }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
