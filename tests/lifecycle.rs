@@ -219,3 +219,15 @@ fn a_peer_of_another_uid_is_refused_even_if_the_socket_is_reachable() {
         true
     );
 }
+
+#[test]
+fn a_daemon_whose_socket_is_removed_stops_with_its_child() {
+    let env = Env::with_fake(json!({}));
+    let mut d = env.daemon();
+    let status = env.wait_upstream_ready();
+    let child = status["upstreams"][0]["pid"].as_u64().unwrap() as u32;
+    std::fs::remove_file(&env.socket).unwrap();
+    let (code, _) = d.wait_exit();
+    assert_eq!(code, Some(0));
+    assert!(!pid_alive(child));
+}

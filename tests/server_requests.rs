@@ -16,6 +16,7 @@ fn init(s: &mut Shim, capabilities: Value) {
                "clientInfo": {"name": "t", "version": "1"}}),
     );
     s.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    s.request("ping", json!({}));
 }
 
 #[test]

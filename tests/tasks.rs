@@ -35,6 +35,7 @@ fn init(s: &mut Shim, capabilities: Value) {
                "clientInfo": {"name": "tasks-test", "version": "1"}}),
     );
     s.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    s.request("ping", json!({}));
 }
 
 #[test]

@@ -36,6 +36,9 @@ use crate::wire::{
 };
 use upstream::{Event, UpstreamHandle};
 
+/// How often the daemon checks that its socket is still there and still its own.
+const SOCKET_CHECK: Duration = Duration::from_secs(2);
+
 /// How long a new connection may take to send its first line.
 const FIRST_LINE_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -233,8 +236,19 @@ pub async fn run(config: Config, options: Options) -> Result<Outcome, DaemonErro
     };
 
     let mut idle_check = tokio::time::interval(Duration::from_millis(250));
+    // A daemon whose socket was removed or replaced can never be reached again: stop it rather
+    // than leave it (and its child) running forever.
+    let our_socket = socket_identity(&rt.socket);
+    let mut socket_check = tokio::time::interval(SOCKET_CHECK);
+    socket_check.tick().await;
     loop {
         tokio::select! {
+            _ = socket_check.tick() => {
+                if socket_identity(&rt.socket) != our_socket {
+                    tracing::warn!(socket = %rt.socket.display(), "the socket was removed or replaced; shutting down");
+                    break;
+                }
+            }
             _ = idle_check.tick(), if shared.replace_when_idle.load(Ordering::Relaxed) => {
                 if all_idle(&shared).await {
                     tracing::info!("handing over to the newer coogle: stopping while idle");
@@ -259,13 +273,23 @@ pub async fn run(config: Config, options: Options) -> Result<Outcome, DaemonErro
 
     // Stop accepting first, so no new session lands on a daemon that is going away.
     drop(listener);
-    let _ = std::fs::remove_file(&rt.socket);
+    if socket_identity(&rt.socket) == our_socket {
+        let _ = std::fs::remove_file(&rt.socket);
+    }
     let grace = Duration::from_millis(shared.config.shutdown_grace_ms);
     let stops = shared.upstreams.values().map(|u| u.shutdown(grace));
     futures_join_all(stops).await;
     tracing::info!("coogle daemon stopped");
     drop(lock);
     Ok(Outcome::Stopped)
+}
+
+/// The (device, inode) of the socket file, to tell ours from a replacement.
+fn socket_identity(path: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::symlink_metadata(path)
+        .ok()
+        .map(|m| (m.dev(), m.ino()))
 }
 
 /// No call queued or in flight on any upstream.

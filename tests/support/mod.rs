@@ -225,6 +225,16 @@ impl Env {
     }
 }
 
+impl Drop for Env {
+    /// Stop any daemon still serving this env's socket (one a shim started, say), even when the
+    /// test failed, so no daemon or child outlives its test.
+    fn drop(&mut self) {
+        if self.socket.exists() {
+            let _ = control(&self.socket, "shutdown", Value::Null);
+        }
+    }
+}
+
 pub struct Output {
     pub args: Vec<String>,
     pub status: Option<i32>,
@@ -409,6 +419,9 @@ impl Shim {
             }),
         );
         self.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        // A round trip, so the daemon has seen `initialized` (notifications go only to
+        // initialized sessions) before the test goes on.
+        self.request("ping", json!({}));
         r["result"].clone()
     }
 
