@@ -74,6 +74,24 @@ if [[ -n $UVX ]]; then
   start_daemon workspace "{\"mcp\":$(server_json "$UVX" "${WS_ARGS[@]}"),\"credentials\":{\"source\":\"env\"}}"
 fi
 
+# The peer: mcp-proxy (PyPI) shares one stdio child over SSE; each session runs a client-mode
+# bridge (stdio <-> SSE), the way several agents would share it.
+PEER=""
+if [[ ${SKIP_PEER:-0} != 1 ]] && python3 -m venv "$WORK/venv" >/dev/null 2>&1 \
+    && "$WORK/venv/bin/pip" install --quiet --disable-pip-version-check "mcp-proxy==0.13.0" >/dev/null 2>&1; then
+  PEER=$WORK/venv/bin/mcp-proxy
+  PEER_PORT=${PEER_PORT:-18765}
+  "$PEER" --port "$PEER_PORT" --host 127.0.0.1 -- "$FAKE" >"$WORK/peer.log" 2>&1 &
+  DAEMONS+=($!)
+  PEER_PID=$!
+  for _ in $(seq 1 100); do
+    if python3 -c "import socket,sys; socket.create_connection(('127.0.0.1', $PEER_PORT), 1)" 2>/dev/null; then break; fi
+    sleep 0.1
+  done
+else
+  echo "mcp-proxy could not be installed; the peer comparison is skipped" >&2
+fi
+
 RESULTS=$WORK/results.jsonl
 record() { # label json
   python3 -c 'import json,sys; d=json.loads(sys.argv[2]); d["label"]=sys.argv[1]; print(json.dumps(d))' "$1" "$2" >> "$RESULTS"
@@ -89,12 +107,20 @@ for _ in $(seq 1 "$RUNS"); do
     # shellcheck disable=SC2046
     record coogle-everything "$("$BENCH" latency "$CALLS" -- $(shim everything) --server everything)"
   fi
+  if [[ -n $PEER ]]; then
+    # The peer is two orders of magnitude slower: fewer calls keep the run short.
+    record peer-fake "$("$BENCH" latency $((CALLS / 10)) -- "$PEER" "http://127.0.0.1:$PEER_PORT/sse")"
+  fi
 done
 
 echo "new session → tools/list" >&2
 # shellcheck disable=SC2046
 record startup-coogle-fake "$("$BENCH" startup 20 -- $(shim fake))"
 record startup-direct-fake "$("$BENCH" startup 20 -- "$FAKE")"
+if [[ -n $PEER ]]; then
+  record startup-peer-fake "$("$BENCH" startup 5 -- "$PEER" "http://127.0.0.1:$PEER_PORT/sse")"
+  record rss-peer-server "$("$BENCH" rss "$PEER_PID" -- x)"
+fi
 if [[ -n $UVX ]]; then
   # shellcheck disable=SC2046
   record startup-coogle-workspace "$("$BENCH" startup 10 -- $(shim workspace))"
@@ -165,7 +191,22 @@ if by("rss-daemon-workspace"):
     d = med("rss-daemon-workspace", "rss_kib") / 1024
     for n in (1, 4, 10):
         shared = ws + d + n * shim / 1024
-        print(f"| memory, {n} session(s), workspace-mcp | {n*ws:.0f} MiB ({n} children) | {shared:.0f} MiB (1 child + daemon + {n} shims) | {n*ws - shared:+.0f} MiB |")
+        diff = n * ws - shared
+        verdict = f"{diff:.0f} MiB less" if diff >= 0 else f"{-diff:.0f} MiB more"
+        print(f"| memory, {n} session(s), workspace-mcp | {n*ws:.0f} MiB ({n} children) | {shared:.0f} MiB (1 child + daemon + {n} shims) | {verdict} |")
 for label, mc in (("tp-mc1", 1), ("tp-mc8", 8)):
     print(f"| throughput, 8 sessions, maxConcurrent {mc} (fake echo) | – | {med(label,'calls_per_s'):.0f} calls/s | |")
+if by("peer-fake"):
+    print("\nSide by side with a peer that also shares one child among sessions: mcp-proxy 0.13.0 (PyPI), its SSE server in front of the same fake child, one client-mode bridge per session.\n")
+    print("| measure | coogle | mcp-proxy | ratio |")
+    print("| --- | ---: | ---: | ---: |")
+    for q in ("p50_us", "p99_us"):
+        c, p = med("coogle-fake", q) - med("direct-fake", q), med("peer-fake", q) - med("direct-fake", q)
+        print(f"| added latency per tools/call, {q[:3]} | {c:.0f} µs | {p:.0f} µs | {p/c:.0f}× |")
+    c, p = med("startup-coogle-fake", "median_ms"), med("startup-peer-fake", "median_ms")
+    print(f"| new session → tools/list | {c:.1f} ms | {p:.1f} ms | {p/c:.0f}× |")
+    c, p = med("coogle-fake", "rss_kib") / 1024, med("peer-fake", "rss_kib") / 1024
+    print(f"| memory per session (shim / bridge) | {c:.1f} MiB | {p:.1f} MiB | {p/c:.0f}× |")
+    c, p = med("rss-daemon-fake", "rss_kib") / 1024, med("rss-peer-server", "rss_kib") / 1024
+    print(f"| shared part (daemon / SSE server), without the child | {c:.1f} MiB | {p:.1f} MiB | {p/c:.0f}× |")
 PY
