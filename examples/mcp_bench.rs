@@ -5,6 +5,8 @@
 //! mcp_bench latency    CALLS -- CMD ARGS…   sequential tools/call echo; per-call latency
 //! mcp_bench startup    RUNS  -- CMD ARGS…   spawn → initialize → tools/list answered
 //! mcp_bench throughput SESSIONS CALLS -- CMD ARGS…   SESSIONS processes calling at once
+//! mcp_bench memory   SESSIONS [PID…] -- CMD ARGS…   start SESSIONS sessions, then sum the RSS
+//!                                                 and PSS of them and of the given PIDs
 //! ```
 //! Each prints one JSON object on stdout. A CMD of `unix:SOCKET` talks to a coogle daemon's
 //! socket directly (hello, then MCP), to tell the daemon's cost from the shim's.
@@ -119,6 +121,69 @@ fn rss_kib(pid: u32) -> u64 {
         .unwrap_or(0)
 }
 
+/// Proportional set size: shared pages (the same binary in ten shims) counted once in total.
+fn pss_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("Pss:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+/// The given processes and every process below them (uvx's python, say).
+fn with_descendants(roots: &[u32]) -> Vec<u32> {
+    let mut parent_of = Vec::new();
+    if let Ok(entries) = std::fs::read_dir("/proc") {
+        for e in entries.flatten() {
+            let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+                continue;
+            };
+            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+                continue;
+            };
+            let ppid = stat
+                .rsplit_once(')')
+                .and_then(|(_, rest)| rest.split_whitespace().nth(1)?.parse::<u32>().ok());
+            if let Some(ppid) = ppid {
+                parent_of.push((pid, ppid));
+            }
+        }
+    }
+    let mut all: Vec<u32> = roots.to_vec();
+    let mut i = 0;
+    while i < all.len() {
+        let p = all[i];
+        all.extend(parent_of.iter().filter(|(_, pp)| *pp == p).map(|(c, _)| *c));
+        i += 1;
+    }
+    all
+}
+
+/// Start `sessions` sessions (each lists tools), then measure them and `others` together.
+fn memory(sessions: u64, others: &[u32], cmd: &[String]) -> Value {
+    let mut servers: Vec<Server> = (0..sessions).map(|_| Server::spawn(cmd)).collect();
+    for s in &mut servers {
+        s.initialize();
+        s.request("tools/list", json!({}));
+    }
+    let roots: Vec<u32> = servers
+        .iter()
+        .filter_map(|s| s.child.as_ref().map(Child::id))
+        .collect();
+    let session_pids = with_descendants(&roots);
+    let sum = |f: fn(u32) -> u64, pids: &[u32]| pids.iter().map(|p| f(*p)).sum::<u64>();
+    json!({
+        "sessions": sessions,
+        "sessions_rss_kib": sum(rss_kib, &session_pids),
+        "sessions_pss_kib": sum(pss_kib, &session_pids),
+        "others_rss_kib": sum(rss_kib, others),
+        "others_pss_kib": sum(pss_kib, others),
+    })
+}
+
 fn percentile(sorted: &[Duration], q: f64) -> f64 {
     let i = ((q / 100.0) * (sorted.len() - 1) as f64).round() as usize;
     sorted[i].as_secs_f64() * 1e6
@@ -207,7 +272,11 @@ fn main() {
         "latency" => latency(n(1), cmd),
         "startup" => startup(n(1), cmd),
         "throughput" => throughput(n(1), n(2), cmd),
-        "rss" => json!({"rss_kib": rss_kib(n(1) as u32)}),
+        "rss" => json!({"rss_kib": rss_kib(n(1) as u32), "pss_kib": pss_kib(n(1) as u32)}),
+        "memory" => {
+            let others: Vec<u32> = (2..head.len()).map(|i| n(i) as u32).collect();
+            memory(n(1), &others, cmd)
+        }
         other => panic!("unknown mode {other}"),
     };
     println!("{out}");

@@ -160,6 +160,38 @@ PY2
   record rss-child-workspace "{\"rss_kib\": $group_kib}"
 fi
 
+# Memory with 1, 4 and 10 sessions, measured: the sessions' processes plus the shared part
+# (daemon and child group), summed as PSS so pages the processes share are counted once.
+group_pids() { # every process in the process group led by $1
+  python3 - "$1" <<'PY2'
+import os, sys
+pgid = int(sys.argv[1])
+for pid in filter(str.isdigit, os.listdir("/proc")):
+    try:
+        if int(open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[2]) == pgid: print(pid)
+    except (OSError, ValueError, IndexError):
+        pass
+PY2
+}
+for n in 1 4 10; do
+  fake_daemon=$(status_json fake | python3 -c 'import json,sys; print(json.load(sys.stdin)["daemon"]["pid"])')
+  fake_child=$(status_json fake | python3 -c 'import json,sys; print(json.load(sys.stdin)["upstreams"][0]["pid"])')
+  # shellcheck disable=SC2046
+  record "mem-coogle-fake-$n" "$("$BENCH" memory "$n" "$fake_daemon" "$fake_child" -- $(shim fake))"
+  record "mem-direct-fake-$n" "$("$BENCH" memory "$n" -- "$FAKE")"
+  if [[ -n $UVX ]]; then
+    ws_daemon=$(status_json workspace | python3 -c 'import json,sys; print(json.load(sys.stdin)["daemon"]["pid"])')
+    ws_child=$(status_json workspace | python3 -c 'import json,sys; print(json.load(sys.stdin)["upstreams"][0]["pid"])')
+    # shellcheck disable=SC2046
+    record "mem-coogle-ws-$n" "$("$BENCH" memory "$n" "$ws_daemon" $(group_pids "$ws_child") -- $(shim workspace))"
+    record "mem-direct-ws-$n" "$("$BENCH" memory "$n" -- "$UVX" "${WS_ARGS[@]}")"
+  fi
+  if [[ -n $PEER ]]; then
+    # shellcheck disable=SC2046
+    record "mem-peer-fake-$n" "$("$BENCH" memory "$n" "$PEER_PID" $(pgrep -P "$PEER_PID") -- "$PEER" "http://127.0.0.1:$PEER_PORT/sse")"
+  fi
+done
+
 python3 - "$RESULTS" "$RUNS" "$CALLS" "$TP_CALLS" <<'PY'
 import json, statistics, sys, platform, os, subprocess
 path, runs, calls, tp_calls = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
@@ -187,13 +219,19 @@ print(f"| RSS of one `coogle mcp` shim | – | {shim/1024:.1f} MiB | |")
 print(f"| RSS of the daemon (fake child) | – | {med('rss-daemon-fake','rss_kib')/1024:.1f} MiB | |")
 if by("rss-daemon-workspace"):
     print(f"| RSS of the daemon (workspace-mcp child) | – | {med('rss-daemon-workspace','rss_kib')/1024:.1f} MiB | |")
-    ws = med("rss-child-workspace", "rss_kib") / 1024
-    d = med("rss-daemon-workspace", "rss_kib") / 1024
     for n in (1, 4, 10):
-        shared = ws + d + n * shim / 1024
-        diff = n * ws - shared
+        m, d = by(f"mem-coogle-ws-{n}"), by(f"mem-direct-ws-{n}")
+        if not (m and d): continue
+        shared = (m[0]["sessions_pss_kib"] + m[0]["others_pss_kib"]) / 1024
+        direct = d[0]["sessions_pss_kib"] / 1024
+        diff = direct - shared
         verdict = f"{diff:.0f} MiB less" if diff >= 0 else f"{-diff:.0f} MiB more"
-        print(f"| memory, {n} session(s), workspace-mcp | {n*ws:.0f} MiB ({n} children) | {shared:.0f} MiB (1 child + daemon + {n} shims) | {verdict} |")
+        print(f"| memory, {n} session(s), workspace-mcp (PSS, all processes) | {direct:.0f} MiB ({n} × uvx + python) | {shared:.0f} MiB (1 child + daemon + {n} shims) | {verdict} |")
+for n in (1, 4, 10):
+    c, d = by(f"mem-coogle-fake-{n}"), by(f"mem-direct-fake-{n}")
+    if c and d:
+        c, d = c[0], d[0]
+        print(f"| memory, {n} session(s), fake child (PSS) | {d['sessions_pss_kib']/1024:.1f} MiB | {(c['sessions_pss_kib'] + c['others_pss_kib'])/1024:.1f} MiB (shims {c['sessions_pss_kib']/1024:.1f}) | |")
 for label, mc in (("tp-mc1", 1), ("tp-mc8", 8)):
     print(f"| throughput, 8 sessions, maxConcurrent {mc} (fake echo) | – | {med(label,'calls_per_s'):.0f} calls/s | |")
 if by("peer-fake"):
@@ -209,4 +247,10 @@ if by("peer-fake"):
     print(f"| memory per session (shim / bridge) | {c:.1f} MiB | {p:.1f} MiB | {p/c:.0f}× |")
     c, p = med("rss-daemon-fake", "rss_kib") / 1024, med("rss-peer-server", "rss_kib") / 1024
     print(f"| shared part (daemon / SSE server), without the child | {c:.1f} MiB | {p:.1f} MiB | {p/c:.0f}× |")
+    for n in (1, 10):
+        c, p = by(f"mem-coogle-fake-{n}"), by(f"mem-peer-fake-{n}")
+        if c and p:
+            c = (c[0]["sessions_pss_kib"] + c[0]["others_pss_kib"]) / 1024
+            p = (p[0]["sessions_pss_kib"] + p[0]["others_pss_kib"]) / 1024
+            print(f"| memory, {n} session(s), all processes (PSS) | {c:.1f} MiB | {p:.1f} MiB | {p/c:.0f}× |")
 PY
