@@ -6,6 +6,9 @@ use crate::output::ExitCode;
 pub struct Args {}
 
 pub async fn run(_args: Args) -> ExitCode {
-    crate::output::error_text("coogle search-server is not available in this build yet", None);
+    crate::output::error_text(
+        "coogle search-server is not available in this build yet",
+        None,
+    );
     ExitCode::Usage
 }
