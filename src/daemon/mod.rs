@@ -9,6 +9,7 @@
 
 pub mod child;
 pub mod coogle_tool;
+pub mod outbox;
 pub mod scheduler;
 pub mod stats;
 pub mod upstream;
@@ -26,7 +27,7 @@ use indexmap::IndexMap;
 use serde_json::{Value, json};
 use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::net::{UnixListener, UnixStream};
-use tokio::sync::{mpsc, watch};
+use tokio::sync::watch;
 
 use crate::config::Config;
 use crate::paths::{self, RuntimePaths};
@@ -551,18 +552,12 @@ async fn mcp_session(
         tracing::info!(client_version = %hello.version, "a client of another version connected");
     }
     let id = shared.next_session.fetch_add(1, Ordering::Relaxed);
-    let (tx, mut rx) = mpsc::channel::<Vec<u8>>(upstream::SESSION_BUFFER);
-    if !handle.send(Event::SessionOpen { id, hello, tx }).await {
+    // The writer task ends when the actor drops the session (and its queue is written) or the
+    // peer goes away; dropping the write half then shuts it down, so the client sees EOF.
+    let (out, mut writer) = outbox::Outbox::new(w);
+    if !handle.send(Event::SessionOpen { id, hello, out }).await {
         return;
     }
-    let mut writer = tokio::spawn(async move {
-        while let Some(line) = rx.recv().await {
-            if w.write_all(&line).await.is_err() {
-                break;
-            }
-        }
-        let _ = w.shutdown().await;
-    });
     let cap = shared.config.max_line_bytes;
     let reader = async {
         let mut buf = Vec::new();

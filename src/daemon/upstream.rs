@@ -15,10 +15,11 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::sync::{mpsc, oneshot, watch};
 
 use super::child::{self, ChildRecord};
+use super::outbox::Outbox;
 use super::scheduler::{FairQueue, QueueKey};
 use super::stats::{CallStats, Outcome};
 use crate::config::ServerConfig;
@@ -26,6 +27,7 @@ use crate::wire::{
     self, ErrorCode, Hello, Kind, Line, Message, WireError, error_line, raw, response_line,
     rpc_code,
 };
+use tokio::net::unix::OwnedWriteHalf;
 
 pub type SessionId = u64;
 
@@ -51,7 +53,7 @@ pub enum Event {
     SessionOpen {
         id: SessionId,
         hello: Hello,
-        tx: mpsc::Sender<Vec<u8>>,
+        out: Outbox<OwnedWriteHalf>,
     },
     SessionLine {
         id: SessionId,
@@ -281,12 +283,12 @@ const RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
 struct ChildHandle {
     pid: u32,
     started: Instant,
-    writer: mpsc::UnboundedSender<Vec<u8>>,
+    writer: Outbox<tokio::net::unix::pipe::Sender>,
     exited: watch::Receiver<bool>,
 }
 
 struct Session {
-    tx: mpsc::Sender<Vec<u8>>,
+    out: Outbox<OwnedWriteHalf>,
     hello: Hello,
     connected_at: SystemTime,
     connected: Instant,
@@ -543,7 +545,7 @@ impl Upstream {
 
     fn handle(&mut self, event: Event) {
         match event {
-            Event::SessionOpen { id, hello, tx } => self.on_session_open(id, hello, tx),
+            Event::SessionOpen { id, hello, out } => self.on_session_open(id, hello, out),
             Event::SessionLine { id, line } => self.on_session_line(id, &line),
             Event::SessionClosed { id } => self.on_session_closed(id),
             Event::SessionReply { id, line } => self.send_to_session(id, line),
@@ -622,15 +624,19 @@ impl Upstream {
             tracing::warn!(path = %self.record_path.display(), "could not record the child pid: {e}");
         }
 
-        let (writer_tx, mut writer_rx) = mpsc::unbounded_channel::<Vec<u8>>();
-        let mut stdin = spawned.stdin;
-        tokio::spawn(async move {
-            while let Some(line) = writer_rx.recv().await {
-                if stdin.write_all(&line).await.is_err() {
-                    break;
-                }
+        // The child's stdin as a non-blocking pipe, so the actor can write without a hop.
+        let stdin = spawned
+            .stdin
+            .into_owned_fd()
+            .and_then(tokio::net::unix::pipe::Sender::from_owned_fd);
+        let (writer, _) = match stdin {
+            Ok(pipe) => Outbox::new(pipe),
+            Err(e) => {
+                child::signal_group(pid, libc::SIGKILL);
+                self.on_start_failed(format!("could not set up the child's stdin: {e}"));
+                return;
             }
-        });
+        };
 
         let tx = self.tx.clone();
         let max_line = self.max_line;
@@ -713,7 +719,7 @@ impl Upstream {
         self.child = Some(ChildHandle {
             pid,
             started: Instant::now(),
-            writer: writer_tx,
+            writer,
             exited: exited_rx,
         });
         self.state = State::Initializing;
@@ -771,6 +777,7 @@ impl Upstream {
 
     fn to_child(&self, line: Vec<u8>) {
         if let Some(c) = &self.child {
+            // A child that closed its stdin is about to be reported as exited.
             let _ = c.writer.send(line);
         }
     }
@@ -1291,12 +1298,12 @@ impl Upstream {
     // ---------------------------------------------------------------------------------------
     // Sessions.
 
-    fn on_session_open(&mut self, id: SessionId, hello: Hello, tx: mpsc::Sender<Vec<u8>>) {
+    fn on_session_open(&mut self, id: SessionId, hello: Hello, out: Outbox<OwnedWriteHalf>) {
         tracing::info!(upstream = %self.name, session = id, pid = ?hello.pid, claude_session = ?hello.claude_session_id, "session connected");
         self.sessions.insert(
             id,
             Session {
-                tx,
+                out,
                 hello,
                 connected_at: SystemTime::now(),
                 connected: Instant::now(),
@@ -1821,13 +1828,13 @@ impl Upstream {
         let Some(s) = self.sessions.get(&sid) else {
             return;
         };
-        match s.tx.try_send(line) {
-            Ok(()) => {}
-            Err(mpsc::error::TrySendError::Full(_)) => {
+        match s.out.send(line) {
+            Ok(()) if s.out.queued() > SESSION_BUFFER => {
                 tracing::warn!(upstream = %self.name, session = sid, "the session is not reading its responses; disconnecting it");
                 self.on_session_closed(sid);
             }
-            Err(mpsc::error::TrySendError::Closed(_)) => self.on_session_closed(sid),
+            Ok(()) => {}
+            Err(_) => self.on_session_closed(sid),
         }
     }
 

@@ -1,0 +1,144 @@
+//! Writing lines to a child's stdin or a session's socket without a task hop on the hot path.
+//!
+//! The actor writes a line straight into the kernel buffer with `try_write`; only when the
+//! buffer is full (or earlier lines are still waiting) does the line go to a writer task that
+//! waits for the peer. Lines keep their order: the actor writes directly only when nothing is
+//! queued. This must never block the actor: a peer that stops reading only grows the queue,
+//! which the owner bounds (`queued`).
+
+use std::io;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use tokio::net::unix::OwnedWriteHalf;
+use tokio::net::unix::pipe;
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+/// A non-blocking writer the outbox can use from the actor and from its task.
+pub trait TryWriter: Send + Sync + 'static {
+    fn try_write(&self, buf: &[u8]) -> io::Result<usize>;
+    fn writable(&self) -> impl Future<Output = io::Result<()>> + Send;
+}
+
+impl TryWriter for pipe::Sender {
+    fn try_write(&self, buf: &[u8]) -> io::Result<usize> {
+        pipe::Sender::try_write(self, buf)
+    }
+    fn writable(&self) -> impl Future<Output = io::Result<()>> + Send {
+        pipe::Sender::writable(self)
+    }
+}
+
+impl TryWriter for OwnedWriteHalf {
+    fn try_write(&self, buf: &[u8]) -> io::Result<usize> {
+        OwnedWriteHalf::try_write(self, buf)
+    }
+    fn writable(&self) -> impl Future<Output = io::Result<()>> + Send {
+        OwnedWriteHalf::writable(self)
+    }
+}
+
+/// The peer is gone; nothing more can be written.
+#[derive(Debug)]
+pub struct Closed;
+
+pub struct Outbox<W: TryWriter> {
+    writer: Arc<W>,
+    queued: Arc<AtomicUsize>,
+    tx: mpsc::UnboundedSender<Vec<u8>>,
+}
+
+impl<W: TryWriter> Outbox<W> {
+    /// The outbox and its writer task, which ends (dropping the writer) once the outbox is
+    /// dropped and its queue is written, or when the peer goes away.
+    pub fn new(writer: W) -> (Self, JoinHandle<()>) {
+        let writer = Arc::new(writer);
+        let queued = Arc::new(AtomicUsize::new(0));
+        let (tx, mut rx) = mpsc::unbounded_channel::<Vec<u8>>();
+        let (w, q) = (writer.clone(), queued.clone());
+        let task = tokio::spawn(async move {
+            while let Some(line) = rx.recv().await {
+                let ok = write_all(&*w, &line).await.is_ok();
+                q.fetch_sub(1, Ordering::AcqRel);
+                if !ok {
+                    break;
+                }
+            }
+        });
+        (Outbox { writer, queued, tx }, task)
+    }
+
+    /// Write `line` now if the kernel takes it, else queue it behind what is waiting.
+    pub fn send(&self, line: Vec<u8>) -> Result<(), Closed> {
+        let mut rest = line;
+        if self.queued.load(Ordering::Acquire) == 0 {
+            match self.writer.try_write(&rest) {
+                Ok(n) if n == rest.len() => return Ok(()),
+                Ok(n) => {
+                    rest.drain(..n);
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(_) => return Err(Closed),
+            }
+        }
+        self.queued.fetch_add(1, Ordering::AcqRel);
+        self.tx.send(rest).map_err(|_| Closed)
+    }
+
+    /// Lines waiting for the peer to read.
+    pub fn queued(&self) -> usize {
+        self.queued.load(Ordering::Acquire)
+    }
+}
+
+async fn write_all<W: TryWriter>(w: &W, mut buf: &[u8]) -> io::Result<()> {
+    while !buf.is_empty() {
+        w.writable().await?;
+        match w.try_write(buf) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => buf = &buf[n..],
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::AsyncReadExt;
+
+    #[tokio::test]
+    async fn lines_arrive_whole_and_in_order_even_when_the_buffer_fills() {
+        let (a, b) = tokio::net::UnixStream::pair().unwrap();
+        let (_ar, aw) = a.into_split();
+        let (outbox, task) = Outbox::new(aw);
+        // Far more than a socket buffer holds, so some lines must queue.
+        let mut expected = Vec::new();
+        for i in 0..2000 {
+            let line = format!("{i:06}-{}\n", "x".repeat(1000)).into_bytes();
+            expected.extend_from_slice(&line);
+            outbox.send(line).unwrap();
+        }
+        assert!(outbox.queued() > 0, "the buffer should have filled");
+        drop(outbox);
+        let mut got = Vec::new();
+        let mut b = b;
+        let reader = async {
+            let mut buf = vec![0; 65536];
+            loop {
+                let n = b.read(&mut buf).await.unwrap();
+                if n == 0 {
+                    break;
+                }
+                got.extend_from_slice(&buf[..n]);
+            }
+        };
+        let (_, joined) = tokio::join!(reader, task);
+        joined.unwrap();
+        assert_eq!(got.len(), expected.len());
+        assert!(got == expected, "bytes arrived out of order");
+    }
+}
