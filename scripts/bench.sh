@@ -208,7 +208,7 @@ for name, d, c in [("fake Rust child", "direct-fake", "coogle-fake"), ("server-e
     if not by(c): continue
     for q in ("p50_us", "p99_us"):
         dv, cv = med(d, q), med(c, q)
-        print(f"| tools/call {q[:3]} latency, {name} | {dv:.0f} µs | {cv:.0f} µs | +{cv-dv:.0f} µs |")
+        print(f"| tools/call {q[:3]} latency, {name} | {dv:.0f} µs | {cv:.0f} µs | {cv-dv:+.0f} µs |")
 for name, d, c in [("fake child", "startup-direct-fake", "startup-coogle-fake"), ("workspace-mcp", "startup-direct-workspace", "startup-coogle-workspace")]:
     if not by(c): continue
     dv, cv = med(d, "median_ms"), med(c, "median_ms")
