@@ -4,7 +4,7 @@
 //! rmcp client in mcp mode (`tools`, `call`), so the CLI exercises the same path an agent does.
 //! Exit codes are [`ExitCode`]: 0 success, 1 the operation failed, 2 usage or environment.
 
-use std::io::{BufRead, Seek};
+use std::io::BufRead;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -549,16 +549,26 @@ async fn logs(path: &Path, n: usize, follow: bool) -> ExitCode {
     if !follow {
         return ExitCode::Success;
     }
-    let mut pos = reader.stream_position().unwrap_or(0);
+    use std::os::unix::fs::MetadataExt;
+    let inode = |p: &Path| std::fs::metadata(p).map(|m| m.ino()).ok();
+    let mut current = inode(path);
     loop {
         tokio::time::sleep(Duration::from_millis(250)).await;
-        let len = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
-        if len < pos {
-            // Rotated: start over on the new file.
+        let now = inode(path);
+        if now.is_some() && now != current {
+            // Rotated: read what is left of the old file, then start on the new one.
+            let mut rest = String::new();
+            while reader.read_line(&mut line).unwrap_or(0) > 0 {
+                rest.push_str(&line);
+                line.clear();
+            }
+            if !rest.is_empty() {
+                output::out(rest.trim_end_matches('\n'));
+            }
             match std::fs::File::open(path) {
                 Ok(f) => {
                     reader = std::io::BufReader::new(f);
-                    pos = 0;
+                    current = now;
                 }
                 Err(_) => continue,
             }
@@ -568,7 +578,6 @@ async fn logs(path: &Path, n: usize, follow: bool) -> ExitCode {
             chunk.push_str(&line);
             line.clear();
         }
-        pos = reader.stream_position().unwrap_or(pos);
         if !chunk.is_empty() {
             output::out(chunk.trim_end_matches('\n'));
         }

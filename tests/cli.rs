@@ -132,3 +132,39 @@ fn credentials_come_from_claude_json() {
         "s3cret"
     );
 }
+
+#[test]
+fn logs_follow_prints_new_lines_and_survives_rotation() {
+    use std::io::{BufRead, BufReader, Write};
+    let env = Env::new();
+    std::fs::create_dir_all(env.log.parent().unwrap()).unwrap();
+    std::fs::write(&env.log, "old line 1\nold line 2\n").unwrap();
+    let mut child = env
+        .cmd()
+        .args(["logs", "-f", "-n", "1"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    assert_eq!(line, "old line 2\n", "-n 1 shows the last line only");
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&env.log)
+        .unwrap();
+    writeln!(f, "new line").unwrap();
+    line.clear();
+    out.read_line(&mut line).unwrap();
+    assert_eq!(line, "new line\n");
+    // Rotation: the file is renamed away and a new one started.
+    std::fs::rename(&env.log, env.log.with_extension("log.1")).unwrap();
+    // Longer than what was read of the old file, so only the file's identity tells.
+    let long = format!("after rotation {}\n", "z".repeat(200));
+    std::fs::write(&env.log, &long).unwrap();
+    line.clear();
+    out.read_line(&mut line).unwrap();
+    assert_eq!(line, long);
+    let _ = child.kill();
+    let _ = child.wait();
+}
