@@ -10,22 +10,7 @@ use serde_json::{Value, json};
 use support::*;
 
 fn everything_env() -> Option<Env> {
-    let bin = std::env::var_os("PATH").and_then(|p| {
-        std::env::split_paths(&p)
-            .map(|d| d.join("mcp-server-everything"))
-            .find(|p| p.is_file())
-    });
-    let Some(bin) = bin else {
-        assert!(
-            std::env::var_os("COOGLE_REQUIRE_THIRD_PARTY").is_none(),
-            "mcp-server-everything is not installed but COOGLE_REQUIRE_THIRD_PARTY is set"
-        );
-        #[allow(clippy::print_stderr)]
-        {
-            eprintln!("SKIPPED: mcp-server-everything is not on PATH");
-        }
-        return None;
-    };
+    let bin = require_program("mcp-server-everything")?;
     let env = Env::new();
     env.write_config(&json!({"servers": {"everything": {"command": bin, "args": ["stdio"], "maxConcurrent": 4}}}));
     Some(env)

@@ -25,9 +25,7 @@ fn no_notification(s: &mut Shim, method: &str) {
 
 #[test]
 fn list_changed_reaches_every_session_and_log_levels_are_per_session() {
-    let env = Env::new();
-    let events = env.path("events.log");
-    env.write_fake_config(json!({"env": {"FAKE_MCP_EVENT_LOG": events}}));
+    let (env, events) = Env::with_fake_events(json!({}));
     let _d = env.daemon();
     let mut a = env.shim();
     let mut b = env.shim();
@@ -48,12 +46,7 @@ fn list_changed_reaches_every_session_and_log_levels_are_per_session() {
 
     // B asks for debug: the child is asked for debug (the most verbose wanted), A stays quiet.
     b.request("logging/setLevel", json!({"level": "debug"}));
-    let set_levels = || {
-        read_lines(&events)
-            .iter()
-            .filter(|l| l.starts_with("logging/setLevel"))
-            .count()
-    };
+    let set_levels = || count_events(&events, "logging/setLevel");
     wait_for(
         "the child to get setLevel error, then debug",
         Duration::from_secs(5),
@@ -69,9 +62,7 @@ fn list_changed_reaches_every_session_and_log_levels_are_per_session() {
 
 #[test]
 fn resource_updates_reach_subscribers_only_and_the_child_is_subscribed_once() {
-    let env = Env::new();
-    let events = env.path("events.log");
-    env.write_fake_config(json!({"env": {"FAKE_MCP_EVENT_LOG": events}}));
+    let (env, events) = Env::with_fake_events(json!({}));
     let _d = env.daemon();
     let mut a = env.shim();
     let mut b = env.shim();
@@ -83,12 +74,7 @@ fn resource_updates_reach_subscribers_only_and_the_child_is_subscribed_once() {
         let r = s.request("resources/subscribe", json!({"uri": "fake://hello"}));
         assert_eq!(r["result"], json!({}), "{r}");
     }
-    let count = |what: &str| {
-        read_lines(&events)
-            .iter()
-            .filter(|l| l.starts_with(what))
-            .count()
-    };
+    let count = |what: &str| count_events(&events, what);
     assert_eq!(
         count("resources/subscribe"),
         1,

@@ -14,9 +14,7 @@ const URL: &str = "https://accounts.google.com/o/oauth2/auth?client_id=x&state=a
 
 #[test]
 fn a_sign_in_request_is_shown_announced_and_not_repeated() {
-    let env = Env::new();
-    let events = env.path("events.log");
-    env.write_fake_config(json!({"env": {"FAKE_MCP_EVENT_LOG": events}}));
+    let (env, events) = Env::with_fake_events(json!({}));
     let _d = env.daemon();
     let mut a = env.shim();
     let mut b = env.shim();
@@ -38,12 +36,7 @@ fn a_sign_in_request_is_shown_announced_and_not_repeated() {
         assert_eq!(r["result"]["isError"], true, "{r}");
         assert!(text(&r).contains(URL), "{r}");
     }
-    let forwarded = || {
-        read_lines(&events)
-            .iter()
-            .filter(|l| l.starts_with("tools/call"))
-            .count()
-    };
+    let forwarded = || count_events(&events, "tools/call");
     assert_eq!(forwarded(), 1, "the waiting calls must not reach the child");
 
     // Every session is told, once.

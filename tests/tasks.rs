@@ -9,25 +9,6 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use support::*;
 
-fn everything() -> Option<std::path::PathBuf> {
-    let found = std::env::var_os("PATH").and_then(|p| {
-        std::env::split_paths(&p)
-            .map(|d| d.join("mcp-server-everything"))
-            .find(|p| p.is_file())
-    });
-    if found.is_none() {
-        assert!(
-            std::env::var_os("COOGLE_REQUIRE_THIRD_PARTY").is_none(),
-            "mcp-server-everything is not installed but COOGLE_REQUIRE_THIRD_PARTY is set"
-        );
-        #[allow(clippy::print_stderr)]
-        {
-            eprintln!("SKIPPED: mcp-server-everything is not on PATH");
-        }
-    }
-    found
-}
-
 fn init(s: &mut Shim, capabilities: Value) {
     s.request(
         "initialize",
@@ -40,7 +21,9 @@ fn init(s: &mut Shim, capabilities: Value) {
 
 #[test]
 fn tasks_belong_to_their_session_and_their_elicitations_reach_it() {
-    let Some(bin) = everything() else { return };
+    let Some(bin) = require_program("mcp-server-everything") else {
+        return;
+    };
     let env = Env::new();
     env.write_config(&json!({"servers": {"everything": {
         "command": bin, "args": ["stdio"],

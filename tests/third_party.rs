@@ -14,27 +14,6 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use support::*;
 
-fn find(program: &str) -> Option<std::path::PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|d| d.join(program))
-        .find(|p| p.is_file())
-}
-
-fn require(program: &str) -> Option<std::path::PathBuf> {
-    let found = find(program);
-    if found.is_none() {
-        assert!(
-            std::env::var_os("COOGLE_REQUIRE_THIRD_PARTY").is_none(),
-            "{program} is not installed but COOGLE_REQUIRE_THIRD_PARTY is set (see .ci/run)"
-        );
-        eprintln!(
-            "SKIPPED: {program} is not on PATH (install it as .ci/run does to run this test)"
-        );
-    }
-    found
-}
-
 /// Run `sessions` shims concurrently, each listing tools and making `calls` calls built by `make`.
 fn concurrent_sessions(
     env: &Env,
@@ -74,7 +53,7 @@ fn concurrent_sessions(
 
 #[test]
 fn server_everything_shared_by_many_sessions() {
-    let Some(bin) = require("mcp-server-everything") else {
+    let Some(bin) = require_program("mcp-server-everything") else {
         return;
     };
     let env = Env::new();
@@ -105,7 +84,9 @@ fn server_everything_shared_by_many_sessions() {
 
 #[test]
 fn workspace_mcp_core_shared_by_many_sessions() {
-    let Some(uvx) = require("uvx") else { return };
+    let Some(uvx) = require_program("uvx") else {
+        return;
+    };
     let env = Env::new();
     // The original coogle's own default command, with dummy credentials (it lists tools offline).
     env.write_config(&json!({
@@ -189,7 +170,9 @@ fn direct_tools(cmd: &str, args: &[&str], env: &[(&str, &str)]) -> Value {
 
 #[test]
 fn workspace_mcp_sign_in_is_detected_per_account() {
-    let Some(uvx) = require("uvx") else { return };
+    let Some(uvx) = require_program("uvx") else {
+        return;
+    };
     let env = Env::new();
     env.write_config(&json!({
         "mcp": {"command": uvx, "args": ["workspace-mcp", "--tool-tier", "core"]},

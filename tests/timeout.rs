@@ -10,9 +10,7 @@ use support::*;
 
 #[test]
 fn a_stuck_call_times_out_and_is_cancelled_upstream() {
-    let env = Env::new();
-    let events = env.path("events.log");
-    env.write_fake_config(json!({"callTimeoutMs": 500, "env": {"FAKE_MCP_EVENT_LOG": events}}));
+    let (env, events) = Env::with_fake_events(json!({"callTimeoutMs": 500}));
     let _daemon = env.daemon();
     let mut s = env.shim();
     s.initialize();
@@ -27,11 +25,7 @@ fn a_stuck_call_times_out_and_is_cancelled_upstream() {
     wait_for(
         "the cancel to reach the child",
         Duration::from_secs(5),
-        || {
-            read_lines(&events)
-                .iter()
-                .any(|l| l.starts_with("notifications/cancelled"))
-        },
+        || count_events(&events, "notifications/cancelled") > 0,
     );
     let lines = read_lines(&events);
     let call_id = lines
@@ -55,9 +49,7 @@ fn a_stuck_call_times_out_and_is_cancelled_upstream() {
 
 #[test]
 fn client_cancel_frees_the_slot_and_reaches_the_child() {
-    let env = Env::new();
-    let events = env.path("events.log");
-    env.write_fake_config(json!({"env": {"FAKE_MCP_EVENT_LOG": events}}));
+    let (env, events) = Env::with_fake_events(json!({}));
     let _daemon = env.daemon();
     let mut a = env.shim();
     let mut b = env.shim();
@@ -81,11 +73,7 @@ fn client_cancel_frees_the_slot_and_reaches_the_child() {
     wait_for(
         "the cancel to reach the child",
         Duration::from_secs(5),
-        || {
-            read_lines(&events)
-                .iter()
-                .any(|l| l.starts_with("notifications/cancelled"))
-        },
+        || count_events(&events, "notifications/cancelled") > 0,
     );
     // A gets no answer for the cancelled request.
     assert!(a.recv(Duration::from_millis(300)).is_none());
@@ -93,9 +81,7 @@ fn client_cancel_frees_the_slot_and_reaches_the_child() {
 
 #[test]
 fn a_disconnecting_session_has_its_calls_cancelled() {
-    let env = Env::new();
-    let events = env.path("events.log");
-    env.write_fake_config(json!({"env": {"FAKE_MCP_EVENT_LOG": events}}));
+    let (env, events) = Env::with_fake_events(json!({}));
     let _daemon = env.daemon();
     let mut a = env.shim();
     let mut b = env.shim();
@@ -107,9 +93,5 @@ fn a_disconnecting_session_has_its_calls_cancelled() {
     let t = Instant::now();
     assert_eq!(text(&b.call("echo", json!({"text": "b"}))), "b");
     assert!(t.elapsed() < Duration::from_secs(2));
-    assert!(
-        read_lines(&events)
-            .iter()
-            .any(|l| l.starts_with("notifications/cancelled"))
-    );
+    assert!(count_events(&events, "notifications/cancelled") > 0);
 }

@@ -544,3 +544,47 @@ pub fn split_coogle_tool(result: &Value) -> (Value, Value) {
     );
     (r, last)
 }
+
+/// A third-party server's program on PATH. Missing: a failure when `COOGLE_REQUIRE_THIRD_PARTY`
+/// is set (CI installs them), else `None` with a SKIPPED line.
+pub fn require_program(program: &str) -> Option<PathBuf> {
+    let found = std::env::var_os("PATH").and_then(|p| {
+        std::env::split_paths(&p)
+            .map(|d| d.join(program))
+            .find(|p| p.is_file())
+    });
+    if found.is_none() {
+        assert!(
+            std::env::var_os("COOGLE_REQUIRE_THIRD_PARTY").is_none(),
+            "{program} is not installed but COOGLE_REQUIRE_THIRD_PARTY is set (see .ci/run)"
+        );
+        eprintln!(
+            "SKIPPED: {program} is not on PATH (install it as .ci/run does to run this test)"
+        );
+    }
+    found
+}
+
+/// How many lines of the fake server's event log start with `prefix` (a method name).
+pub fn count_events(log: &Path, prefix: &str) -> usize {
+    read_lines(log)
+        .iter()
+        .filter(|l| l.starts_with(prefix))
+        .count()
+}
+
+impl Env {
+    /// An env whose fake upstream logs every message it receives to the returned file.
+    pub fn with_fake_events(mut server_extra: Value) -> (Env, PathBuf) {
+        let env = Env::new();
+        let events = env.path("events.log");
+        let mut vars = server_extra
+            .get("env")
+            .cloned()
+            .unwrap_or_else(|| json!({}));
+        vars["FAKE_MCP_EVENT_LOG"] = json!(events);
+        server_extra["env"] = vars;
+        env.write_fake_config(server_extra);
+        (env, events)
+    }
+}
