@@ -205,3 +205,36 @@ fn workspace_mcp_sign_in_is_detected_per_account() {
             .contains("login_hint=ada%40example.com")
     );
 }
+
+#[test]
+fn with_no_config_at_all_the_default_upstream_is_workspace_mcp() {
+    if require_program("uvx").is_none() {
+        return;
+    }
+    let env = Env::new();
+    assert!(!env.config.exists());
+    // No config file anywhere: the defaults apply (the original coogle's uvx workspace-mcp).
+    let out = env
+        .cmd()
+        .env_remove("COOGLE_CONFIG")
+        .args(["tools"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.trim_end().ends_with("44 tools"),
+        "43 of workspace-mcp + coogle: {stdout}"
+    );
+    let status = control(&env.socket, "status", Value::Null).unwrap();
+    assert_eq!(
+        status["upstreams"][0]["command"],
+        "uvx workspace-mcp --tool-tier core"
+    );
+    assert_eq!(status["upstreams"][0]["tools"], 43);
+    assert_eq!(status["daemon"]["configFile"], Value::Null);
+}
