@@ -136,15 +136,16 @@ impl RuntimePaths {
 pub fn ensure_private_dir(dir: &Path) -> Result<(), PathError> {
     match fs::symlink_metadata(dir) {
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            // Only the last component: its parent ($XDG_RUNTIME_DIR, /tmp, a configured
+            // directory) must exist. Recreating a whole missing tree would resurrect a
+            // directory someone removed, with a daemon in it nobody can find.
             fs::DirBuilder::new()
-                .recursive(true)
                 .mode(0o700)
                 .create(dir)
                 .map_err(|source| PathError::Create {
                     path: dir.to_path_buf(),
                     source,
                 })?;
-            // recursive() applies the mode to every level it creates; the leaf is what matters.
             check_private_dir(dir)
         }
         Err(source) => Err(PathError::Inspect {
@@ -197,12 +198,23 @@ mod tests {
     #[test]
     fn creates_private_dir_and_tightens_mode() {
         let tmp = tempfile::tempdir().unwrap();
-        let dir = tmp.path().join("a").join("coogle");
+        let dir = tmp.path().join("coogle");
         ensure_private_dir(&dir).unwrap();
         assert_eq!(fs::metadata(&dir).unwrap().mode() & 0o777, 0o700);
         fs::set_permissions(&dir, fs::Permissions::from_mode(0o755)).unwrap();
         ensure_private_dir(&dir).unwrap();
         assert_eq!(fs::metadata(&dir).unwrap().mode() & 0o777, 0o700);
+    }
+
+    #[test]
+    fn never_recreates_a_missing_parent() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("gone").join("coogle");
+        assert!(matches!(
+            ensure_private_dir(&dir),
+            Err(PathError::Create { .. })
+        ));
+        assert!(!tmp.path().join("gone").exists());
     }
 
     #[test]
