@@ -1,0 +1,408 @@
+//! Writing files the user owns (`~/.claude.json`, `config.json`, the unit file, the plist):
+//! a timestamped backup first, then a temp file in the same directory, fsync, a re-read of the
+//! target to catch another program's write, and a rename; the file's permissions are kept.
+//!
+//! This module never writes over a file it could not read or (for JSON) parse, and never
+//! changes a file when the new content equals the old.
+
+use std::fs;
+use std::io::{self, Write};
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde_json::Value;
+
+/// How many times a write is retried when the file changes under it.
+pub const ATTEMPTS: u32 = 5;
+
+#[derive(Debug, thiserror::Error)]
+pub enum FsError {
+    #[error("could not read {}: {source}", path.display())]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("could not parse {} at line {line} column {column}: {message}; it was left unchanged", path.display())]
+    Parse {
+        path: PathBuf,
+        line: usize,
+        column: usize,
+        message: String,
+    },
+    #[error("{} is not a JSON object; it was left unchanged", path.display())]
+    NotAnObject { path: PathBuf },
+    #[error("could not write {}: {source}", path.display())]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("{} kept changing while coogle tried to update it ({attempts} attempts); it was left as the other program wrote it", path.display())]
+    Changed { path: PathBuf, attempts: u32 },
+    #[error("{}: {detail}", path.display())]
+    Refused { path: PathBuf, detail: String },
+}
+
+/// The permissions a written file gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Keep an existing file's mode; a new file gets this one.
+    KeepOr(u32),
+    /// Always this mode (config.json, which may hold a client secret: 0600).
+    Exactly(u32),
+}
+
+impl Mode {
+    fn for_path(self, path: &Path) -> u32 {
+        match self {
+            Mode::KeepOr(m) => mode_of(path).unwrap_or(m),
+            Mode::Exactly(m) => m,
+        }
+    }
+}
+
+/// What an update did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Written {
+    /// The new content equals the old: nothing was touched.
+    Unchanged,
+    /// The file was created (there was nothing to back up).
+    Created,
+    /// The file was replaced; the backup holds the previous bytes exactly.
+    Replaced { backup: PathBuf },
+}
+
+/// `YYYYMMDDTHHMMSSZ` in UTC, for backup names.
+pub fn timestamp() -> String {
+    let secs = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    let (y, m, d) = civil_from_days(days);
+    format!(
+        "{y:04}{m:02}{d:02}T{:02}{:02}{:02}Z",
+        rem / 3600,
+        (rem % 3600) / 60,
+        rem % 60
+    )
+}
+
+/// Howard Hinnant's days-to-civil conversion (proleptic Gregorian).
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (if m <= 2 { y + 1 } else { y }, m, d)
+}
+
+/// The file a path names, following symlinks (a dotfile manager's link stays a link).
+pub fn resolve(path: &Path) -> PathBuf {
+    fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
+/// Read a file; `None` when it does not exist.
+pub fn read_optional(path: &Path) -> Result<Option<Vec<u8>>, FsError> {
+    match fs::read(path) {
+        Ok(b) => Ok(Some(b)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(source) => Err(FsError::Read {
+            path: path.to_path_buf(),
+            source,
+        }),
+    }
+}
+
+/// Parse JSON text, naming the file and position on failure.
+pub fn parse_json(bytes: &[u8], path: &Path) -> Result<Value, FsError> {
+    serde_json::from_slice(bytes).map_err(|e| {
+        let (line, column) = (e.line(), e.column());
+        let full = e.to_string();
+        let suffix = format!(" at line {line} column {column}");
+        FsError::Parse {
+            path: path.to_path_buf(),
+            line,
+            column,
+            message: full.strip_suffix(&suffix).unwrap_or(&full).to_owned(),
+        }
+    })
+}
+
+fn mode_of(path: &Path) -> Option<u32> {
+    fs::metadata(path)
+        .ok()
+        .map(|m| m.permissions().mode() & 0o7777)
+}
+
+fn sibling(path: &Path, suffix: &str) -> PathBuf {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    path.with_file_name(format!("{name}{suffix}"))
+}
+
+fn write_err(path: &Path) -> impl FnOnce(io::Error) -> FsError + '_ {
+    move |source| FsError::Write {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// Write `bytes` to a new file beside `path` named `<name>.coogle-backup-<timestamp>` (with a
+/// counter when that exists), with `mode`, synced. Returns its path.
+pub fn backup(path: &Path, bytes: &[u8], mode: u32) -> Result<PathBuf, FsError> {
+    let base = sibling(path, &format!(".coogle-backup-{}", timestamp()));
+    let mut candidate = base.clone();
+    for n in 1.. {
+        match fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(mode)
+            .open(&candidate)
+        {
+            Ok(mut f) => {
+                f.write_all(bytes)
+                    .and_then(|_| f.set_permissions(fs::Permissions::from_mode(mode)))
+                    .and_then(|_| f.sync_all())
+                    .map_err(write_err(&candidate))?;
+                return Ok(candidate);
+            }
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists && n < 1000 => {
+                candidate = sibling(&base, &format!("-{n}"));
+            }
+            Err(e) => return Err(write_err(&candidate)(e)),
+        }
+    }
+    unreachable!("the loop returns")
+}
+
+/// Write a temp file beside `path` with `mode` and sync it; the caller renames it.
+fn write_temp(path: &Path, bytes: &[u8], mode: u32) -> Result<PathBuf, FsError> {
+    let tmp = sibling(
+        path,
+        &format!(".coogle-tmp-{}-{}", std::process::id(), timestamp()),
+    );
+    let _ = fs::remove_file(&tmp);
+    let mut f = fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(mode)
+        .open(&tmp)
+        .map_err(write_err(&tmp))?;
+    let r = f
+        .write_all(bytes)
+        .and_then(|_| f.set_permissions(fs::Permissions::from_mode(mode)))
+        .and_then(|_| f.sync_all());
+    if let Err(e) = r {
+        let _ = fs::remove_file(&tmp);
+        return Err(write_err(&tmp)(e));
+    }
+    Ok(tmp)
+}
+
+fn sync_dir(path: &Path) {
+    if let Some(dir) = path.parent()
+        && let Ok(d) = fs::File::open(dir)
+    {
+        let _ = d.sync_all();
+    }
+}
+
+/// Read-modify-write `path` safely. `transform` gets the current bytes (`None`: no file) and
+/// returns the new bytes, or `None` to leave the file alone. A file that exists is backed up
+/// (the backup holds exactly the bytes `transform` saw, with the file's mode) before it is
+/// replaced; the new file's mode follows `mode`. Just before the rename the file is read
+/// again; when another program changed it meanwhile, everything is redone on the new content.
+/// `before_rename` runs right before that re-read (tests use it to play the other program).
+pub fn update_with_hook(
+    path: &Path,
+    mode: Mode,
+    mut transform: impl FnMut(Option<&[u8]>) -> Result<Option<Vec<u8>>, FsError>,
+    before_rename: &mut dyn FnMut(&Path),
+) -> Result<Written, FsError> {
+    let target = resolve(path);
+    if let Some(dir) = target.parent()
+        && !dir.as_os_str().is_empty()
+    {
+        fs::create_dir_all(dir).map_err(write_err(dir))?;
+    }
+    for _ in 0..ATTEMPTS {
+        let old = read_optional(&target)?;
+        let Some(new) = transform(old.as_deref())? else {
+            return Ok(Written::Unchanged);
+        };
+        if old.as_deref() == Some(new.as_slice()) {
+            return Ok(Written::Unchanged);
+        }
+        let mode = mode.for_path(&target);
+        let backup_path = match &old {
+            Some(bytes) => Some(backup(&target, bytes, mode_of(&target).unwrap_or(0o600))?),
+            None => None,
+        };
+        let tmp = write_temp(&target, &new, mode)?;
+        before_rename(&target);
+        let now = read_optional(&target);
+        let unchanged = matches!(&now, Ok(now) if *now == old);
+        if !unchanged {
+            let _ = fs::remove_file(&tmp);
+            if let Some(b) = &backup_path {
+                let _ = fs::remove_file(b);
+            }
+            now?;
+            continue;
+        }
+        if let Err(e) = fs::rename(&tmp, &target) {
+            let _ = fs::remove_file(&tmp);
+            return Err(write_err(&target)(e));
+        }
+        sync_dir(&target);
+        return Ok(match backup_path {
+            Some(backup) => Written::Replaced { backup },
+            None => Written::Created,
+        });
+    }
+    Err(FsError::Changed {
+        path: target,
+        attempts: ATTEMPTS,
+    })
+}
+
+/// [`update_with_hook`] without a hook.
+pub fn update(
+    path: &Path,
+    mode: Mode,
+    transform: impl FnMut(Option<&[u8]>) -> Result<Option<Vec<u8>>, FsError>,
+) -> Result<Written, FsError> {
+    update_with_hook(path, mode, transform, &mut |_| {})
+}
+
+/// Replace a whole file with `bytes` (the unit file, the plist), same guarantees.
+pub fn write_file(path: &Path, bytes: &[u8], mode: Mode) -> Result<Written, FsError> {
+    update(path, mode, |_| Ok(Some(bytes.to_vec())))
+}
+
+/// Pretty JSON (two spaces, as Claude Code writes it) with a final newline.
+pub fn to_json_bytes(value: &Value) -> Vec<u8> {
+    let mut v = serde_json::to_vec_pretty(value).unwrap_or_default();
+    v.push(b'\n');
+    v
+}
+
+/// Read-modify-write a JSON object file. `edit` gets the parsed document (`None`: no file)
+/// and returns the new one, or `None` for no change. An unparsable file, or one whose top
+/// level is not an object, is an error and is never written.
+pub fn update_json_with_hook(
+    path: &Path,
+    mode: Mode,
+    mut edit: impl FnMut(Option<&Value>) -> Result<Option<Value>, FsError>,
+    before_rename: &mut dyn FnMut(&Path),
+) -> Result<Written, FsError> {
+    let target = resolve(path);
+    update_with_hook(
+        path,
+        mode,
+        |old| {
+            let doc = match old {
+                Some(bytes) => {
+                    let v = parse_json(bytes, &target)?;
+                    if !v.is_object() {
+                        return Err(FsError::NotAnObject {
+                            path: target.clone(),
+                        });
+                    }
+                    Some(v)
+                }
+                None => None,
+            };
+            let Some(new) = edit(doc.as_ref())? else {
+                return Ok(None);
+            };
+            if doc.as_ref() == Some(&new) {
+                return Ok(None);
+            }
+            Ok(Some(to_json_bytes(&new)))
+        },
+        before_rename,
+    )
+}
+
+pub fn update_json(
+    path: &Path,
+    mode: Mode,
+    edit: impl FnMut(Option<&Value>) -> Result<Option<Value>, FsError>,
+) -> Result<Written, FsError> {
+    update_json_with_hook(path, mode, edit, &mut |_| {})
+}
+
+/// Replace a file coogle alone owns (its setup state): temp file, fsync, rename, no backup.
+pub fn write_own(path: &Path, bytes: &[u8], mode: u32) -> Result<(), FsError> {
+    if let Some(dir) = path.parent()
+        && !dir.as_os_str().is_empty()
+    {
+        fs::create_dir_all(dir).map_err(write_err(dir))?;
+    }
+    let tmp = write_temp(path, bytes, mode)?;
+    if let Err(e) = fs::rename(&tmp, path) {
+        let _ = fs::remove_file(&tmp);
+        return Err(write_err(path)(e));
+    }
+    sync_dir(path);
+    Ok(())
+}
+
+/// Tighten a file's mode to `mode` when it is looser (never loosens).
+pub fn tighten(path: &Path, mode: u32) -> Result<bool, FsError> {
+    match mode_of(path) {
+        Some(m) if m & !mode != 0 => {
+            fs::set_permissions(path, fs::Permissions::from_mode(mode)).map_err(write_err(path))?;
+            Ok(true)
+        }
+        _ => Ok(false),
+    }
+}
+
+/// Remove a file; a missing one is fine.
+pub fn remove_optional(path: &Path) -> Result<bool, FsError> {
+    match fs::remove_file(path) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+        Err(source) => Err(FsError::Write {
+            path: path.to_path_buf(),
+            source,
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn civil_dates() {
+        assert_eq!(civil_from_days(0), (1970, 1, 1));
+        assert_eq!(civil_from_days(19_783), (2024, 3, 1));
+        assert_eq!(civil_from_days(11_016), (2000, 2, 29));
+        assert_eq!(timestamp().len(), 16);
+    }
+
+    #[test]
+    fn backup_names_do_not_collide() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("f.json");
+        let a = backup(&p, b"a", 0o600).unwrap();
+        let b = backup(&p, b"b", 0o600).unwrap();
+        assert_ne!(a, b);
+        assert_eq!(fs::read(&a).unwrap(), b"a");
+        assert_eq!(fs::read(&b).unwrap(), b"b");
+    }
+}
