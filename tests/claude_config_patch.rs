@@ -7,12 +7,16 @@ use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use coogle::setup::claude_config::{self, ClientKind, patch, revert};
+use coogle::setup::claude_config::{self, ClientKind, Shim, Upstream, patch, revert};
 use coogle::setup::fsutil::{FsError, Written};
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
 
 const CMD: &str = "/opt/homebrew/opt/coogle/bin/coogle";
+
+fn shim() -> Shim {
+    Shim::new(Upstream::Google, Path::new(CMD))
+}
 
 fn data(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -51,7 +55,7 @@ fn patch_backs_up_keeps_order_and_mode_and_is_idempotent() {
     let (path, original) = copy_fixture(dir.path(), "claude.json", 0o600);
     let before: Value = serde_json::from_slice(&original).unwrap();
 
-    let p = claude_config::patch_file(&path, ClientKind::ClaudeCode, Path::new(CMD)).unwrap();
+    let p = claude_config::patch_file(&path, ClientKind::ClaudeCode, &shim()).unwrap();
     let Written::Replaced { backup } = &p.written else {
         panic!("expected a replaced file, got {:?}", p.written)
     };
@@ -100,7 +104,7 @@ fn patch_backs_up_keeps_order_and_mode_and_is_idempotent() {
     // Twice changes nothing: same bytes, no new backup.
     let listing = files_in(dir.path());
     let bytes = fs::read(&path).unwrap();
-    let again = claude_config::patch_file(&path, ClientKind::ClaudeCode, Path::new(CMD)).unwrap();
+    let again = claude_config::patch_file(&path, ClientKind::ClaudeCode, &shim()).unwrap();
     assert_eq!(again.written, Written::Unchanged);
     assert!(again.changes.is_empty());
     assert_eq!(fs::read(&path).unwrap(), bytes);
@@ -118,7 +122,7 @@ fn patch_backs_up_keeps_order_and_mode_and_is_idempotent() {
 fn looser_mode_is_kept_too() {
     let dir = tempfile::tempdir().unwrap();
     let (path, _) = copy_fixture(dir.path(), "claude.json", 0o644);
-    claude_config::patch_file(&path, ClientKind::ClaudeCode, Path::new(CMD)).unwrap();
+    claude_config::patch_file(&path, ClientKind::ClaudeCode, &shim()).unwrap();
     assert_eq!(mode(&path), 0o644);
 }
 
@@ -127,7 +131,7 @@ fn unparsable_file_is_refused_and_untouched() {
     let dir = tempfile::tempdir().unwrap();
     let (path, original) = copy_fixture(dir.path(), "corrupt_claude.json", 0o600);
     let listing = files_in(dir.path());
-    let err = claude_config::patch_file(&path, ClientKind::ClaudeCode, Path::new(CMD)).unwrap_err();
+    let err = claude_config::patch_file(&path, ClientKind::ClaudeCode, &shim()).unwrap_err();
     assert!(matches!(err, FsError::Parse { line: 5, .. }), "{err:?}");
     let text = err.to_string();
     assert!(text.contains("corrupt_claude.json"), "{text}");
@@ -137,7 +141,7 @@ fn unparsable_file_is_refused_and_untouched() {
 
     // A top level that is not an object is refused the same way.
     fs::write(&path, b"[1, 2]").unwrap();
-    let err = claude_config::patch_file(&path, ClientKind::ClaudeCode, Path::new(CMD)).unwrap_err();
+    let err = claude_config::patch_file(&path, ClientKind::ClaudeCode, &shim()).unwrap_err();
     assert!(matches!(err, FsError::NotAnObject { .. }), "{err:?}");
     assert_eq!(fs::read(&path).unwrap(), b"[1, 2]");
 }
@@ -151,7 +155,7 @@ fn a_write_by_another_program_before_the_rename_is_kept() {
     let p = claude_config::patch_file_with_hook(
         &path,
         ClientKind::ClaudeCode,
-        Path::new(CMD),
+        &shim(),
         &mut |target| {
             calls += 1;
             if calls == 1 {
@@ -198,7 +202,7 @@ fn a_file_that_never_settles_is_left_to_the_other_program() {
     let err = claude_config::patch_file_with_hook(
         &path,
         ClientKind::ClaudeCode,
-        Path::new(CMD),
+        &shim(),
         &mut |target| {
             n += 1;
             let mut doc: Value = serde_json::from_slice(&fs::read(target).unwrap()).unwrap();
@@ -218,7 +222,7 @@ fn a_file_that_never_settles_is_left_to_the_other_program() {
 fn missing_file_is_created_private() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join(".claude.json");
-    let p = claude_config::patch_file(&path, ClientKind::ClaudeCode, Path::new(CMD)).unwrap();
+    let p = claude_config::patch_file(&path, ClientKind::ClaudeCode, &shim()).unwrap();
     assert_eq!(p.written, Written::Created);
     assert_eq!(mode(&path), 0o600);
     let doc: Value = serde_json::from_slice(&fs::read(&path).unwrap()).unwrap();
@@ -234,7 +238,7 @@ fn symlinked_config_stays_a_symlink() {
     let (real, _) = copy_fixture(dir.path(), "claude.json", 0o600);
     let link = dir.path().join("link.json");
     std::os::unix::fs::symlink(&real, &link).unwrap();
-    claude_config::patch_file(&link, ClientKind::ClaudeCode, Path::new(CMD)).unwrap();
+    claude_config::patch_file(&link, ClientKind::ClaudeCode, &shim()).unwrap();
     assert!(
         fs::symlink_metadata(&link)
             .unwrap()
@@ -249,7 +253,7 @@ fn symlinked_config_stays_a_symlink() {
 fn desktop_and_cursor_files() {
     let dir = tempfile::tempdir().unwrap();
     let (desktop, original) = copy_fixture(dir.path(), "claude_desktop_config.json", 0o644);
-    let p = claude_config::patch_file(&desktop, ClientKind::ClaudeDesktop, Path::new(CMD)).unwrap();
+    let p = claude_config::patch_file(&desktop, ClientKind::ClaudeDesktop, &shim()).unwrap();
     let doc: Value = serde_json::from_slice(&fs::read(&desktop).unwrap()).unwrap();
     assert_eq!(
         doc["mcpServers"]["workspace"],
@@ -264,7 +268,7 @@ fn desktop_and_cursor_files() {
     assert_eq!(fs::read(&desktop).unwrap(), original);
 
     let (cursor, _) = copy_fixture(dir.path(), "cursor_mcp.json", 0o644);
-    claude_config::patch_file(&cursor, ClientKind::Cursor, Path::new(CMD)).unwrap();
+    claude_config::patch_file(&cursor, ClientKind::Cursor, &shim()).unwrap();
     let doc: Value = serde_json::from_slice(&fs::read(&cursor).unwrap()).unwrap();
     assert_eq!(keys(&doc["mcpServers"]), ["playwright", "coogle"]);
     assert_eq!(
@@ -276,7 +280,7 @@ fn desktop_and_cursor_files() {
 #[test]
 fn revert_leaves_entries_edited_since_alone() {
     let doc: Value = serde_json::from_slice(&fs::read(data("claude.json")).unwrap()).unwrap();
-    let (mut patched, changes) = patch(&doc, ClientKind::ClaudeCode, Path::new(CMD));
+    let (mut patched, changes) = patch(&doc, ClientKind::ClaudeCode, &shim());
     patched["mcpServers"]["google-workspace"]["args"] = json!(["mcp", "--server", "other"]);
     patched["newKey"] = json!(1);
     let (back, report) = revert(&patched, &changes);
@@ -370,16 +374,16 @@ proptest! {
 
     #[test]
     fn patch_is_idempotent_and_revert_is_exact(doc in document()) {
-        let cmd = Path::new(CMD);
-        let (once, changes) = patch(&doc, ClientKind::ClaudeCode, cmd);
-        let (twice, more) = patch(&once, ClientKind::ClaudeCode, cmd);
+        let shim = shim();
+        let (once, changes) = patch(&doc, ClientKind::ClaudeCode, &shim);
+        let (twice, more) = patch(&once, ClientKind::ClaudeCode, &shim);
         prop_assert!(more.is_empty(), "second patch changed {:?}", more);
         prop_assert_eq!(serde_json::to_string(&twice).unwrap(), serde_json::to_string(&once).unwrap());
 
         // No Google entry is left, and coogle's entry exists somewhere.
         prop_assert!(claude_config::google_entries(&once, ClientKind::ClaudeCode).is_empty());
         prop_assert!(claude_config::entries(&once, ClientKind::ClaudeCode)
-            .iter().any(|(_, e)| claude_config::is_coogle_entry(e, cmd)));
+            .iter().any(|(_, e)| shim.is_exact(e)));
 
         // The top-level key order is the original's (mcpServers may be appended).
         let before = keys(&doc);

@@ -174,5 +174,9 @@ fn interactive_setup_in_a_pty() {
     );
     let claude: Value =
         serde_json::from_slice(&std::fs::read(env.home.join(".claude.json")).unwrap()).unwrap();
-    assert_eq!(claude["mcpServers"]["coogle"]["args"], json!(["mcp"]));
+    // The test socket is not the default one, so the entry names it.
+    assert_eq!(
+        claude["mcpServers"]["coogle"]["args"],
+        json!(["mcp", "--socket", env.socket])
+    );
 }

@@ -141,7 +141,8 @@ fn setup_yes_end_to_end_and_twice_changes_nothing() {
     let exe = fs::canonicalize(support::COOGLE).unwrap();
     let entry = &doc["mcpServers"]["google-workspace"];
     assert_eq!(entry["command"], json!(exe));
-    assert_eq!(entry["args"], json!(["mcp"]));
+    // The test socket is not the default one, so the entry names it.
+    assert_eq!(entry["args"], json!(["mcp", "--socket", env.socket]));
     assert_eq!(entry["type"], "stdio");
     let backups: Vec<PathBuf> = fs::read_dir(&env.home)
         .unwrap()
@@ -273,7 +274,7 @@ fn all_clients_with_their_files() {
         let doc: Value = serde_json::from_slice(&fs::read(path).unwrap()).unwrap();
         assert_eq!(
             doc["mcpServers"][name]["args"],
-            json!(["mcp"]),
+            json!(["mcp", "--socket", env.socket]),
             "{}",
             path.display()
         );
@@ -308,4 +309,103 @@ fn missing_credentials_under_yes_is_a_usage_error() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("--client-id"), "{stderr}");
+}
+
+/// With no config.json yet, the Google Workspace entry being replaced says how this user runs
+/// the server: its command, args and non-OAuth env become the upstream (so the test daemon runs
+/// exactly that), and the OAuth client moves into `credentials`.
+#[test]
+fn the_replaced_entry_becomes_the_upstream() {
+    let env = Env::new();
+    let mut doc: Value = serde_json::from_slice(&fixture("claude.json")).unwrap();
+    let entry = &mut doc["mcpServers"]["google-workspace"];
+    entry["command"] = json!(fake_mcp());
+    entry["args"] = json!(["--tool-tier", "extended"]);
+    let claude = env.home.join(".claude.json");
+    fs::write(&claude, serde_json::to_vec_pretty(&doc).unwrap()).unwrap();
+    assert!(!env.config.exists());
+
+    let out = env
+        .cmd()
+        .args(["setup", "--yes", "--no-service", "--skip-verify"])
+        .env("COOGLE_SYSTEMCTL", env.path("no-systemctl"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(
+        stdout.contains(
+            "as mcpServers.google-workspace ran it; its other env kept: USER_GOOGLE_EMAIL"
+        ),
+        "{stdout}"
+    );
+    // The test daemon ran the entry's command (the fake server) and listed its tools.
+    assert!(
+        stdout.contains("a throwaway daemon started and listed"),
+        "{stdout}"
+    );
+    let config: Value = serde_json::from_slice(&fs::read(&env.config).unwrap()).unwrap();
+    assert_eq!(
+        config["mcp"],
+        json!({"command": fake_mcp(), "args": ["--tool-tier", "extended"],
+               "env": {"USER_GOOGLE_EMAIL": "grace@example.com"}})
+    );
+    assert_eq!(
+        config["credentials"]["clientSecret"],
+        "GOCSPX-fixture-top-secret-000"
+    );
+    // A second run keeps the upstream as it is now written.
+    let again = env
+        .cmd()
+        .args([
+            "setup",
+            "--yes",
+            "--no-service",
+            "--skip-verify",
+            "--skip-test",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(again.status.code(), Some(0));
+    let config2: Value = serde_json::from_slice(&fs::read(&env.config).unwrap()).unwrap();
+    assert_eq!(config2, config);
+}
+
+/// A config or socket other than the defaults is written into the client entry, so the agent's
+/// `coogle mcp` reaches the same daemon: the verify step runs the entry with none of the
+/// COOGLE_* variables of this shell and still gets the fake server's tools.
+#[test]
+fn non_default_config_and_socket_go_into_the_client_entry() {
+    let env = Env::new();
+    let config = env.path("elsewhere/coogle.json");
+    fs::create_dir_all(config.parent().unwrap()).unwrap();
+    fs::write(
+        &config,
+        serde_json::to_vec(&json!({"servers": {"google": {"command": fake_mcp()}}})).unwrap(),
+    )
+    .unwrap();
+    let claude = env.home.join(".claude.json");
+    fs::write(&claude, b"{}").unwrap();
+    let out = env
+        .cmd()
+        .env_remove("COOGLE_CONFIG")
+        .env_remove("COOGLE_SOCKET")
+        .arg("--config")
+        .arg(&config)
+        .arg("--socket")
+        .arg(&env.socket)
+        .args(["setup", "--yes", "--no-service", "--skip-test"])
+        .args(["--credentials-source", "none"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(stdout.contains("answered with"), "{stdout}");
+    let doc: Value = serde_json::from_slice(&fs::read(&claude).unwrap()).unwrap();
+    assert_eq!(
+        doc["mcpServers"]["coogle"]["args"],
+        json!(["mcp", "--config", config, "--socket", env.socket])
+    );
+    // The default config was not created.
+    assert!(!env.config.exists());
 }

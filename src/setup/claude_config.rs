@@ -20,6 +20,8 @@ pub const CLIENT_ID_VAR: &str = "GOOGLE_OAUTH_CLIENT_ID";
 pub const CLIENT_SECRET_VAR: &str = "GOOGLE_OAUTH_CLIENT_SECRET";
 /// The name of the entry coogle adds when there is no Google Workspace entry to replace.
 pub const ENTRY_NAME: &str = "coogle";
+/// The name of the search server's entry.
+pub const SEARCH_ENTRY_NAME: &str = "coogle-search";
 
 /// Which MCP client a config file belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
@@ -67,16 +69,138 @@ impl ClientKind {
     fn has_projects(self) -> bool {
         self == ClientKind::ClaudeCode
     }
+}
 
-    /// The entry that starts coogle's shim. Claude Code records the transport `type`; the
-    /// other clients' files do not use it.
-    pub fn entry(self, command: &Path) -> Value {
-        let command = command.to_string_lossy();
+/// Which coogle upstream a client entry serves; it decides the entry's name, its `--server`
+/// and which existing entries it replaces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Upstream {
+    /// Google Workspace MCP (`coogle mcp`); replaces entries whose env has the OAuth client.
+    Google,
+    /// The built-in ask_google server (`coogle mcp --server search`); replaces ask-google-mcp.
+    Search,
+}
+
+impl Upstream {
+    /// The daemon's name for it, as `coogle mcp --server` takes it.
+    pub fn server(self) -> &'static str {
         match self {
-            ClientKind::ClaudeCode => json!({"type": "stdio", "command": command, "args": ["mcp"]}),
-            _ => json!({"command": command, "args": ["mcp"]}),
+            Upstream::Google => "google",
+            Upstream::Search => "search",
         }
     }
+
+    /// The entry name coogle adds when there is nothing to replace.
+    pub fn entry_name(self) -> &'static str {
+        match self {
+            Upstream::Google => ENTRY_NAME,
+            Upstream::Search => SEARCH_ENTRY_NAME,
+        }
+    }
+
+    /// Env vars coogle supplies itself, so they leave the entry.
+    fn supplied_env(self) -> &'static [&'static str] {
+        match self {
+            Upstream::Google => &[CLIENT_ID_VAR, CLIENT_SECRET_VAR],
+            Upstream::Search => &["GOOGLE_API_KEY", "GEMINI_API_KEY"],
+        }
+    }
+
+    /// True for an entry that starts this server directly, which coogle's entry replaces.
+    fn replaces(self, entry: &Value) -> bool {
+        match self {
+            Upstream::Google => has_oauth_env(entry),
+            Upstream::Search => {
+                !looks_like_coogle(entry)
+                    && std::iter::once(entry.get("command"))
+                        .chain(
+                            entry
+                                .get("args")
+                                .and_then(Value::as_array)
+                                .into_iter()
+                                .flatten()
+                                .map(Some),
+                        )
+                        .filter_map(|v| v.and_then(Value::as_str))
+                        .any(|s| s.contains("ask-google-mcp"))
+            }
+        }
+    }
+}
+
+/// The client entry that starts coogle's shim: `<command> mcp [--server S] [options]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Shim {
+    pub upstream: Upstream,
+    /// The stable path of this binary (Homebrew's `opt` link, never a Cellar path).
+    pub command: PathBuf,
+    /// Global options the shim needs to find this daemon: `--config`/`--socket` when they are
+    /// not the defaults.
+    pub options: Vec<String>,
+}
+
+impl Shim {
+    pub fn new(upstream: Upstream, command: &Path) -> Shim {
+        Shim {
+            upstream,
+            command: command.to_path_buf(),
+            options: Vec::new(),
+        }
+    }
+
+    pub fn args(&self) -> Vec<String> {
+        let mut args = vec!["mcp".to_owned()];
+        if self.upstream == Upstream::Search {
+            args.extend(["--server".to_owned(), "search".to_owned()]);
+        }
+        args.extend(self.options.iter().cloned());
+        args
+    }
+
+    /// The entry to write. Claude Code records the transport `type`; the other clients' files
+    /// do not use it.
+    pub fn entry(&self, kind: ClientKind) -> Value {
+        let command = self.command.to_string_lossy();
+        let args = self.args();
+        match kind {
+            ClientKind::ClaudeCode => json!({"type": "stdio", "command": command, "args": args}),
+            _ => json!({"command": command, "args": args}),
+        }
+    }
+
+    /// True when `entry` runs exactly this shim (what coogle writes).
+    pub fn is_exact(&self, entry: &Value) -> bool {
+        entry.get("command").and_then(Value::as_str) == Some(&*self.command.to_string_lossy())
+            && entry.get("args") == Some(&json!(self.args()))
+            && !self.upstream.replaces(entry)
+    }
+
+    /// True when `entry` runs some coogle binary's shim for this upstream, maybe another path
+    /// or other options: an entry setup wrote before, which it updates in place.
+    pub fn is_ours(&self, entry: &Value) -> bool {
+        looks_like_coogle(entry) && shim_server(entry) == self.upstream.server()
+    }
+}
+
+/// The `--server` a coogle shim entry asks for (`google` when it names none).
+pub fn shim_server(entry: &Value) -> String {
+    let args: Vec<&str> = entry
+        .get("args")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        if *a == "--server" {
+            return it.next().map_or("google", |s| s).to_owned();
+        }
+        if let Some(v) = a.strip_prefix("--server=") {
+            return v.to_owned();
+        }
+    }
+    Upstream::Google.server().to_owned()
 }
 
 /// One edit: the JSON path of an `mcpServers` entry, what was there (`None`: nothing), and
@@ -174,14 +298,7 @@ pub fn find_credentials(doc: &Value, kind: ClientKind) -> Option<(String, Creden
         .find_map(|(loc, e)| env_credentials(e).map(|c| (describe(loc), c)))
 }
 
-/// True when `entry` runs `command mcp` (what coogle writes).
-pub fn is_coogle_entry(entry: &Value, command: &Path) -> bool {
-    entry.get("command").and_then(Value::as_str) == Some(&*command.to_string_lossy())
-        && entry.get("args") == Some(&json!(["mcp"]))
-        && !has_oauth_env(entry)
-}
-
-/// An entry that looks like coogle's shim but may point at another binary.
+/// An entry that looks like coogle's shim (`…/coogle mcp …`), whatever binary it points at.
 pub fn looks_like_coogle(entry: &Value) -> bool {
     let command = entry.get("command").and_then(Value::as_str).unwrap_or("");
     let args = entry.get("args").and_then(Value::as_array);
@@ -191,14 +308,14 @@ pub fn looks_like_coogle(entry: &Value) -> bool {
         && args.is_some_and(|a| a.first().and_then(Value::as_str) == Some("mcp"))
 }
 
-/// The replacement for an existing entry: coogle's entry plus the entry's non-OAuth `env`
-/// (coogle supplies the OAuth client itself).
-fn replacement(old: &Value, base: &Value) -> Value {
+/// The replacement for an existing entry: coogle's entry plus the entry's other `env` (coogle
+/// supplies the OAuth client or API key itself; the rest is kept so nothing is lost).
+fn replacement(old: &Value, base: &Value, upstream: Upstream) -> Value {
     let mut new = base.clone();
     if let Some(env) = old.get("env").and_then(Value::as_object) {
         let rest: Map<String, Value> = env
             .iter()
-            .filter(|(k, _)| k.as_str() != CLIENT_ID_VAR && k.as_str() != CLIENT_SECRET_VAR)
+            .filter(|(k, _)| !upstream.supplied_env().contains(&k.as_str()))
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
         if !rest.is_empty() {
@@ -216,20 +333,23 @@ fn get_path_mut<'a>(doc: &'a mut Value, location: &[String]) -> Option<&'a mut V
     location.iter().try_fold(doc, |v, k| v.get_mut(k))
 }
 
-/// Point the client at coogle: replace every Google Workspace entry in place (same name, same
-/// position), else replace a top-level `coogle` entry, else add one at the end of the top-level
-/// `mcpServers`. A document that already has coogle's entry and no Google entry is left alone.
-/// Returns the new document and the changes (empty: nothing to do).
-pub fn patch(doc: &Value, kind: ClientKind, command: &Path) -> (Value, Vec<Change>) {
-    let base = kind.entry(command);
+/// Point the client at coogle: replace in place (same name, same position) every entry that
+/// starts the server directly and every older coogle entry for the same upstream (another
+/// binary path or options); when there is none, and no entry already runs exactly this shim,
+/// replace or add the top-level entry named [`Upstream::entry_name`] at the end of
+/// `mcpServers`. Returns the new document and the changes (empty: nothing to do).
+pub fn patch(doc: &Value, kind: ClientKind, shim: &Shim) -> (Value, Vec<Change>) {
+    let base = shim.entry(kind);
     let mut new = doc.clone();
     let mut changes = Vec::new();
-    let google: Vec<(Vec<String>, Value)> = google_entries(doc, kind)
-        .into_iter()
-        .map(|(l, e)| (l, e.clone()))
+    let all = entries(doc, kind);
+    let targets: Vec<(Vec<String>, Value)> = all
+        .iter()
+        .filter(|(_, e)| shim.upstream.replaces(e) || (shim.is_ours(e) && !shim.is_exact(e)))
+        .map(|(l, e)| (l.clone(), (*e).clone()))
         .collect();
-    for (location, old) in &google {
-        let written = replacement(old, &base);
+    for (location, old) in &targets {
+        let written = replacement(old, &base, shim.upstream);
         if let Some(slot) = get_path_mut(&mut new, location) {
             *slot = written.clone();
         }
@@ -240,16 +360,11 @@ pub fn patch(doc: &Value, kind: ClientKind, command: &Path) -> (Value, Vec<Chang
             created_parent: false,
         });
     }
-    if !google.is_empty() {
+    if !targets.is_empty() || all.iter().any(|(_, e)| shim.is_exact(e)) {
         return (new, changes);
     }
-    if entries(doc, kind)
-        .iter()
-        .any(|(_, e)| is_coogle_entry(e, command))
-    {
-        return (new, changes);
-    }
-    let location = vec!["mcpServers".to_owned(), ENTRY_NAME.to_owned()];
+    let name = shim.upstream.entry_name();
+    let location = vec!["mcpServers".to_owned(), name.to_owned()];
     let Some(root) = new.as_object_mut() else {
         return (doc.clone(), Vec::new());
     };
@@ -261,12 +376,12 @@ pub fn patch(doc: &Value, kind: ClientKind, command: &Path) -> (Value, Vec<Chang
         .get_mut("mcpServers")
         .and_then(Value::as_object_mut)
         .expect("just ensured");
-    let original = servers.get(ENTRY_NAME).cloned();
+    let original = servers.get(name).cloned();
     let written = match &original {
-        Some(old) => replacement(old, &base),
+        Some(old) => replacement(old, &base, shim.upstream),
         None => base,
     };
-    servers.insert(ENTRY_NAME.into(), written.clone());
+    servers.insert(name.into(), written.clone());
     changes.push(Change {
         location,
         original,
@@ -340,7 +455,7 @@ pub struct Patched {
 pub fn patch_file_with_hook(
     path: &Path,
     kind: ClientKind,
-    command: &Path,
+    shim: &Shim,
     before_rename: &mut dyn FnMut(&Path),
 ) -> Result<Patched, FsError> {
     let mut changes = Vec::new();
@@ -349,7 +464,7 @@ pub fn patch_file_with_hook(
         Mode::KeepOr(0o600),
         |doc| {
             let empty = json!({});
-            let (new, c) = patch(doc.unwrap_or(&empty), kind, command);
+            let (new, c) = patch(doc.unwrap_or(&empty), kind, shim);
             changes = c;
             Ok((!changes.is_empty()).then_some(new))
         },
@@ -365,8 +480,8 @@ pub fn patch_file_with_hook(
     })
 }
 
-pub fn patch_file(path: &Path, kind: ClientKind, command: &Path) -> Result<Patched, FsError> {
-    patch_file_with_hook(path, kind, command, &mut |_| {})
+pub fn patch_file(path: &Path, kind: ClientKind, shim: &Shim) -> Result<Patched, FsError> {
+    patch_file_with_hook(path, kind, shim, &mut |_| {})
 }
 
 /// Undo recorded changes in a client config file. When the result equals one of `backups`
@@ -420,11 +535,15 @@ mod tests {
         assert_eq!(c.client_id, "top-level-id.apps.googleusercontent.com");
     }
 
+    fn shim(cmd: &str) -> Shim {
+        Shim::new(Upstream::Google, Path::new(cmd))
+    }
+
     #[test]
     fn patch_replaces_every_google_entry_in_place() {
         let doc = fixture();
-        let cmd = Path::new("/opt/homebrew/opt/coogle/bin/coogle");
-        let (new, changes) = patch(&doc, ClientKind::ClaudeCode, cmd);
+        let cmd = "/opt/homebrew/opt/coogle/bin/coogle";
+        let (new, changes) = patch(&doc, ClientKind::ClaudeCode, &shim(cmd));
         assert_eq!(changes.len(), 2);
         assert_eq!(
             new["mcpServers"]["workspace"],
@@ -433,7 +552,7 @@ mod tests {
         let keys: Vec<_> = new["mcpServers"].as_object().unwrap().keys().collect();
         assert_eq!(keys, ["filesystem", "workspace"]);
         assert!(new["projects"]["/home/ada/src/coogle"]["mcpServers"]["coogle"]["env"].is_null());
-        let (again, none) = patch(&new, ClientKind::ClaudeCode, cmd);
+        let (again, none) = patch(&new, ClientKind::ClaudeCode, &shim(cmd));
         assert!(none.is_empty());
         assert_eq!(again, new);
         let (back, _) = revert(&new, &changes);
@@ -442,8 +561,11 @@ mod tests {
 
     #[test]
     fn adds_an_entry_when_there_is_none() {
-        let cmd = Path::new("/usr/bin/coogle");
-        let (new, changes) = patch(&json!({"a": 1}), ClientKind::Cursor, cmd);
+        let (new, changes) = patch(
+            &json!({"a": 1}),
+            ClientKind::Cursor,
+            &shim("/usr/bin/coogle"),
+        );
         assert_eq!(
             new,
             json!({"a": 1, "mcpServers": {"coogle": {"command": "/usr/bin/coogle", "args": ["mcp"]}}})
@@ -451,5 +573,75 @@ mod tests {
         assert!(changes[0].created_parent);
         let (back, _) = revert(&new, &changes);
         assert_eq!(back, json!({"a": 1}));
+    }
+
+    /// A second setup with another binary path (a move from a Cellar path to `opt`) or another
+    /// `--config` updates the entries it wrote before in place instead of adding a second one.
+    #[test]
+    fn older_coogle_entries_are_updated_in_place() {
+        let doc = json!({"mcpServers": {
+            "workspace": {"type": "stdio", "command": "/opt/homebrew/Cellar/coogle/0.1.0/bin/coogle", "args": ["mcp"]},
+            "coogle-search": {"command": "/usr/bin/coogle", "args": ["mcp", "--server", "search"]},
+            "other": {"command": "npx", "args": ["x"]}
+        }});
+        let mut s = shim("/opt/homebrew/opt/coogle/bin/coogle");
+        s.options = vec!["--config".into(), "/etc/coogle.json".into()];
+        let (new, changes) = patch(&doc, ClientKind::ClaudeCode, &s);
+        assert_eq!(changes.len(), 1, "{changes:?}");
+        assert_eq!(
+            new["mcpServers"]["workspace"]["args"],
+            json!(["mcp", "--config", "/etc/coogle.json"])
+        );
+        assert_eq!(
+            new["mcpServers"]["coogle-search"],
+            doc["mcpServers"]["coogle-search"]
+        );
+        assert_eq!(new["mcpServers"].as_object().unwrap().len(), 3);
+    }
+
+    /// The search entry replaces an ask-google-mcp entry in place, dropping the API key (coogle
+    /// keeps it in its own config) and keeping the other env.
+    #[test]
+    fn search_entry_replaces_ask_google() {
+        let doc = json!({"mcpServers": {
+            "workspace": {"command": "uvx", "args": ["workspace-mcp"], "env": {
+                "GOOGLE_OAUTH_CLIENT_ID": "i", "GOOGLE_OAUTH_CLIENT_SECRET": "s"}},
+            "ask-google": {"command": "npx", "args": ["-y", "ask-google-mcp"], "env": {
+                "GOOGLE_API_KEY": "AIza-fake", "HTTPS_PROXY": "http://proxy"}}
+        }});
+        let s = Shim::new(Upstream::Search, Path::new("/usr/bin/coogle"));
+        let (new, changes) = patch(&doc, ClientKind::Cursor, &s);
+        assert_eq!(changes.len(), 1);
+        assert_eq!(
+            new["mcpServers"]["ask-google"],
+            json!({"command": "/usr/bin/coogle", "args": ["mcp", "--server", "search"],
+                   "env": {"HTTPS_PROXY": "http://proxy"}})
+        );
+        assert_eq!(
+            new["mcpServers"]["workspace"],
+            doc["mcpServers"]["workspace"]
+        );
+        let (again, none) = patch(&new, ClientKind::Cursor, &s);
+        assert!(none.is_empty());
+        assert_eq!(again, new);
+        // Without ask-google-mcp, the entry is added under its own name.
+        let (added, _) = patch(&json!({}), ClientKind::Cursor, &s);
+        assert_eq!(
+            added["mcpServers"]["coogle-search"]["args"],
+            json!(["mcp", "--server", "search"])
+        );
+    }
+
+    #[test]
+    fn shim_server_reads_both_spellings() {
+        assert_eq!(shim_server(&json!({"args": ["mcp"]})), "google");
+        assert_eq!(
+            shim_server(&json!({"args": ["mcp", "--server", "search"]})),
+            "search"
+        );
+        assert_eq!(
+            shim_server(&json!({"args": ["mcp", "--server=search"]})),
+            "search"
+        );
     }
 }

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::claude_config::{self, ClientKind};
+use super::claude_config::{self, ClientKind, Upstream};
 use super::{DoctorArgs, service, stable_exe, ui::Ui};
 use crate::cli::Cli;
 use crate::config::{Config, mask};
@@ -54,6 +54,7 @@ pub fn run(cli: &Cli, args: &DoctorArgs) -> ExitCode {
 
     // Binary
     let exe = stable_exe();
+    let shim = super::shim_for(cli, Upstream::Google);
     t.ok(
         &ui,
         &format!("coogle {} at {}", wire::VERSION, exe.display()),
@@ -230,15 +231,12 @@ pub fn run(cli: &Cli, args: &DoctorArgs) -> ExitCode {
             }
         };
         let entries = claude_config::entries(&doc, kind);
-        let ours: Vec<_> = entries
-            .iter()
-            .filter(|(_, e)| claude_config::is_coogle_entry(e, &exe))
-            .collect();
+        let ours: Vec<_> = entries.iter().filter(|(_, e)| shim.is_exact(e)).collect();
         let stale: Vec<_> = entries
             .iter()
             .filter(|(_, e)| {
                 claude_config::looks_like_coogle(e)
-                    && !claude_config::is_coogle_entry(e, &exe)
+                    && !shim.is_exact(e)
                     && !e
                         .get("command")
                         .and_then(Value::as_str)

@@ -25,7 +25,7 @@ use crate::cli::{Cli, Command};
 use crate::config::{self, Config, Credentials, mask};
 use crate::output::{self, ExitCode};
 use crate::{client, paths, wire};
-use claude_config::{Change, ClientKind};
+use claude_config::{Change, ClientKind, Shim, Upstream};
 use fsutil::{FsError, Mode, Written};
 use ui::Ui;
 
@@ -195,13 +195,44 @@ fn service_path_env() -> String {
     dirs.join(":")
 }
 
+/// `--config`/`--socket` as given, absolute, when they are not the defaults: what the service
+/// and the client entries must pass so they reach the same daemon.
+fn non_default_paths(cli: &Cli) -> (Option<PathBuf>, Option<PathBuf>) {
+    let abs = |p: &PathBuf| std::path::absolute(p).unwrap_or_else(|_| p.clone());
+    (
+        cli.config
+            .as_ref()
+            .map(abs)
+            .filter(|c| *c != config::default_path()),
+        cli.socket
+            .as_ref()
+            .map(abs)
+            .filter(|s| *s != paths::default_socket()),
+    )
+}
+
 fn service_spec(cli: &Cli) -> service::ServiceSpec {
+    let (config, socket) = non_default_paths(cli);
     service::ServiceSpec {
         exe: stable_exe(),
-        config: cli.config.clone().filter(|c| *c != config::default_path()),
-        socket: cli.socket.clone().filter(|s| *s != paths::default_socket()),
+        config,
+        socket,
         path_env: service_path_env(),
     }
+}
+
+/// The client entry for `upstream`: this binary's stable path, `mcp`, and the options that
+/// lead it to this invocation's config and socket.
+pub fn shim_for(cli: &Cli, upstream: Upstream) -> Shim {
+    let (config, socket) = non_default_paths(cli);
+    let mut shim = Shim::new(upstream, &stable_exe());
+    for (flag, value) in [("--config", config), ("--socket", socket)] {
+        if let Some(v) = value {
+            shim.options.push(flag.to_owned());
+            shim.options.push(v.to_string_lossy().into_owned());
+        }
+    }
+    shim
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -351,7 +382,15 @@ fn setup(cli: &Cli, args: &SetupArgs) -> ExitCode {
 
     // 3. Write config
     ui.step(3, STEPS, "Config");
-    match write_config(&cfg_path, &creds) {
+    let upstream = upstream_from_client(&cfg_path, &claude_json);
+    if let Some((from, block)) = &upstream {
+        ui.ok(&format!(
+            "upstream: {} (as {from} ran it; its other env kept: {})",
+            command_line(block),
+            env_names(block)
+        ));
+    }
+    match write_config(&cfg_path, &creds, upstream.map(|(_, b)| b)) {
         Ok(Written::Unchanged) => match fsutil::tighten(&cfg_path, 0o600) {
             Ok(true) => ui.ok(&format!(
                 "{} is up to date; restricted it to mode 0600",
@@ -473,6 +512,7 @@ fn setup(cli: &Cli, args: &SetupArgs) -> ExitCode {
     // 6. Client configs
     ui.step(6, STEPS, "Client configs");
     let mut verify_entry: Option<Value> = None;
+    let shim = shim_for(cli, Upstream::Google);
     if args.no_client {
         ui.warn("skipped (--no-client)");
     } else {
@@ -488,11 +528,11 @@ fn setup(cli: &Cli, args: &SetupArgs) -> ExitCode {
                 ));
                 continue;
             }
-            match claude_config::patch_file(&path, kind, &exe) {
+            match claude_config::patch_file(&path, kind, &shim) {
                 Ok(p) => {
                     report_patch(&ui, kind, &p, &mut summary);
                     if kind == ClientKind::ClaudeCode || verify_entry.is_none() {
-                        verify_entry = Some(kind.entry(&exe));
+                        verify_entry = Some(shim.entry(kind));
                     }
                     if !p.changes.is_empty() {
                         record(&mut state, kind, &p);
@@ -824,8 +864,74 @@ fn existing_config_credentials(ui: &Ui, cfg_path: &Path) -> Option<CredChoice> {
     }
 }
 
-/// Put the credentials into config.json, keeping everything else the user had.
-fn write_config(path: &Path, creds: &CredChoice) -> Result<Written, FsError> {
+/// When config.json names no upstream yet (no `mcp`, no `servers`), the Google Workspace
+/// entry being replaced in ~/.claude.json says how this user runs it: its command, args and
+/// env other than the OAuth client (`USER_GOOGLE_EMAIL`, a port, a tool tier...) become the
+/// upstream, so pointing the client at coogle changes nothing about what runs.
+fn upstream_from_client(cfg_path: &Path, claude_json: &Path) -> Option<(String, Value)> {
+    if let Ok(bytes) = std::fs::read(cfg_path) {
+        let doc: Value = serde_json::from_slice(&bytes).ok()?;
+        if doc.get("mcp").is_some() || doc.get("servers").is_some() {
+            return None;
+        }
+    }
+    let doc: Value = serde_json::from_slice(&std::fs::read(claude_json).ok()?).ok()?;
+    let (location, entry) = claude_config::google_entries(&doc, ClientKind::ClaudeCode)
+        .into_iter()
+        .find(|(_, e)| {
+            !claude_config::looks_like_coogle(e) && e.get("command").is_some_and(Value::is_string)
+        })?;
+    let mut block = serde_json::Map::new();
+    block.insert("command".into(), entry["command"].clone());
+    let args: Vec<Value> = entry
+        .get("args")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|a| a.is_string())
+        .cloned()
+        .collect();
+    block.insert("args".into(), Value::Array(args));
+    let env: serde_json::Map<String, Value> = entry
+        .get("env")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+        .filter(|(k, v)| {
+            v.is_string()
+                && k.as_str() != claude_config::CLIENT_ID_VAR
+                && k.as_str() != claude_config::CLIENT_SECRET_VAR
+        })
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    if !env.is_empty() {
+        block.insert("env".into(), Value::Object(env));
+    }
+    Some((claude_config::describe(&location), Value::Object(block)))
+}
+
+fn command_line(block: &Value) -> String {
+    std::iter::once(&block["command"])
+        .chain(block["args"].as_array().into_iter().flatten())
+        .filter_map(Value::as_str)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn env_names(block: &Value) -> String {
+    match block.get("env").and_then(Value::as_object) {
+        Some(env) if !env.is_empty() => env.keys().cloned().collect::<Vec<_>>().join(", "),
+        _ => "none".into(),
+    }
+}
+
+/// Put the credentials (and, for a new config, the upstream taken from the client entry) into
+/// config.json, keeping everything else the user had.
+fn write_config(
+    path: &Path,
+    creds: &CredChoice,
+    upstream: Option<Value>,
+) -> Result<Written, FsError> {
     let block = match creds {
         CredChoice::Keep => None,
         CredChoice::Manual(c) => Some(json!({
@@ -839,6 +945,12 @@ fn write_config(path: &Path, creds: &CredChoice) -> Result<Written, FsError> {
     let target = fsutil::resolve(path);
     fsutil::update_json(path, Mode::Exactly(0o600), |doc| {
         let mut new = doc.cloned().unwrap_or_else(|| json!({}));
+        if let (Some(up), Some(root)) = (&upstream, new.as_object_mut())
+            && !root.contains_key("mcp")
+            && !root.contains_key("servers")
+        {
+            root.insert("mcp".into(), up.clone());
+        }
         if let Some(block) = &block {
             set_credentials(&mut new, block.clone());
         }
