@@ -325,11 +325,11 @@ fn replacement(old: &Value, base: &Value, upstream: Upstream) -> Value {
     new
 }
 
-fn get_path<'a>(doc: &'a Value, location: &[String]) -> Option<&'a Value> {
+pub(crate) fn get_path<'a>(doc: &'a Value, location: &[String]) -> Option<&'a Value> {
     location.iter().try_fold(doc, |v, k| v.get(k))
 }
 
-fn get_path_mut<'a>(doc: &'a mut Value, location: &[String]) -> Option<&'a mut Value> {
+pub(crate) fn get_path_mut<'a>(doc: &'a mut Value, location: &[String]) -> Option<&'a mut Value> {
     location.iter().try_fold(doc, |v, k| v.get_mut(k))
 }
 
@@ -447,6 +447,10 @@ pub struct Patched {
     pub path: PathBuf,
     pub written: Written,
     pub changes: Vec<Change>,
+    /// True when the user-scope entries were registered with `claude mcp add-json`.
+    pub via_claude_cli: bool,
+    /// Why the `claude` CLI was not (fully) used, when it was tried.
+    pub cli_error: Option<String>,
 }
 
 /// Patch a client config file in place: backup, atomic write, re-read before the rename (the
@@ -477,6 +481,8 @@ pub fn patch_file_with_hook(
         path: fsutil::resolve(path),
         written,
         changes,
+        via_claude_cli: false,
+        cli_error: None,
     })
 }
 

@@ -8,6 +8,7 @@
 //! and nothing else. Secrets are shown masked ([`crate::config::mask`]) and never logged.
 //! Nothing here runs in `coogle mcp`.
 
+pub mod claude_cli;
 pub mod claude_config;
 pub mod doctor;
 pub mod fsutil;
@@ -95,6 +96,10 @@ pub struct SetupArgs {
     /// Skip running the patched client entry to list tools
     #[arg(long)]
     pub skip_verify: bool,
+    /// Patch ~/.claude.json directly even when Claude Code's `claude` CLI is on PATH (by
+    /// default user-scope entries are registered with `claude mcp add-json`)
+    #[arg(long)]
+    pub no_claude_cli: bool,
 }
 
 #[derive(Debug, Clone, clap::Args)]
@@ -528,7 +533,16 @@ fn setup(cli: &Cli, args: &SetupArgs) -> ExitCode {
                 ));
                 continue;
             }
-            match claude_config::patch_file(&path, kind, &shim) {
+            let cli = (kind == ClientKind::ClaudeCode
+                && !args.no_claude_cli
+                && args.claude_json.is_none())
+            .then(claude_cli::ClaudeCli::find)
+            .flatten();
+            let patched = match &cli {
+                Some(cli) => claude_cli::patch(&path, &shim, cli),
+                None => claude_config::patch_file(&path, kind, &shim),
+            };
+            match patched {
                 Ok(p) => {
                     report_patch(&ui, kind, &p, &mut summary);
                     if kind == ClientKind::ClaudeCode || verify_entry.is_none() {
@@ -591,6 +605,18 @@ fn setup(cli: &Cli, args: &SetupArgs) -> ExitCode {
 }
 
 fn report_patch(ui: &Ui, kind: ClientKind, p: &claude_config::Patched, summary: &mut Vec<String>) {
+    if p.via_claude_cli {
+        ui.ok(&format!(
+            "{}: registered through `claude mcp add-json --scope user`",
+            kind.label()
+        ));
+    }
+    if let Some(e) = &p.cli_error {
+        ui.warn(&format!(
+            "{}: the claude CLI did not do it ({e}); patched the file directly",
+            kind.label()
+        ));
+    }
     match &p.written {
         Written::Unchanged => ui.ok(&format!(
             "{}: {} already points at coogle",

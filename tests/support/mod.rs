@@ -127,6 +127,8 @@ impl Env {
             .env("COOGLE_CONFIG", &self.config)
             .env("COOGLE_SOCKET", &self.socket)
             .env("RUST_LOG", "coogle=debug")
+            // Never Claude Code's real CLI on a developer's PATH; tests that want one set it.
+            .env("COOGLE_CLAUDE_CLI", "none")
             .stdin(Stdio::null());
         c
     }

@@ -1,0 +1,158 @@
+//! Registering coogle's entry in Claude Code through Claude Code's own CLI (`claude mcp remove`
+//! and `claude mcp add-json`, user scope), the ecosystem's way, which does not race Claude
+//! Code's own rewrites of `~/.claude.json`.
+//!
+//! Only user-scope (top-level `mcpServers`) entries go through the CLI; per-project entries have
+//! no CLI form and are patched directly, as is everything when the CLI is missing or fails. A
+//! backup of the exact bytes is taken before the first CLI call, and what the CLI stored is
+//! read back and recorded, so `uninstall` can undo it like a direct patch. Nothing secret is
+//! passed on the command line: coogle's entry holds no OAuth client.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::claude_config::{self, Change, ClientKind, Patched, Shim};
+use super::fsutil::{self, FsError, Mode, Written};
+use super::service::run_bounded;
+
+/// How long one `claude mcp …` may take (it is a Node program; a cold start takes seconds).
+const CLI_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Claude Code's command line program.
+#[derive(Debug, Clone)]
+pub struct ClaudeCli {
+    pub program: PathBuf,
+}
+
+impl ClaudeCli {
+    /// `COOGLE_CLAUDE_CLI` when set (an unusual install, or a test's stand-in; `none` turns
+    /// the CLI off), else `claude` on PATH.
+    pub fn find() -> Option<ClaudeCli> {
+        if let Some(p) = std::env::var_os("COOGLE_CLAUDE_CLI").filter(|p| !p.is_empty()) {
+            if p == "none" {
+                return None;
+            }
+            return Some(ClaudeCli {
+                program: PathBuf::from(p),
+            });
+        }
+        which::which("claude")
+            .ok()
+            .map(|program| ClaudeCli { program })
+    }
+
+    fn run(&self, args: &[&str]) -> Result<(), String> {
+        run_bounded(&self.program, args, CLI_TIMEOUT)
+            .map(|_| ())
+            .map_err(|e| {
+                format!(
+                    "`{} {}` failed: {e}",
+                    self.program.display(),
+                    args.first().map_or("", |_| "mcp …")
+                )
+            })
+    }
+
+    fn remove(&self, name: &str) -> Result<(), String> {
+        self.run(&["mcp", "remove", "--scope", "user", name])
+    }
+
+    fn add_json(&self, name: &str, entry: &Value) -> Result<(), String> {
+        self.run(&[
+            "mcp",
+            "add-json",
+            "--scope",
+            "user",
+            name,
+            &entry.to_string(),
+        ])
+    }
+}
+
+/// Point Claude Code at coogle: user-scope changes through `cli`, the rest (per-project
+/// entries) directly. Falls back to [`claude_config::patch_file`] for everything when the CLI
+/// fails before it changed anything; when it fails halfway, the removed entry is put back
+/// first. An unparsable file is refused untouched, as by the direct patch.
+pub fn patch(path: &Path, shim: &Shim, cli: &ClaudeCli) -> Result<Patched, FsError> {
+    let kind = ClientKind::ClaudeCode;
+    let target = fsutil::resolve(path);
+    let Some(bytes) = fsutil::read_optional(&target)? else {
+        return claude_config::patch_file(path, kind, shim);
+    };
+    let doc = fsutil::parse_json(&bytes, &target)?;
+    let (_, planned) = claude_config::patch(&doc, kind, shim);
+    let user_scope: Vec<Change> = planned
+        .into_iter()
+        .filter(|c| c.location.len() == 2 && c.location[0] == "mcpServers")
+        .collect();
+    if user_scope.is_empty() {
+        return claude_config::patch_file(path, kind, shim);
+    }
+    let mode = std::fs::metadata(&target)
+        .map(|m| std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o777)
+        .unwrap_or(0o600);
+    let backup = fsutil::backup(&target, &bytes, mode)?;
+    let mut done: Vec<Change> = Vec::new();
+    let mut failure: Option<String> = None;
+    for change in &user_scope {
+        let name = &change.location[1];
+        if change.original.is_some()
+            && let Err(e) = cli.remove(name)
+        {
+            failure = Some(e);
+            break;
+        }
+        if let Err(e) = cli.add_json(name, &change.written) {
+            if let Some(original) = &change.original {
+                put_back(path, &change.location, original)?;
+            }
+            failure = Some(e);
+            break;
+        }
+        done.push(change.clone());
+    }
+    // Record what the CLI actually stored (it may normalize the entry), so a revert matches.
+    let now = fsutil::parse_json(&std::fs::read(&target).unwrap_or_default(), &target)?;
+    for change in &mut done {
+        match claude_config::get_path(&now, &change.location) {
+            Some(stored) if shim.is_exact(stored) => change.written = stored.clone(),
+            _ => {
+                failure.get_or_insert_with(|| {
+                    format!(
+                        "after `claude mcp add-json`, {} does not run coogle",
+                        claude_config::describe(&change.location)
+                    )
+                });
+            }
+        }
+    }
+    // Per-project entries (and whatever the CLI did not do) are patched directly.
+    let rest = claude_config::patch_file(path, kind, shim)?;
+    let mut changes = done;
+    changes.extend(rest.changes);
+    Ok(Patched {
+        path: target,
+        written: Written::Replaced { backup },
+        changes,
+        via_claude_cli: failure.is_none(),
+        cli_error: failure,
+    })
+}
+
+/// Put an entry the CLI removed back where it was, directly (the CLI could not add ours).
+fn put_back(path: &Path, location: &[String], original: &Value) -> Result<(), FsError> {
+    fsutil::update_json(path, Mode::KeepOr(0o600), |doc| {
+        let mut new = doc.cloned().unwrap_or_else(|| serde_json::json!({}));
+        let (parent, key) = location.split_at(location.len() - 1);
+        match claude_config::get_path_mut(&mut new, parent).and_then(Value::as_object_mut) {
+            Some(servers) if !servers.contains_key(&key[0]) => {
+                servers.insert(key[0].clone(), original.clone());
+                Ok(Some(new))
+            }
+            _ => Ok(None),
+        }
+    })
+    .map(|_| ())
+}
