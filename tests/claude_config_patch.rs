@@ -396,3 +396,84 @@ proptest! {
         prop_assert_eq!(serde_json::to_string(&back).unwrap(), serde_json::to_string(&doc).unwrap());
     }
 }
+
+/// What a file holds before the patcher sees it: a valid document in some formatting, the
+/// same bytes damaged (cut short or with a stray byte), or JSON that is not an object.
+fn file_bytes() -> impl Strategy<Value = Vec<u8>> {
+    fn formatted() -> impl Strategy<Value = Vec<u8>> {
+        (document(), 0..3u8).prop_map(|(doc, style)| match style {
+            0 => serde_json::to_vec(&doc).unwrap(),
+            1 => serde_json::to_vec_pretty(&doc).unwrap(),
+            _ => serde_json::to_string_pretty(&doc)
+                .unwrap()
+                .replace("  ", "\t")
+                .into_bytes(),
+        })
+    }
+    prop_oneof![
+        4 => formatted(),
+        2 => (formatted(), any::<prop::sample::Index>()).prop_map(|(b, at)| {
+            let cut = at.index(b.len().max(1));
+            b[..cut].to_vec()
+        }),
+        2 => (formatted(), any::<prop::sample::Index>(), prop::sample::select(&b"{}[],:\"\\x\xff"[..]))
+            .prop_map(|(mut b, at, byte)| {
+                let i = at.index(b.len() + 1);
+                b.insert(i, byte);
+                b
+            }),
+        1 => prop::sample::select(vec![
+            b"[]".to_vec(), b"null".to_vec(), b"\"x\"".to_vec(), b"42".to_vec(), Vec::new(),
+        ]),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    /// Any file either round-trips (patched to a valid document with coogle's entry, and the
+    /// recorded revert gives back the exact original bytes) or is refused untouched (same bytes,
+    /// same mode, no backup or temp file left beside it).
+    #[test]
+    fn any_file_round_trips_or_is_refused_untouched(bytes in file_bytes()) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(".claude.json");
+        fs::write(&path, &bytes).unwrap();
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o640)).unwrap();
+        let parsed_as_object = serde_json::from_slice::<Value>(&bytes)
+            .ok()
+            .is_some_and(|v| v.is_object());
+        match claude_config::patch_file(&path, ClientKind::ClaudeCode, &shim()) {
+            Err(e) => {
+                prop_assert!(!parsed_as_object, "a valid document was refused: {e}");
+                prop_assert!(
+                    matches!(e, FsError::Parse { .. } | FsError::NotAnObject { .. }),
+                    "unexpected error {e:?}"
+                );
+                prop_assert_eq!(fs::read(&path).unwrap(), bytes);
+                prop_assert_eq!(mode(&path), 0o640);
+                prop_assert_eq!(files_in(dir.path()), vec![".claude.json".to_owned()]);
+            }
+            Ok(p) => {
+                prop_assert!(parsed_as_object, "an invalid document was patched");
+                let doc: Value = serde_json::from_slice(&fs::read(&path).unwrap()).unwrap();
+                prop_assert!(claude_config::entries(&doc, ClientKind::ClaudeCode)
+                    .iter().any(|(_, e)| shim().is_exact(e)));
+                prop_assert_eq!(mode(&path), 0o640);
+                let backups: Vec<PathBuf> = match &p.written {
+                    Written::Replaced { backup } => {
+                        prop_assert_eq!(&fs::read(backup).unwrap(), &bytes);
+                        vec![backup.clone()]
+                    }
+                    Written::Unchanged => {
+                        prop_assert_eq!(&fs::read(&path).unwrap(), &bytes);
+                        vec![]
+                    }
+                    Written::Created => unreachable!("the file existed"),
+                };
+                claude_config::revert_file(&path, &p.changes, &backups).unwrap();
+                prop_assert_eq!(fs::read(&path).unwrap(), bytes);
+            }
+        }
+    }
+}
