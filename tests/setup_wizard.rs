@@ -130,6 +130,8 @@ impl Drop for Pty {
     }
 }
 
+const API_KEY: &str = "AIzaSyD-typed-in-the-terminal-012345678";
+
 #[test]
 fn interactive_setup_in_a_pty() {
     let env = Env::new();
@@ -141,6 +143,8 @@ fn interactive_setup_in_a_pty() {
         .env("COOGLE_SYSTEMCTL", env.path("none"))
         .env_remove("GOOGLE_OAUTH_CLIENT_ID")
         .env_remove("GOOGLE_OAUTH_CLIENT_SECRET")
+        .env_remove("GOOGLE_API_KEY")
+        .env_remove("GEMINI_API_KEY")
         .env_remove("CI");
     let mut pty = Pty::spawn(cmd);
     let t = Duration::from_secs(30);
@@ -150,6 +154,12 @@ fn interactive_setup_in_a_pty() {
     let at = pty.expect("Google OAuth client secret", at, t);
     pty.send(&format!("{secret}\r"));
     let at = pty.expect("secret <31 chars> (entered)", at, t);
+    // No Gemini API key anywhere: the wizard offers the search server and takes one, hidden.
+    let at = pty.expect("Set up the ask_google search server?", at, t);
+    pty.send("y");
+    let at = pty.expect("Gemini API key", at, t);
+    pty.send(&format!("{API_KEY}\r"));
+    let at = pty.expect("Gemini API key <39 chars> (entered)", at, t);
     let at = pty.expect("listed", at, Duration::from_secs(60));
     let at = pty.expect("Install the service", at, t);
     pty.send("n");
@@ -160,6 +170,10 @@ fn interactive_setup_in_a_pty() {
     let screen = pty.text();
     assert_eq!(code, Some(0), "{screen}");
     assert!(!screen.contains(secret), "the secret was echoed:\n{screen}");
+    assert!(
+        !screen.contains(API_KEY),
+        "the API key was echoed:\n{screen}"
+    );
 
     let config: Value = serde_json::from_slice(&std::fs::read(&env.config).unwrap()).unwrap();
     assert_eq!(
@@ -179,4 +193,9 @@ fn interactive_setup_in_a_pty() {
         claude["mcpServers"]["coogle"]["args"],
         json!(["mcp", "--socket", env.socket])
     );
+    assert_eq!(
+        claude["mcpServers"]["coogle-search"]["args"],
+        json!(["mcp", "--server", "search", "--socket", env.socket])
+    );
+    assert_eq!(config["search"]["apiKey"], API_KEY);
 }

@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::claude_config::{self, ClientKind, Upstream};
-use super::{DoctorArgs, service, stable_exe, ui::Ui};
+use super::{DoctorArgs, search, service, stable_exe, ui::Ui};
 use crate::cli::Cli;
 use crate::config::{Config, mask};
 use crate::output::ExitCode;
@@ -87,6 +87,13 @@ pub fn run(cli: &Cli, args: &DoctorArgs) -> ExitCode {
         }
     };
 
+    // Whether the search server is set up: its own config section, a `search` upstream, or a
+    // key config.json holds.
+    let search_wanted = std::fs::read(&cfg_path)
+        .ok()
+        .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+        .is_some_and(|c| c.get("search").is_some() || c.pointer("/servers/search").is_some());
+
     // Credentials and programs
     if let Some(config) = &config {
         for server in config.servers.values() {
@@ -148,6 +155,43 @@ pub fn run(cli: &Cli, args: &DoctorArgs) -> ExitCode {
                 },
             ),
         }
+    }
+
+    // The search server's Gemini API key
+    let cfg_value: Option<Value> = std::fs::read(&cfg_path)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok());
+    let cwd = std::env::current_dir().unwrap_or_else(|_| home.clone());
+    match search::find_key(
+        &|v| std::env::var(v).ok(),
+        cfg_value.as_ref(),
+        &cwd,
+        &home,
+    ) {
+        Some(found) => match search::check_key(&found.key) {
+            Ok(()) => t.ok(
+                &ui,
+                &format!(
+                    "search: Gemini API key {} ({})",
+                    mask(&found.key),
+                    found.source
+                ),
+            ),
+            Err(e) => t.fail(
+                &ui,
+                &format!("search: {e} (from {})", found.source),
+                "put a real key from https://aistudio.google.com/apikey in config.json search.apiKey (`coogle setup --search --api-key-env VAR`)",
+            ),
+        },
+        None if search_wanted => t.fail(
+            &ui,
+            "search: the search server is configured but no Gemini API key is found",
+            "`coogle setup --search --api-key-env VAR`, or set GOOGLE_API_KEY for the daemon",
+        ),
+        None => t.ok(
+            &ui,
+            "search: not set up (optional; `coogle setup --search` adds ask_google)",
+        ),
     }
 
     // Service
@@ -266,6 +310,25 @@ pub fn run(cli: &Cli, args: &DoctorArgs) -> ExitCode {
                 ),
                 "`coogle setup --yes`",
             );
+        }
+        if search_wanted {
+            let search_shim = super::shim_for(cli, Upstream::Search);
+            match entries.iter().find(|(_, e)| search_shim.is_exact(e)) {
+                Some((loc, _)) => t.ok(
+                    &ui,
+                    &format!(
+                        "{}: {} serves the search server",
+                        kind.label(),
+                        claude_config::describe(loc)
+                    ),
+                ),
+                None if kind == ClientKind::ClaudeCode => t.warn(
+                    &ui,
+                    &format!("{}: no entry for the search server", kind.label()),
+                    "`coogle setup --yes --search`",
+                ),
+                None => {}
+            }
         }
         if !ours.is_empty() {
             let at: Vec<String> = ours

@@ -12,6 +12,7 @@ pub mod claude_cli;
 pub mod claude_config;
 pub mod doctor;
 pub mod fsutil;
+pub mod search;
 pub mod service;
 mod ui;
 
@@ -96,6 +97,16 @@ pub struct SetupArgs {
     /// Skip running the patched client entry to list tools
     #[arg(long)]
     pub skip_verify: bool,
+    /// Set up the ask_google search server (needs a Gemini API key: GOOGLE_API_KEY or
+    /// GEMINI_API_KEY, config.json, a .env file, --api-key-env, or a prompt)
+    #[arg(long, conflicts_with = "no_search")]
+    pub search: bool,
+    /// Do not set up the search server, even when an API key is found
+    #[arg(long)]
+    pub no_search: bool,
+    /// Read the Gemini API key from this environment variable (never from argv)
+    #[arg(long, value_name = "VAR")]
+    pub api_key_env: Option<String>,
     /// Patch ~/.claude.json directly even when Claude Code's `claude` CLI is on PATH (by
     /// default user-scope entries are registered with `claude mcp add-json`)
     #[arg(long)]
@@ -385,6 +396,18 @@ fn setup(cli: &Cli, args: &SetupArgs) -> ExitCode {
         }
     };
 
+    let search_key = match search_step(&ui, args, &cfg_path) {
+        Ok(k) => k,
+        Err(message) => {
+            ui.fail(&message);
+            output::error_text(
+                &message,
+                Some("pass --api-key-env VAR with the key in VAR, or --no-search"),
+            );
+            return ExitCode::Usage;
+        }
+    };
+
     // 3. Write config
     ui.step(3, STEPS, "Config");
     let upstream = upstream_from_client(&cfg_path, &claude_json);
@@ -395,7 +418,12 @@ fn setup(cli: &Cli, args: &SetupArgs) -> ExitCode {
             env_names(block)
         ));
     }
-    match write_config(&cfg_path, &creds, upstream.map(|(_, b)| b)) {
+    match write_config(
+        &cfg_path,
+        &creds,
+        upstream.map(|(_, b)| b),
+        search_key.as_deref(),
+    ) {
         Ok(Written::Unchanged) => match fsutil::tighten(&cfg_path, 0o600) {
             Ok(true) => ui.ok(&format!(
                 "{} is up to date; restricted it to mode 0600",
@@ -431,9 +459,15 @@ fn setup(cli: &Cli, args: &SetupArgs) -> ExitCode {
     } else {
         match test_daemon(&ui, &cfg_path) {
             Ok(report) => {
+                let listed: Vec<String> = report
+                    .tools
+                    .iter()
+                    .map(|(name, n)| format!("{n} from {name}"))
+                    .collect();
                 ui.ok(&format!(
-                    "a throwaway daemon started and listed {} tools",
-                    report.tools
+                    "a throwaway daemon started and listed {} tools ({})",
+                    report.tools.iter().map(|(_, n)| n).sum::<usize>(),
+                    listed.join(", ")
                 ));
                 for (name, state) in &report.upstreams {
                     ui.info(&format!("upstream {name}: {state}"));
@@ -518,6 +552,12 @@ fn setup(cli: &Cli, args: &SetupArgs) -> ExitCode {
     ui.step(6, STEPS, "Client configs");
     let mut verify_entry: Option<Value> = None;
     let shim = shim_for(cli, Upstream::Google);
+    let search_shim = shim_for(cli, Upstream::Search);
+    let shims: Vec<&Shim> = if search_key.is_some() {
+        vec![&shim, &search_shim]
+    } else {
+        vec![&shim]
+    };
     if args.no_client {
         ui.warn("skipped (--no-client)");
     } else {
@@ -538,29 +578,34 @@ fn setup(cli: &Cli, args: &SetupArgs) -> ExitCode {
                 && args.claude_json.is_none())
             .then(claude_cli::ClaudeCli::find)
             .flatten();
-            let patched = match &cli {
-                Some(cli) => claude_cli::patch(&path, &shim, cli),
-                None => claude_config::patch_file(&path, kind, &shim),
-            };
-            match patched {
-                Ok(p) => {
-                    report_patch(&ui, kind, &p, &mut summary);
-                    if kind == ClientKind::ClaudeCode || verify_entry.is_none() {
-                        verify_entry = Some(shim.entry(kind));
-                    }
-                    if !p.changes.is_empty() {
-                        record(&mut state, kind, &p);
-                        if let Err(e) = save_state(&state) {
-                            ui.warn(&format!("could not record the change: {e}"));
+            for shim in &shims {
+                let patched = match &cli {
+                    Some(cli) => claude_cli::patch(&path, shim, cli),
+                    None => claude_config::patch_file(&path, kind, shim),
+                };
+                match patched {
+                    Ok(p) => {
+                        report_patch(&ui, kind, &p, &mut summary);
+                        if shim.upstream == Upstream::Google
+                            && (kind == ClientKind::ClaudeCode || verify_entry.is_none())
+                        {
+                            verify_entry = Some(shim.entry(kind));
+                        }
+                        if !p.changes.is_empty() {
+                            record(&mut state, kind, &p);
+                            if let Err(e) = save_state(&state) {
+                                ui.warn(&format!("could not record the change: {e}"));
+                            }
                         }
                     }
-                }
-                Err(e) => {
-                    ui.fail(&format!("{}: {e}", kind.label()));
-                    if matches!(e, FsError::Parse { .. } | FsError::NotAnObject { .. }) {
-                        ui.info("hint: fix the file (or restore a backup), then run `coogle setup` again");
+                    Err(e) => {
+                        ui.fail(&format!("{}: {e}", kind.label()));
+                        if matches!(e, FsError::Parse { .. } | FsError::NotAnObject { .. }) {
+                            ui.info("hint: fix the file (or restore a backup), then run `coogle setup` again");
+                        }
+                        failed = true;
+                        break;
                     }
-                    failed = true;
                 }
             }
         }
@@ -857,6 +902,83 @@ fn credentials_step(
     }
 }
 
+/// Whether to set up the ask_google search server, and with which Gemini API key: `None`
+/// leaves it out. A key from `--api-key-env`, the environment, config.json or a `.env` file is
+/// used (shown masked and checked); otherwise the wizard offers to take one. Under `--yes` the
+/// search server is set up when a key is found or `--search` is given (then a key must be).
+fn search_step(ui: &Ui, args: &SetupArgs, cfg_path: &Path) -> Result<Option<String>, String> {
+    if args.no_search {
+        return Ok(None);
+    }
+    ui.line("  Search server (ask_google: answers grounded in Google Search, through Gemini)");
+    let found = match &args.api_key_env {
+        Some(var) => match std::env::var(var) {
+            Ok(v) if !v.trim().is_empty() => Some((v.trim().to_owned(), format!("${var}"))),
+            _ => return Err(format!("--api-key-env names {var}, but {var} is not set")),
+        },
+        None => {
+            let config: Option<Value> = std::fs::read(cfg_path)
+                .ok()
+                .and_then(|b| serde_json::from_slice(&b).ok());
+            let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+            search::find_key(
+                &|v| std::env::var(v).ok(),
+                config.as_ref(),
+                &cwd,
+                &paths::home(),
+            )
+            .map(|f| (f.key, f.source.to_string()))
+        }
+    };
+    let key = match found {
+        Some((key, from)) => {
+            ui.ok(&format!("Gemini API key {} ({from})", mask(&key)));
+            if let Err(e) = search::check_key(&key) {
+                ui.warn(&e);
+                if args.search && !ui.interactive {
+                    return Err(format!(
+                        "{e}; the search server needs a real Gemini API key"
+                    ));
+                }
+                if !ui.interactive {
+                    ui.info("the search server is not set up (`coogle setup --search --api-key-env VAR` with a real key adds it)");
+                    return Ok(None);
+                }
+            }
+            if !ui.confirm("Set up the ask_google search server with this key?", true) {
+                return Ok(None);
+            }
+            key
+        }
+        None if args.search && !ui.interactive => {
+            return Err(
+                "--search needs a Gemini API key: GOOGLE_API_KEY, GEMINI_API_KEY, a .env file, or --api-key-env VAR".into(),
+            );
+        }
+        None if !ui.interactive => {
+            ui.info("no Gemini API key found; not set up (`coogle setup --search --api-key-env VAR` adds it)");
+            return Ok(None);
+        }
+        None => {
+            if !ui.confirm(
+                "Set up the ask_google search server? (needs a Gemini API key from https://aistudio.google.com/apikey)",
+                args.search,
+            ) {
+                return Ok(None);
+            }
+            let key = ui.password("Gemini API key").unwrap_or_default();
+            if key.trim().is_empty() {
+                ui.warn("no key entered; the search server is not set up");
+                return Ok(None);
+            }
+            search::check_key(&key)?;
+            ui.ok(&format!("Gemini API key {} (entered)", mask(&key)));
+            key.trim().to_owned()
+        }
+    };
+    Ok(Some(key))
+}
+
 /// Credentials config.json already provides: kept as they are, except a `claude-json`
 /// source, whose values are copied in (setup removes them from the client entry).
 fn existing_config_credentials(ui: &Ui, cfg_path: &Path) -> Option<CredChoice> {
@@ -957,6 +1079,7 @@ fn write_config(
     path: &Path,
     creds: &CredChoice,
     upstream: Option<Value>,
+    search_key: Option<&str>,
 ) -> Result<Written, FsError> {
     let block = match creds {
         CredChoice::Keep => None,
@@ -976,6 +1099,12 @@ fn write_config(
             && !root.contains_key("servers")
         {
             root.insert("mcp".into(), up.clone());
+        }
+        if let (Some(key), Some(root)) = (search_key, new.as_object_mut()) {
+            let search = root.entry("search").or_insert_with(|| json!({}));
+            if let Some(search) = search.as_object_mut() {
+                search.insert("apiKey".into(), json!(key));
+            }
         }
         if let Some(block) = &block {
             set_credentials(&mut new, block.clone());
@@ -1014,7 +1143,8 @@ fn set_credentials(doc: &mut Value, block: Value) {
 }
 
 struct TestReport {
-    tools: usize,
+    /// Tools listed per upstream, in config order.
+    tools: Vec<(String, usize)>,
     upstreams: Vec<(String, String)>,
 }
 
@@ -1081,19 +1211,31 @@ fn test_daemon(ui: &Ui, cfg_path: &Path) -> Result<TestReport, String> {
             let status = client::control(&socket, "status", Value::Null)
                 .await
                 .map_err(|e| format!("status: {e}"))?;
-            let tools = loop {
-                match client::control(&socket, "list_tools", Value::Null).await {
-                    Ok(v) => break v,
-                    Err(e) if Instant::now() > deadline => return Err(format!("list_tools: {e}")),
-                    Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
-                }
-            };
-            let count = tools
-                .get("tools")
-                .and_then(Value::as_array)
-                .or_else(|| tools.as_array())
-                .map(Vec::len)
-                .unwrap_or(0);
+            let names: Vec<String> = status["upstreams"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|u| u["name"].as_str().map(str::to_owned))
+                .collect();
+            let mut tools = Vec::new();
+            for name in &names {
+                let params = json!({"server": name});
+                let listed = loop {
+                    match client::control(&socket, "list_tools", params.clone()).await {
+                        Ok(v) => break v,
+                        Err(e) if Instant::now() > deadline => {
+                            return Err(format!("list_tools ({name}): {e}"));
+                        }
+                        Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
+                    }
+                };
+                let count = listed
+                    .get("tools")
+                    .and_then(Value::as_array)
+                    .map(Vec::len)
+                    .unwrap_or(0);
+                tools.push((name.clone(), count));
+            }
             let status = client::control(&socket, "status", Value::Null)
                 .await
                 .unwrap_or(status);
@@ -1109,10 +1251,7 @@ fn test_daemon(ui: &Ui, cfg_path: &Path) -> Result<TestReport, String> {
                 })
                 .collect();
             let _ = client::control(&socket, "shutdown", Value::Null).await;
-            Ok(TestReport {
-                tools: count,
-                upstreams,
-            })
+            Ok(TestReport { tools, upstreams })
         })
     });
     spinner.finish_and_clear();
