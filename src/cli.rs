@@ -179,7 +179,9 @@ pub async fn run(cli: Cli) -> ExitCode {
             serve(ctx, *log_stderr).await
         }
         Command::Logs { follow, lines } => logs(&paths::log_file(), *lines, *follow).await,
-        Command::SearchServer(args) => crate::search_server::run(args.clone()).await,
+        Command::SearchServer(args) => {
+            crate::search_server::run(args.clone(), cli.config.clone()).await
+        }
         _ => {
             logging::init_stderr("coogle=warn,rmcp=warn");
             let ctx = match Context::load(&cli) {

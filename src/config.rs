@@ -40,7 +40,21 @@ const TOP_LEVEL_KEYS: &[&str] = &[
     "servers",
     "mcp",
     "credentials",
+    "search",
 ];
+const SEARCH_KEYS: &[&str] = &[
+    "apiKey",
+    "apiBaseUrl",
+    "models",
+    "timeoutMs",
+    "retryBaseMs",
+    "maxRetries",
+    "maxConcurrent",
+];
+/// The search upstream's name, as `coogle mcp --server search` takes it.
+pub const SEARCH_SERVER: &str = "search";
+/// Gemini's REST endpoint.
+pub const DEFAULT_GEMINI_BASE_URL: &str = "https://generativelanguage.googleapis.com/v1beta";
 const SERVER_KEYS: &[&str] = &[
     "command",
     "args",
@@ -68,8 +82,65 @@ pub struct Config {
     /// `coogleTool`, default true: add the `coogle` tool (status, restart, async calls) to each
     /// upstream's tool list.
     pub coogle_tool: bool,
-    /// The upstreams, in file order; never empty.
+    /// The upstreams, in file order; never empty. Includes `search` (the built-in ask_google
+    /// server) when a Gemini API key is found and no server of that name is configured.
     pub servers: IndexMap<String, ServerConfig>,
+    /// The `search` section, read by `coogle search-server`.
+    pub search: SearchConfig,
+}
+
+/// The built-in search server's settings (`search` in config.json).
+#[derive(Clone, PartialEq)]
+pub struct SearchConfig {
+    /// `apiKey`: the Gemini API key, when written in the config (a secret: masked in Debug).
+    pub api_key: Option<String>,
+    /// `apiBaseUrl`, default [`DEFAULT_GEMINI_BASE_URL`]; tests point it at a loopback mock.
+    pub api_base_url: String,
+    /// `models.pro`, `models.flash`, `models.flashLite`: the Gemini model behind each choice.
+    pub model_pro: String,
+    pub model_flash: String,
+    pub model_flash_lite: String,
+    /// `timeoutMs`: one HTTP request's limit, default 60 s.
+    pub timeout: Duration,
+    /// `retryBaseMs`: the first retry's delay, doubled each time; default 1 s.
+    pub retry_base: Duration,
+    /// `maxRetries`: retries after the first attempt for transient errors, default 3.
+    pub max_retries: u32,
+    /// `maxConcurrent` of the `search` upstream, default 4 (answers take seconds; sessions
+    /// should not wait for each other's).
+    pub max_concurrent: usize,
+}
+
+impl fmt::Debug for SearchConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SearchConfig")
+            .field("api_key", &self.api_key.as_deref().map(mask))
+            .field("api_base_url", &self.api_base_url)
+            .field("model_pro", &self.model_pro)
+            .field("model_flash", &self.model_flash)
+            .field("model_flash_lite", &self.model_flash_lite)
+            .field("timeout", &self.timeout)
+            .field("retry_base", &self.retry_base)
+            .field("max_retries", &self.max_retries)
+            .field("max_concurrent", &self.max_concurrent)
+            .finish()
+    }
+}
+
+impl Default for SearchConfig {
+    fn default() -> Self {
+        SearchConfig {
+            api_key: None,
+            api_base_url: DEFAULT_GEMINI_BASE_URL.to_owned(),
+            model_pro: "gemini-3.1-pro-preview".to_owned(),
+            model_flash: "gemini-3-flash-preview".to_owned(),
+            model_flash_lite: "gemini-3.1-flash-lite-preview".to_owned(),
+            timeout: Duration::from_secs(60),
+            retry_base: Duration::from_secs(1),
+            max_retries: 3,
+            max_concurrent: 4,
+        }
+    }
 }
 
 /// One upstream MCP server that coogle starts and shares. Its `Debug` masks `env` values.
@@ -579,6 +650,35 @@ fn from_value_with(
         servers.insert(DEFAULT_SERVER.to_owned(), server);
     }
 
+    let search = search_from(&r, merged.get("search"))?;
+    if !servers.contains_key(SEARCH_SERVER) && search_key_available(search.api_key.as_deref(), home)
+    {
+        let mut args = vec!["search-server".to_owned()];
+        if let Some(f) = &file {
+            args.push("--config".to_owned());
+            args.push(f.display().to_string());
+        }
+        // Retries with backoff can outlast one request's timeout several times over.
+        let budget = search.timeout * (search.max_retries + 1)
+            + search.retry_base * ((1u32 << search.max_retries.min(16)) - 1);
+        servers.insert(
+            SEARCH_SERVER.to_owned(),
+            ServerConfig {
+                name: SEARCH_SERVER.to_owned(),
+                command: std::env::current_exe()
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_else(|_| "coogle".to_owned()),
+                args,
+                env: IndexMap::new(),
+                cwd: None,
+                credentials: CredentialsConfig::None,
+                max_concurrent: search.max_concurrent,
+                call_timeout: budget.max(Duration::from_millis(call_timeout_ms)),
+                client_capabilities: json!({}),
+            },
+        );
+    }
+
     Ok(Config {
         file,
         socket_path,
@@ -587,7 +687,68 @@ fn from_value_with(
         shutdown_grace_ms,
         coogle_tool,
         servers,
+        search,
     })
+}
+
+/// True when the search server would find a Gemini API key: the environment, the config, or a
+/// `.env` file in the working directory or home (what `coogle search-server` reads).
+fn search_key_available(config_key: Option<&str>, home: Option<&Path>) -> bool {
+    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+    let config = config_key.map(|k| json!({"search": {"apiKey": k}}));
+    crate::setup::search::find_key(
+        &|v| std::env::var(v).ok(),
+        config.as_ref(),
+        &cwd,
+        home.unwrap_or(Path::new("/nonexistent")),
+    )
+    .is_some()
+}
+
+fn search_from(r: &Reader<'_>, value: Option<&Value>) -> Result<SearchConfig, ConfigError> {
+    let mut search = SearchConfig::default();
+    let obj = match value {
+        None | Some(Value::Null) => return Ok(search),
+        Some(v) => r.object(v, "search")?,
+    };
+    r.warn_unknown(obj, SEARCH_KEYS, "search.");
+    search.api_key = r
+        .string(obj, "apiKey", "search.")?
+        .map(|k| k.trim().to_owned())
+        .filter(|k| !k.is_empty());
+    if let Some(url) = r.non_empty_string(obj, "apiBaseUrl", "search.")? {
+        if !(url.starts_with("https://") || url.starts_with("http://")) {
+            return Err(r.invalid("search.apiBaseUrl must be an http(s) URL"));
+        }
+        search.api_base_url = url.trim_end_matches('/').to_owned();
+    }
+    if let Some(models) = obj.get("models").filter(|m| !m.is_null()) {
+        let models = r.object(models, "search.models")?;
+        r.warn_unknown(models, &["pro", "flash", "flashLite"], "search.models.");
+        for (key, slot) in [
+            ("pro", &mut search.model_pro),
+            ("flash", &mut search.model_flash),
+            ("flashLite", &mut search.model_flash_lite),
+        ] {
+            if let Some(m) = r.non_empty_string(models, key, "search.models.")? {
+                *slot = m;
+            }
+        }
+    }
+    if let Some(ms) = r.positive(obj, "timeoutMs", "search.")? {
+        search.timeout = Duration::from_millis(ms);
+    }
+    if let Some(ms) = r.integer(obj, "retryBaseMs", "search.")? {
+        search.retry_base = Duration::from_millis(ms);
+    }
+    if let Some(n) = r.integer(obj, "maxRetries", "search.")? {
+        search.max_retries =
+            u32::try_from(n.min(10)).map_err(|_| r.invalid("search.maxRetries is too large"))?;
+    }
+    if let Some(n) = r.positive(obj, "maxConcurrent", "search.")? {
+        search.max_concurrent = usize::try_from(n).unwrap_or(usize::MAX);
+    }
+    Ok(search)
 }
 
 fn valid_server_name(name: &str) -> bool {
@@ -920,6 +1081,51 @@ mod tests {
 
     fn from(user: Value) -> Result<Config, ConfigError> {
         from_value_with(user, None, home())
+    }
+
+    /// The `search` section: defaults, overrides, and the search upstream it adds when the
+    /// config holds a key (with `--config` naming the file it came from).
+    #[test]
+    fn search_section() {
+        let d = from(json!({})).unwrap().search;
+        assert_eq!(d, SearchConfig::default());
+        assert_eq!(d.model_pro, "gemini-3.1-pro-preview");
+        let c = from_value_with(
+            json!({"search": {"apiKey": " AIza-config-key ", "apiBaseUrl": "http://127.0.0.1:1/v1/",
+                   "models": {"flashLite": "lite-x"}, "timeoutMs": 500, "retryBaseMs": 0,
+                   "maxRetries": 1, "maxConcurrent": 2}}),
+            Some(PathBuf::from("/etc/coogle.json")),
+            home(),
+        )
+        .unwrap();
+        assert_eq!(c.search.api_key.as_deref(), Some("AIza-config-key"));
+        assert_eq!(c.search.api_base_url, "http://127.0.0.1:1/v1");
+        assert_eq!(c.search.model_flash_lite, "lite-x");
+        assert_eq!(c.search.model_flash, "gemini-3-flash-preview");
+        assert_eq!(c.search.timeout, Duration::from_millis(500));
+        assert!(!format!("{:?}", c.search).contains("AIza-config-key"));
+        let search = &c.servers[SEARCH_SERVER];
+        assert_eq!(
+            search.args,
+            ["search-server", "--config", "/etc/coogle.json"]
+        );
+        assert_eq!(search.max_concurrent, 2);
+        assert_eq!(search.credentials, CredentialsConfig::None);
+        // A server the user named `search` is theirs; coogle adds nothing.
+        let c = from(
+            json!({"servers": {"google": {"command": "g"}, "search": {"command": "mine"}},
+                            "search": {"apiKey": "k"}}),
+        )
+        .unwrap();
+        assert_eq!(c.servers[SEARCH_SERVER].command, "mine");
+        assert_eq!(
+            invalid_detail(json!({"search": {"apiBaseUrl": "ftp://x"}})),
+            "search.apiBaseUrl must be an http(s) URL"
+        );
+        assert_eq!(
+            invalid_detail(json!({"search": {"timeoutMs": 0}})),
+            "search.timeoutMs must be at least 1"
+        );
     }
 
     fn invalid_detail(user: Value) -> String {

@@ -3,6 +3,8 @@
 //! helpers. Every wait is bounded; a failure prints what the processes said.
 #![allow(dead_code, clippy::print_stderr)]
 
+pub mod gemini_mock;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
@@ -129,6 +131,9 @@ impl Env {
             .env("RUST_LOG", "coogle=debug")
             // Never Claude Code's real CLI on a developer's PATH; tests that want one set it.
             .env("COOGLE_CLAUDE_CLI", "none")
+            // A developer's Gemini key would add the `search` upstream to every test daemon.
+            .env_remove("GOOGLE_API_KEY")
+            .env_remove("GEMINI_API_KEY")
             .stdin(Stdio::null());
         c
     }
@@ -191,10 +196,15 @@ impl Env {
     }
 
     pub fn shim_with(&self, extra: &[&str]) -> Shim {
-        let mut child = self
-            .cmd()
-            .arg("mcp")
-            .args(extra)
+        let mut args = vec!["mcp"];
+        args.extend_from_slice(extra);
+        self.stdio_server(self.cmd(), &args)
+    }
+
+    /// Any coogle mode that speaks MCP on stdio (`mcp`, `search-server`), driven as a client.
+    pub fn stdio_server(&self, mut cmd: Command, args: &[&str]) -> Shim {
+        let mut child = cmd
+            .args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
