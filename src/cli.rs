@@ -17,10 +17,25 @@ use crate::config::{self, Config};
 use crate::output::{self, ExitCode};
 use crate::{daemon, logging, paths, shim, wire};
 
+/// `coogle --version`: the package version, then the git revision and commit date when built
+/// from a git checkout (`0.1.0 (abc1234 2026-11-22)`).
+pub const VERSION_LINE: &str = if env!("COOGLE_GIT_REV").is_empty() {
+    env!("CARGO_PKG_VERSION")
+} else {
+    concat!(
+        env!("CARGO_PKG_VERSION"),
+        " (",
+        env!("COOGLE_GIT_REV"),
+        " ",
+        env!("COOGLE_GIT_DATE"),
+        ")"
+    )
+};
+
 #[derive(Debug, Parser)]
 #[command(
     name = "coogle",
-    version,
+    version = crate::cli::VERSION_LINE,
     about = "Share one stdio MCP server among many AI-agent sessions",
     long_about = "coogle runs one daemon per user that owns the MCP server child process(es) \
                   (by default Google Workspace MCP) and multiplexes every agent session onto \

@@ -44,6 +44,21 @@ pub fn out(text: &str) {
     }
 }
 
+/// Write bytes to stdout as they are (completions, a man page); a broken pipe ends quietly.
+pub fn out_raw(bytes: &[u8]) {
+    let mut stdout = io::stdout().lock();
+    if let Err(e) = stdout.write_all(bytes).and_then(|_| stdout.flush())
+        && e.kind() == io::ErrorKind::BrokenPipe
+    {
+        std::process::exit(0);
+    }
+}
+
+/// A warning on stderr: `warning: …`.
+pub fn warn(message: &str) {
+    eprintln!("warning: {message}");
+}
+
 pub fn json(value: &serde_json::Value) {
     out(&serde_json::to_string_pretty(value).unwrap_or_default());
 }

@@ -379,6 +379,35 @@ fn launchd_unload() -> ManagerState {
     ManagerState::Unavailable("launchd exists only on macOS".into())
 }
 
+/// Restart the installed and running service (after an update, so the new binary serves).
+/// `None` when no service is installed or it is not running under a manager here; otherwise
+/// what restarted it, or why that failed.
+pub fn restart_installed() -> Option<Result<String, String>> {
+    if !installed_path().exists() || is_active() != Some(true) {
+        return None;
+    }
+    if cfg!(target_os = "macos") {
+        let target = format!("gui/{}/{LABEL}", paths::uid());
+        Some(
+            run_bounded(
+                Path::new("/bin/launchctl"),
+                &["kickstart", "-k", &target],
+                MANAGER_LIMIT,
+            )
+            .map(|_| format!("launchctl kickstart -k {target}")),
+        )
+    } else {
+        Some(
+            run_bounded(
+                &systemctl(),
+                &["--user", "restart", UNIT_NAME],
+                MANAGER_LIMIT,
+            )
+            .map(|_| format!("systemctl --user restart {UNIT_NAME}")),
+        )
+    }
+}
+
 /// Is the service running? `None` when that cannot be known here.
 pub fn is_active() -> Option<bool> {
     if cfg!(target_os = "macos") {

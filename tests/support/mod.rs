@@ -3,6 +3,7 @@
 //! helpers. Every wait is bounded; a failure prints what the processes said.
 #![allow(dead_code, clippy::print_stderr)]
 
+pub mod fake_github;
 pub mod gemini_mock;
 
 use std::io::{BufRead, BufReader, Read, Write};
