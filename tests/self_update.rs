@@ -8,72 +8,11 @@ mod support;
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
 use support::Env;
-use support::fake_github::{Asset, FakeGithub, Release};
-
-fn target() -> String {
-    format!("{}-unknown-linux-gnu", std::env::consts::ARCH)
-}
-
-/// The "new" coogle: a script that answers `--version` as `version` and otherwise runs the
-/// real binary (so the daemon it starts is real), logging each call.
-fn new_binary(dir: &Path, version: &str, log: &Path) -> String {
-    let _ = dir;
-    format!(
-        "#!/bin/sh\necho \"$*\" >> '{}'\nif [ \"$1\" = --version ]; then echo 'coogle {version} (test build)'; exit 0; fi\nexec '{}' \"$@\"\n",
-        log.display(),
-        support::COOGLE
-    )
-}
-
-/// `coogle-<version>-<target>.tar.gz` holding `coogle-<version>-<target>/coogle` = `script`.
-fn archive(dir: &Path, version: &str, script: &str) -> (String, Vec<u8>) {
-    let name = format!("coogle-{version}-{}", target());
-    let stage = dir.join(format!("stage-{version}"));
-    fs::create_dir_all(stage.join(&name)).unwrap();
-    let bin = stage.join(&name).join("coogle");
-    fs::write(&bin, script).unwrap();
-    fs::set_permissions(&bin, fs::Permissions::from_mode(0o755)).unwrap();
-    let out = dir.join(format!("{name}.tar.gz"));
-    let ok = Command::new("tar")
-        .arg("-czf")
-        .arg(&out)
-        .arg("-C")
-        .arg(&stage)
-        .arg(&name)
-        .status()
-        .unwrap();
-    assert!(ok.success());
-    (format!("{name}.tar.gz"), fs::read(out).unwrap())
-}
-
-fn sha256(bytes: &[u8], dir: &Path) -> String {
-    let f = dir.join("to-hash");
-    fs::write(&f, bytes).unwrap();
-    let out = Command::new("sha256sum").arg(&f).output().unwrap();
-    String::from_utf8(out.stdout).unwrap()[..64].to_owned()
-}
-
-fn release(dir: &Path, version: &str, log: &Path, corrupt_sum: bool) -> Release {
-    let (name, bytes) = archive(dir, version, &new_binary(dir, version, log));
-    let mut sum = sha256(&bytes, dir);
-    if corrupt_sum {
-        sum = sum.replace(&sum[..4], "0000");
-    }
-    Release {
-        tag: format!("v{version}"),
-        assets: vec![
-            Asset {
-                name: "SHA256SUMS".into(),
-                bytes: format!("{sum}  {name}\n").into_bytes(),
-            },
-            Asset { name, bytes },
-        ],
-    }
-}
+use support::fake_github::{FakeGithub, release};
 
 struct World {
     env: Env,

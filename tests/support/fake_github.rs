@@ -1,10 +1,15 @@
 //! A fake GitHub releases API and download server on 127.0.0.1: `GET
 //! /repos/<owner>/<name>/releases` lists the releases given, each asset's `url` points back at
-//! `/assets/<tag>/<name>`, which serves its bytes. Every request is recorded (path and
+//! `/assets/<tag>/<name>`, which serves its bytes; `/download/<tag>/<name>` and
+//! `/latest/download/<name>` (the first release) serve them as github.com's download links do. Every request is recorded (path and
 //! Authorization header) so tests can check what was asked for.
 
+use std::fs;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::process::Command;
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
@@ -115,6 +120,14 @@ fn serve(stream: TcpStream, log: &Mutex<Vec<Request>>, releases: &[Release], bas
                 "application/json",
                 listing(releases, base).to_string().into_bytes(),
             )
+        } else if let Some(name) = bare.strip_prefix("/latest/download/") {
+            match releases
+                .first()
+                .and_then(|r| r.assets.iter().find(|a| a.name == name))
+            {
+                Some(a) => (200, "application/octet-stream", a.bytes.clone()),
+                None => (404, "text/plain", b"not found".to_vec()),
+            }
         } else if let Some(rest) = bare
             .strip_prefix("/assets/")
             .or_else(|| bare.strip_prefix("/download/"))
@@ -141,5 +154,66 @@ fn serve(stream: TcpStream, log: &Mutex<Vec<Request>>, releases: &[Release], bas
         if writer.write_all(head.as_bytes()).is_err() || writer.write_all(&bytes).is_err() {
             return;
         }
+    }
+}
+
+pub fn target() -> String {
+    format!("{}-unknown-linux-gnu", std::env::consts::ARCH)
+}
+
+/// The "new" coogle: a script that answers `--version` as `version` and otherwise runs the
+/// real binary (so the daemon it starts is real), logging each call.
+fn new_binary(version: &str, log: &Path) -> String {
+    format!(
+        "#!/bin/sh\necho \"$*\" >> '{}'\nif [ \"$1\" = --version ]; then echo 'coogle {version} (test build)'; exit 0; fi\nexec '{}' \"$@\"\n",
+        log.display(),
+        super::COOGLE
+    )
+}
+
+/// `coogle-<version>-<target>.tar.gz` holding `coogle-<version>-<target>/coogle` = `script`.
+fn archive(dir: &Path, version: &str, script: &str) -> (String, Vec<u8>) {
+    let name = format!("coogle-{version}-{}", target());
+    let stage = dir.join(format!("stage-{version}"));
+    fs::create_dir_all(stage.join(&name)).unwrap();
+    let bin = stage.join(&name).join("coogle");
+    fs::write(&bin, script).unwrap();
+    fs::set_permissions(&bin, fs::Permissions::from_mode(0o755)).unwrap();
+    let out = dir.join(format!("{name}.tar.gz"));
+    let ok = Command::new("tar")
+        .arg("-czf")
+        .arg(&out)
+        .arg("-C")
+        .arg(&stage)
+        .arg(&name)
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    (format!("{name}.tar.gz"), fs::read(out).unwrap())
+}
+
+fn sha256(bytes: &[u8], dir: &Path) -> String {
+    let f = dir.join("to-hash");
+    fs::write(&f, bytes).unwrap();
+    let out = Command::new("sha256sum").arg(&f).output().unwrap();
+    String::from_utf8(out.stdout).unwrap()[..64].to_owned()
+}
+
+/// A release `v<version>` with its archive and a SHA256SUMS (wrong, with `corrupt_sum`).
+pub fn release(dir: &Path, version: &str, log: &Path, corrupt_sum: bool) -> Release {
+    let (name, bytes) = archive(dir, version, &new_binary(version, log));
+    let mut sum = sha256(&bytes, dir);
+    if corrupt_sum {
+        sum = sum.replace(&sum[..4], "0000");
+    }
+    Release {
+        tag: format!("v{version}"),
+        assets: vec![
+            Asset {
+                name: "SHA256SUMS".into(),
+                bytes: format!("{sum}  {name}\n").into_bytes(),
+            },
+            Asset { name, bytes },
+        ],
     }
 }

@@ -1,0 +1,66 @@
+# Homebrew formula for coogle. scripts/release.sh fills in `url` and `sha256` for each release;
+# the rest is maintained by hand and checked by tests/distribution.rs (ruby -c, and the flags it
+# passes to coogle exist).
+class Coogle < Formula
+  desc "Share one stdio MCP server (Google Workspace MCP) among many AI-agent sessions"
+  homepage "https://github.com/coogle-dev/coogle"
+  url "https://github.com/coogle-dev/coogle/releases/download/v0.1.0/coogle-0.1.0.tar.gz"
+  sha256 "0000000000000000000000000000000000000000000000000000000000000000"
+  license "MIT"
+  head "https://github.com/coogle-dev/coogle.git", branch: "main"
+
+  depends_on "rust" => :build
+
+  def install
+    system "cargo", "install", *std_cargo_args
+    generate_completions_from_executable(bin/"coogle", "completions")
+    (man1/"coogle.1").write Utils.safe_popen_read(bin/"coogle", "completions", "--man")
+  end
+
+  service do
+    run [opt_bin/"coogle", "serve"]
+    keep_alive successful_exit: false
+    log_path var/"log/coogle.log"
+    error_log_path var/"log/coogle.log"
+    environment_variables PATH: std_service_path_env
+  end
+
+  def caveats
+    <<~EOS
+      Point your agents at coogle (writes the config, installs the service, patches
+      ~/.claude.json with a backup):
+        coogle setup
+      Check everything with:
+        coogle doctor
+      `brew upgrade coogle` updates it (coogle self-update is for standalone installs).
+    EOS
+  end
+
+  test do
+    assert_match version.to_s, shell_output("#{bin}/coogle --version")
+
+    # A daemon on a temporary socket with a trivial upstream (coogle's own search server, which
+    # lists its tool without any key or network), then `coogle status`.
+    socket = testpath/"run/coogle.sock"
+    config = testpath/"config.json"
+    config.write <<~JSON
+      {"servers": {"trivial": {"command": "#{bin}/coogle", "args": ["search-server"]}}}
+    JSON
+    ENV["XDG_STATE_HOME"] = (testpath/"state").to_s
+    pid = spawn bin/"coogle", "serve", "--config", config, "--socket", socket
+    begin
+      output = ""
+      40.times do
+        output = `#{bin}/coogle status --config #{config} --socket #{socket} 2>&1`
+        break if output.include?("trivial · ready")
+
+        sleep 0.5
+      end
+      assert_match "trivial · ready", output
+      assert_match "ask_google", shell_output("#{bin}/coogle tools --server trivial --config #{config} --socket #{socket}")
+    ensure
+      system bin/"coogle", "stop", "--socket", socket
+      Process.wait(pid)
+    end
+  end
+end

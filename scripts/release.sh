@@ -1,0 +1,109 @@
+#!/bin/sh
+# Build coogle's release artifacts into DIR (default target/release-artifacts):
+#   coogle-<version>-<target>.tar.gz  for each target this machine can build (the host always;
+#                                     others whose rustup target is installed), each holding
+#                                     coogle-<version>-<target>/{coogle,README.md,LICENSE,
+#                                     completions/,coogle.1}
+#   coogle-<version>.tar.gz           the source tarball (git archive of the tag, or HEAD)
+#   SHA256SUMS                        of all of the above
+# and point homebrew/coogle.rb at the source tarball (url and sha256).
+#
+#   scripts/release.sh [--out DIR] [--target TRIPLE]... [--binary PATH] [--formula FILE]
+#                      [--url-base URL]
+#
+# --binary packs an already-built host binary instead of building (CI reuses its build).
+set -eu
+
+root="$(cd "$(dirname "$0")/.." && pwd)"
+out="$root/target/release-artifacts"
+formula="$root/homebrew/coogle.rb"
+url_base="https://github.com/coogle-dev/coogle/releases/download"
+binary=""
+targets=""
+
+say() { printf '%s\n' "$*"; }
+die() { printf 'error: %s\n' "$*" >&2; exit 1; }
+
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --out) [ $# -ge 2 ] || die "--out needs a value"; out="$2"; shift 2 ;;
+        --target) [ $# -ge 2 ] || die "--target needs a value"; targets="$targets $2"; shift 2 ;;
+        --binary) [ $# -ge 2 ] || die "--binary needs a value"; binary="$2"; shift 2 ;;
+        --formula) [ $# -ge 2 ] || die "--formula needs a value"; formula="$2"; shift 2 ;;
+        --url-base) [ $# -ge 2 ] || die "--url-base needs a value"; url_base="$2"; shift 2 ;;
+        -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+        *) die "unknown option $1 (try --help)" ;;
+    esac
+done
+
+version="$(sed -n 's/^version = "\(.*\)"$/\1/p' "$root/Cargo.toml" | head -n 1)"
+[ -n "$version" ] || die "no version in Cargo.toml"
+host="$(rustc -vV | sed -n 's/^host: //p')"
+[ -n "$host" ] || die "rustc -vV did not name the host target"
+if [ -z "$targets" ]; then
+    targets="$host"
+    for t in x86_64-unknown-linux-gnu aarch64-unknown-linux-gnu x86_64-apple-darwin aarch64-apple-darwin; do
+        [ "$t" = "$host" ] && continue
+        if rustup target list --installed 2>/dev/null | grep -qx "$t"; then
+            targets="$targets $t"
+        fi
+    done
+fi
+
+sha256() {
+    if command -v sha256sum >/dev/null 2>&1; then
+        sha256sum "$1" | cut -d' ' -f1
+    else
+        shasum -a 256 "$1" | cut -d' ' -f1
+    fi
+}
+
+mkdir -p "$out"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT INT TERM
+: > "$work/SHA256SUMS"
+
+for t in $targets; do
+    if [ -n "$binary" ] && [ "$t" = "$host" ]; then
+        bin="$binary"
+    else
+        say "building $t"
+        cargo build --release --locked --target "$t" --manifest-path "$root/Cargo.toml" \
+            || { say "warning: could not build $t; skipped"; continue; }
+        bin="$root/target/$t/release/coogle"
+    fi
+    [ -x "$bin" ] || die "no binary at $bin"
+    name="coogle-$version-$t"
+    stage="$work/$name"
+    mkdir -p "$stage/completions"
+    cp "$bin" "$stage/coogle"
+    cp "$root/README.md" "$stage/"
+    [ -f "$root/LICENSE" ] && cp "$root/LICENSE" "$stage/"
+    if [ "$t" = "$host" ]; then
+        # Completions and the man page come from the binary itself.
+        for shell in bash zsh fish; do
+            "$stage/coogle" completions "$shell" > "$stage/completions/coogle.$shell"
+        done
+        "$stage/coogle" completions --man > "$stage/coogle.1"
+    fi
+    tar -czf "$out/$name.tar.gz" -C "$work" "$name"
+    printf '%s  %s\n' "$(sha256 "$out/$name.tar.gz")" "$name.tar.gz" >> "$work/SHA256SUMS"
+    say "packed $out/$name.tar.gz"
+done
+
+# The source tarball the formula builds from: the tag when it exists, else HEAD.
+ref="v$version"
+git -C "$root" rev-parse -q --verify "refs/tags/$ref" >/dev/null || ref="HEAD"
+src="coogle-$version.tar.gz"
+git -C "$root" archive --format=tar.gz --prefix="coogle-$version/" -o "$out/$src" "$ref"
+src_sha="$(sha256 "$out/$src")"
+printf '%s  %s\n' "$src_sha" "$src" >> "$work/SHA256SUMS"
+cp "$work/SHA256SUMS" "$out/SHA256SUMS"
+say "wrote $out/SHA256SUMS"
+
+if [ -f "$formula" ]; then
+    sed -e "s|^  url \".*\"|  url \"$url_base/v$version/$src\"|" \
+        -e "s|^  sha256 \".*\"|  sha256 \"$src_sha\"|" "$formula" > "$work/formula.rb"
+    cp "$work/formula.rb" "$formula"
+    say "updated $formula (url $url_base/v$version/$src, sha256 $src_sha)"
+fi

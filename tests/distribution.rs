@@ -1,0 +1,290 @@
+//! Distribution inputs, checked on Linux: every shell script passes shellcheck; the Homebrew
+//! formula parses (`ruby -c`), has its `service` and `test` blocks, and every coogle command
+//! and flag it uses exists; the macOS packaging script's `--dry-run` validates its inputs (and
+//! fails on a broken distribution.xml); `scripts/release.sh` packs an archive whose checksums
+//! verify and points the formula at the source tarball; completions and the man page.
+
+mod support;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn run(cmd: &mut Command) -> (i32, String, String) {
+    let out = cmd.output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn shell_scripts() -> Vec<PathBuf> {
+    let mut v = vec![
+        root().join(".ci/run"),
+        root().join("packaging/macos/build-pkg.sh"),
+        root().join("packaging/macos/scripts/postinstall"),
+    ];
+    for e in fs::read_dir(root().join("scripts")).unwrap().flatten() {
+        if e.path().extension().is_some_and(|x| x == "sh") {
+            v.push(e.path());
+        }
+    }
+    v
+}
+
+#[test]
+fn every_script_passes_shellcheck() {
+    let Some(shellcheck) = support::require_program("shellcheck") else {
+        return;
+    };
+    let scripts = shell_scripts();
+    assert!(scripts.len() >= 5, "{scripts:?}");
+    let (code, out, err) = run(Command::new(shellcheck).args(&scripts));
+    assert_eq!(code, 0, "shellcheck:\n{out}{err}");
+}
+
+#[test]
+fn the_formula_parses_and_matches_the_cli() {
+    let formula = fs::read_to_string(root().join("homebrew/coogle.rb")).unwrap();
+    if let Some(ruby) = support::require_program("ruby") {
+        let (code, out, err) = run(Command::new(ruby)
+            .arg("-c")
+            .arg(root().join("homebrew/coogle.rb")));
+        assert_eq!(code, 0, "{out}{err}");
+        assert!(out.contains("Syntax OK"), "{out}");
+    }
+    for needle in [
+        "depends_on \"rust\" => :build",
+        "system \"cargo\", \"install\", *std_cargo_args",
+        "generate_completions_from_executable(bin/\"coogle\", \"completions\")",
+        "man1/\"coogle.1\"",
+        "service do",
+        "run [opt_bin/\"coogle\", \"serve\"]",
+        "keep_alive successful_exit: false",
+        "log_path var/\"log/coogle.log\"",
+        "test do",
+        "coogle setup",
+    ] {
+        assert!(formula.contains(needle), "the formula lacks {needle:?}");
+    }
+    // Every `coogle <command> ... --flag` the formula runs exists in this CLI.
+    let mut checked = 0;
+    for line in formula.lines().filter(|l| !l.trim_start().starts_with('{')) {
+        let words: Vec<String> = line
+            .split(|c: char| {
+                c.is_whitespace()
+                    || c == ','
+                    || c == '"'
+                    || c == '('
+                    || c == ')'
+                    || c == '['
+                    || c == ']'
+            })
+            .filter(|w| !w.is_empty())
+            .map(str::to_owned)
+            .collect();
+        let Some(at) = words
+            .iter()
+            .position(|w| w.ends_with("/coogle") || w.ends_with("bin/"))
+        else {
+            continue;
+        };
+        let rest: Vec<&String> = words[at + 1..]
+            .iter()
+            .skip_while(|w| *w == "coogle")
+            .collect();
+        let Some(sub) = rest
+            .iter()
+            .find(|w| w.chars().all(|c| c.is_ascii_lowercase() || c == '-') && !w.starts_with('-'))
+        else {
+            continue;
+        };
+        let help = run(Command::new(support::COOGLE).args([sub.as_str(), "--help"]));
+        assert_eq!(
+            help.0, 0,
+            "`coogle {sub}` (formula line {line:?}) is not a command: {}",
+            help.2
+        );
+        for flag in rest.iter().filter(|w| w.starts_with("--")) {
+            let flag = flag.split('=').next().unwrap();
+            if flag == "--version" {
+                continue;
+            }
+            assert!(
+                help.1.contains(flag),
+                "`coogle {sub}` has no {flag} (formula line {line:?})"
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked >= 4, "only {checked} flags found in the formula");
+}
+
+#[test]
+fn the_pkg_script_dry_run_validates_its_inputs() {
+    let script = root().join("packaging/macos/build-pkg.sh");
+    let (code, out, err) = run(Command::new("sh")
+        .arg(&script)
+        .arg("--dry-run")
+        .env_remove("COOGLE_SIGN_APP")
+        .env_remove("COOGLE_SIGN_INSTALLER"));
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("inputs valid"), "{out}");
+    assert!(out.contains("UNSIGNED"), "{out}");
+    assert!(out.contains("would run: lipo -create"), "{out}");
+    assert!(out.contains("--identifier dev.coogle.pkg"), "{out}");
+
+    // With identities: hardened runtime, timestamps, installer signature, notarization, staple.
+    let (code, out, err) = run(Command::new("sh")
+        .arg(&script)
+        .args(["--dry-run", "--version", "1.2.3"])
+        .env("COOGLE_SIGN_APP", "Developer ID Application: Test (TEAM)")
+        .env(
+            "COOGLE_SIGN_INSTALLER",
+            "Developer ID Installer: Test (TEAM)",
+        )
+        .env("COOGLE_NOTARY_PROFILE", "coogle-notary"));
+    assert_eq!(code, 0, "{out}{err}");
+    for needle in [
+        "codesign --force --options runtime --timestamp --sign Developer ID Application: Test (TEAM)",
+        "productsign --timestamp --sign Developer ID Installer: Test (TEAM)",
+        "xcrun notarytool submit",
+        "--keychain-profile coogle-notary --wait",
+        "xcrun stapler staple",
+        "coogle-1.2.3.pkg",
+    ] {
+        assert!(out.contains(needle), "missing {needle:?} in\n{out}");
+    }
+
+    // A broken distribution.xml fails the dry run.
+    let tmp = tempfile::tempdir().unwrap();
+    let copy = tmp.path().join("packaging/macos");
+    copy_dir(&root().join("packaging/macos"), &copy);
+    fs::copy(root().join("Cargo.toml"), tmp.path().join("Cargo.toml")).unwrap();
+    fs::write(
+        copy.join("distribution.xml"),
+        "<installer-gui-script><title>x</installer-gui-script>",
+    )
+    .unwrap();
+    let (code, out, err) = run(Command::new("sh")
+        .arg(copy.join("build-pkg.sh"))
+        .arg("--dry-run"));
+    assert_ne!(code, 0, "{out}{err}");
+    assert!(err.contains("not well-formed"), "{err}");
+}
+
+#[test]
+fn the_postinstall_never_runs_setup_as_root() {
+    let text = fs::read_to_string(root().join("packaging/macos/scripts/postinstall")).unwrap();
+    for line in text.lines().map(str::trim) {
+        if line.starts_with('#') || line.starts_with("echo") {
+            continue;
+        }
+        assert!(
+            !line.contains("coogle setup"),
+            "postinstall runs setup: {line}"
+        );
+    }
+    assert!(
+        text.contains("coogle setup"),
+        "it tells the user to run coogle setup"
+    );
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    fs::create_dir_all(to).unwrap();
+    for e in fs::read_dir(from).unwrap().flatten() {
+        let target = to.join(e.file_name());
+        if e.path().is_dir() {
+            copy_dir(&e.path(), &target);
+        } else {
+            fs::copy(e.path(), &target).unwrap();
+        }
+    }
+}
+
+#[test]
+fn release_script_packs_verifiable_artifacts_and_updates_the_formula() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out_dir = tmp.path().join("out");
+    let formula = tmp.path().join("coogle.rb");
+    fs::copy(root().join("homebrew/coogle.rb"), &formula).unwrap();
+    let (code, out, err) = run(Command::new("sh")
+        .arg(root().join("scripts/release.sh"))
+        .arg("--out")
+        .arg(&out_dir)
+        .arg("--binary")
+        .arg(support::COOGLE)
+        .arg("--formula")
+        .arg(&formula));
+    assert_eq!(code, 0, "{out}{err}");
+    let host = format!("{}-unknown-linux-gnu", std::env::consts::ARCH);
+    let name = format!("coogle-0.1.0-{host}");
+    assert!(out_dir.join(format!("{name}.tar.gz")).is_file(), "{out}");
+    // Every checksum verifies.
+    let (code, sums, err) = run(Command::new("sha256sum")
+        .arg("-c")
+        .arg("SHA256SUMS")
+        .current_dir(&out_dir));
+    assert_eq!(code, 0, "{sums}{err}");
+    assert!(
+        sums.contains(&format!("{name}.tar.gz: OK")) && sums.contains("coogle-0.1.0.tar.gz: OK"),
+        "{sums}"
+    );
+    // The archive's layout: the binary (which runs), docs, completions, man page.
+    let unpacked = tmp.path().join("unpacked");
+    fs::create_dir_all(&unpacked).unwrap();
+    let (code, _, err) = run(Command::new("tar")
+        .arg("-xzf")
+        .arg(out_dir.join(format!("{name}.tar.gz")))
+        .arg("-C")
+        .arg(&unpacked));
+    assert_eq!(code, 0, "{err}");
+    let dir = unpacked.join(&name);
+    for f in [
+        "coogle",
+        "README.md",
+        "LICENSE",
+        "coogle.1",
+        "completions/coogle.bash",
+        "completions/coogle.zsh",
+        "completions/coogle.fish",
+    ] {
+        assert!(dir.join(f).is_file(), "{f} missing from the archive");
+    }
+    let (code, version, _) = run(Command::new(dir.join("coogle")).arg("--version"));
+    assert_eq!(code, 0);
+    assert!(version.starts_with("coogle 0.1.0"), "{version}");
+    let (code, _, err) = run(Command::new("bash")
+        .arg("-n")
+        .arg(dir.join("completions/coogle.bash")));
+    assert_eq!(code, 0, "{err}");
+    let bash = fs::read_to_string(dir.join("completions/coogle.bash")).unwrap();
+    assert!(
+        bash.contains("self-update") && bash.contains("search-server"),
+        "subcommands missing"
+    );
+    // The formula now names the source tarball and its checksum.
+    let rb = fs::read_to_string(&formula).unwrap();
+    let src_line = sums.lines().next().unwrap_or_default();
+    let all = fs::read_to_string(out_dir.join("SHA256SUMS")).unwrap();
+    let src_sha = all
+        .lines()
+        .find(|l| l.ends_with("  coogle-0.1.0.tar.gz"))
+        .unwrap()[..64]
+        .to_owned();
+    assert!(rb.contains("  url \"https://github.com/coogle-dev/coogle/releases/download/v0.1.0/coogle-0.1.0.tar.gz\""), "{rb}");
+    assert!(
+        rb.contains(&format!("  sha256 \"{src_sha}\"")),
+        "{rb}\n{src_line}"
+    );
+    if let Some(ruby) = support::require_program("ruby") {
+        let (code, out, err) = run(Command::new(ruby).arg("-c").arg(&formula));
+        assert_eq!(code, 0, "{out}{err}");
+    }
+}
