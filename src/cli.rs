@@ -335,7 +335,7 @@ pub fn render_status(status: &Value) -> String {
             line.push_str(&format!(" · up {}", fmt_duration_ms(up)));
         }
         if let Some(t) = u["tools"].as_u64() {
-            line.push_str(&format!(" · {t} tools"));
+            line.push_str(&format!(" · {t} tool{}", if t == 1 { "" } else { "s" }));
         }
         out.push_str(&line);
         out.push('\n');
@@ -439,7 +439,8 @@ async fn tools(
                 .trim();
             text.push_str(&format!("{:width$}  {desc}\n", t.name));
         }
-        text.push_str(&format!("{} tools", tools.len()));
+        let n = tools.len();
+        text.push_str(&format!("{n} tool{}", if n == 1 { "" } else { "s" }));
         output::out(&text);
     }
     Ok(ExitCode::Success)

@@ -288,3 +288,29 @@ fn release_script_packs_verifiable_artifacts_and_updates_the_formula() {
         assert_eq!(code, 0, "{out}{err}");
     }
 }
+
+/// `coogle --version` names the git revision it was built from (this checkout's HEAD).
+#[test]
+fn version_names_the_git_revision() {
+    let (code, version, _) = run(Command::new(support::COOGLE).arg("--version"));
+    assert_eq!(code, 0);
+    assert!(version.starts_with("coogle 0.1.0"), "{version}");
+    let head = Command::new("git")
+        .args(["rev-parse", "--short=7", "HEAD"])
+        .current_dir(root())
+        .output();
+    match head {
+        Ok(h) if h.status.success() => {
+            let rev = String::from_utf8_lossy(&h.stdout).trim().to_owned();
+            assert!(
+                version.contains(&format!("({rev}")),
+                "{version} lacks {rev}"
+            );
+        }
+        _ => assert_eq!(
+            version.trim(),
+            "coogle 0.1.0",
+            "no git here, so no revision"
+        ),
+    }
+}
