@@ -245,7 +245,7 @@ pub async fn run(config: Config, options: Options) -> Result<Outcome, DaemonErro
     loop {
         tokio::select! {
             _ = socket_check.tick() => {
-                if socket_identity(&rt.socket) != our_socket {
+                if socket_lost(our_socket, socket_identity(&rt.socket)) {
                     tracing::warn!(socket = %rt.socket.display(), "the socket was removed or replaced; shutting down");
                     break;
                 }
@@ -283,6 +283,13 @@ pub async fn run(config: Config, options: Options) -> Result<Outcome, DaemonErro
     tracing::info!("coogle daemon stopped");
     drop(lock);
     Ok(Outcome::Stopped)
+}
+
+/// True when the socket file is gone or is not ours any more. Ours being unknown (`None`: the
+/// file vanished between bind and the first look, its directory deleted under a starting
+/// daemon) counts as gone, or such a daemon would run unreachable forever.
+fn socket_lost(ours: Option<(u64, u64)>, now: Option<(u64, u64)>) -> bool {
+    now.is_none() || now != ours
 }
 
 /// The (device, inode) of the socket file, to tell ours from a replacement.
@@ -596,4 +603,19 @@ async fn mcp_session(
     }
     handle.send(Event::SessionClosed { id }).await;
     let _ = tokio::time::timeout(Duration::from_secs(5), writer).await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Regression: a daemon whose socket directory was deleted right after it bound (a test
+    /// ending just as a shim started it) compared `None` with `None` and never stopped.
+    #[test]
+    fn a_socket_never_seen_counts_as_lost() {
+        assert!(socket_lost(None, None));
+        assert!(socket_lost(Some((1, 2)), None));
+        assert!(socket_lost(Some((1, 2)), Some((1, 3))));
+        assert!(!socket_lost(Some((1, 2)), Some((1, 2))));
+    }
 }
