@@ -105,12 +105,23 @@ pub fn init_daemon(log_file: &Path, level: &str, also_stderr: bool) -> io::Resul
     Ok(())
 }
 
-/// For every other mode: stderr only, quiet by default.
+/// For every other mode: stderr only, quiet by default. `RUST_LOG` takes `target=level` lists
+/// here (a `Targets` filter, which parses by hand): the shim starts once per agent session and
+/// should not page in the `EnvFilter` machinery for a process that only pumps bytes.
 pub fn init_stderr(default: &str) {
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter(default))
-        .with_ansi(io::stderr().is_terminal())
-        .with_writer(io::stderr)
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+    let targets: tracing_subscriber::filter::Targets = std::env::var("RUST_LOG")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| default.parse().unwrap_or_default());
+    let _ = tracing_subscriber::registry()
+        .with(
+            tracing_subscriber::fmt::layer()
+                .with_ansi(io::stderr().is_terminal())
+                .with_writer(io::stderr),
+        )
+        .with(targets)
         .try_init();
 }
 

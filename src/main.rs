@@ -5,6 +5,13 @@ use coogle::cli::{self, Command};
 use coogle::output::{self, ExitCode};
 
 fn main() -> std::process::ExitCode {
+    // The shim starts once per agent session: its plain forms skip clap (see `fast_mcp`).
+    let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+    if let Some(cli) = cli::fast_mcp(&args, &|k| std::env::var_os(k))
+        && let Command::Mcp { server } = &cli.command
+    {
+        return cli::mcp(&cli, server.clone()).into();
+    }
     let cli = cli::Cli::parse();
     // The shim is a pump that must stay small and add no hand-offs: plain threads, no runtime.
     match &cli.command {
