@@ -231,3 +231,30 @@ fn a_daemon_whose_socket_is_removed_stops_with_its_child() {
     assert_eq!(code, Some(0));
     assert!(!pid_alive(child));
 }
+
+/// Regression: stopping a daemon with live sessions polled a finished session writer again
+/// ("JoinHandle polled after completion", a panic in a runtime worker, seen on `coogle stop`).
+#[test]
+fn stopping_with_live_sessions_panics_nowhere() {
+    let env = Env::with_fake(json!({}));
+    let mut daemon = env.daemon();
+    // Sessions in both states: initialized, and connected but silent (an agent that started
+    // its server and has not spoken yet).
+    let mut shims: Vec<Shim> = (0..6).map(|_| env.shim()).collect();
+    for s in shims.iter_mut().take(3) {
+        s.initialize();
+    }
+    wait_for("six sessions", Duration::from_secs(10), || {
+        control(&env.socket, "status", Value::Null).is_ok_and(|s| {
+            s["upstreams"][0]["sessions"]
+                .as_array()
+                .is_some_and(|a| a.len() == 6)
+        })
+    });
+    let out = env.run(&["stop"]);
+    assert_eq!(out.status, Some(0), "{out}");
+    let (code, stderr) = daemon.wait_exit();
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    drop(shims);
+}

@@ -597,12 +597,16 @@ async fn mcp_session(
             }
         }
     };
-    tokio::select! {
-        _ = reader => {}
-        _ = &mut writer => {}
-    }
+    // A finished JoinHandle must not be polled again (tokio panics): wait for the writer
+    // afterwards only when the reader ended first.
+    let writer_done = tokio::select! {
+        _ = reader => false,
+        _ = &mut writer => true,
+    };
     handle.send(Event::SessionClosed { id }).await;
-    let _ = tokio::time::timeout(Duration::from_secs(5), writer).await;
+    if !writer_done {
+        let _ = tokio::time::timeout(Duration::from_secs(5), writer).await;
+    }
 }
 
 #[cfg(test)]
