@@ -14,5 +14,6 @@ pub mod paths;
 pub mod search_server;
 pub mod setup;
 pub mod shim;
+pub mod tls;
 pub mod update;
 pub mod wire;

@@ -143,6 +143,7 @@ fn target_exe() -> Result<PathBuf, Failure> {
 }
 
 fn self_update(cli: &Cli, args: &SelfUpdateArgs) -> Result<ExitCode, Failure> {
+    crate::tls::install();
     let exe = target_exe()?;
     if let Some((manager, how)) = managed_by(&exe) {
         return Err(fail(

@@ -92,6 +92,7 @@ impl Gemini {
         retry_base: Duration,
         max_retries: u32,
     ) -> Result<Gemini, String> {
+        crate::tls::install();
         let http = reqwest::Client::builder()
             .user_agent(concat!("coogle/", env!("CARGO_PKG_VERSION")))
             .build()
