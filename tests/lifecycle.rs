@@ -234,15 +234,32 @@ fn a_daemon_whose_socket_is_removed_stops_with_its_child() {
 
 /// Regression: stopping a daemon with live sessions polled a finished session writer again
 /// ("JoinHandle polled after completion", a panic in a runtime worker, seen on `coogle stop`).
+/// Raw mcp-mode connections stand in for agents (shims would start a new daemon afterwards):
+/// three have initialized, three are connected but silent.
 #[test]
 fn stopping_with_live_sessions_panics_nowhere() {
+    use std::io::{BufRead, BufReader, Write};
     let env = Env::with_fake(json!({}));
     let mut daemon = env.daemon();
-    // Sessions in both states: initialized, and connected but silent (an agent that started
-    // its server and has not spoken yet).
-    let mut shims: Vec<Shim> = (0..6).map(|_| env.shim()).collect();
-    for s in shims.iter_mut().take(3) {
-        s.initialize();
+    let mut sessions = Vec::new();
+    for i in 0..6 {
+        let mut conn = std::os::unix::net::UnixStream::connect(&env.socket).unwrap();
+        let mut lines = format!(
+            "{{\"coogle\":1,\"mode\":\"mcp\",\"server\":\"google\",\"version\":\"{}\",\"pid\":1}}\n",
+            env!("CARGO_PKG_VERSION")
+        );
+        if i < 3 {
+            lines.push_str(r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#);
+            lines.push('\n');
+            lines.push_str(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+            lines.push('\n');
+        }
+        conn.write_all(lines.as_bytes()).unwrap();
+        let mut reader = BufReader::new(conn.try_clone().unwrap());
+        let mut hello = String::new();
+        reader.read_line(&mut hello).unwrap();
+        assert!(hello.contains("\"ok\":true"), "{hello}");
+        sessions.push((conn, reader));
     }
     wait_for("six sessions", Duration::from_secs(10), || {
         control(&env.socket, "status", Value::Null).is_ok_and(|s| {
@@ -256,5 +273,5 @@ fn stopping_with_live_sessions_panics_nowhere() {
     let (code, stderr) = daemon.wait_exit();
     assert_eq!(code, Some(0), "{stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
-    drop(shims);
+    drop(sessions);
 }
