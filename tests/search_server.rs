@@ -456,3 +456,29 @@ fn the_key_comes_from_the_environment_or_a_dotenv_file() {
         "the key reached the log: {log}"
     );
 }
+
+/// A cancelled call stops at once: no more attempts reach Gemini, and the server answers the
+/// next call.
+#[test]
+fn a_cancelled_call_makes_no_more_attempts() {
+    let mock = GeminiMock::start(vec![
+        Reply::error(500, "INTERNAL", "first"),
+        Reply::answer("After the cancel.", None),
+    ]);
+    let mut s = start(&mock, json!({"retryBaseMs": 800}));
+    s.shim
+        .send(&json!({"jsonrpc": "2.0", "id": 41, "method": "tools/call",
+                        "params": {"name": "ask_google", "arguments": {"question": "q"}}}));
+    support::wait_for("the first attempt", Duration::from_secs(5), || {
+        mock.seen().len() == 1
+    });
+    s.shim.send(
+        &json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                        "params": {"requestId": 41, "reason": "test"}}),
+    );
+    std::thread::sleep(Duration::from_millis(1200));
+    assert_eq!(mock.seen().len(), 1, "a cancelled call was retried");
+    let (is_error, text) = ask(&mut s, json!({"question": "q"}));
+    assert!(!is_error, "{text}");
+    assert!(log(s).contains("ask_google cancelled by the client"));
+}

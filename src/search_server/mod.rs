@@ -363,7 +363,7 @@ impl rmcp::ServerHandler for SearchServer {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, rmcp::ErrorData> {
         if request.name != TOOL {
             return Err(rmcp::ErrorData::invalid_params(
@@ -374,7 +374,16 @@ impl rmcp::ServerHandler for SearchServer {
                 None,
             ));
         }
-        Ok(self.ask_google(request.arguments.as_ref()).await.into())
+        // rmcp does not abort a handler on `notifications/cancelled`; it only fires the token.
+        // Stop here so a cancelled question makes no further requests or retries (each costs).
+        let result = tokio::select! {
+            r = self.ask_google(request.arguments.as_ref()) => r,
+            () = context.ct.cancelled() => {
+                tracing::info!("ask_google cancelled by the client");
+                error_result(format!("{} cancelled by the client", Category::Api.prefix()))
+            }
+        };
+        Ok(result.into())
     }
 }
 
