@@ -465,7 +465,7 @@ fn a_cancelled_call_makes_no_more_attempts() {
         Reply::error(500, "INTERNAL", "first"),
         Reply::answer("After the cancel.", None),
     ]);
-    let mut s = start(&mock, json!({"retryBaseMs": 800}));
+    let mut s = start(&mock, json!({"retryBaseMs": 1000}));
     s.shim
         .send(&json!({"jsonrpc": "2.0", "id": 41, "method": "tools/call",
                         "params": {"name": "ask_google", "arguments": {"question": "q"}}}));
@@ -476,7 +476,8 @@ fn a_cancelled_call_makes_no_more_attempts() {
         &json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
                         "params": {"requestId": 41, "reason": "test"}}),
     );
-    std::thread::sleep(Duration::from_millis(1200));
+    // Past the 1 s backoff, the second attempt would have been made by now.
+    std::thread::sleep(Duration::from_millis(1500));
     assert_eq!(mock.seen().len(), 1, "a cancelled call was retried");
     let (is_error, text) = ask(&mut s, json!({"question": "q"}));
     assert!(!is_error, "{text}");
