@@ -394,12 +394,14 @@ impl Config {
     /// apply, `file` is `None`) only when `path` was `None`; an explicitly given path that does
     /// not exist is an error. Unreadable, unparsable or invalid files are errors.
     pub fn load(path: Option<&Path>) -> Result<Config, ConfigError> {
-        load_with(path, home_dir().as_deref())
+        let home = home_dir();
+        load_with(path, &Host::process(home.as_deref()))
     }
 
     /// Interpret a user JSON value (not yet merged: this merges it over [`defaults`]).
     pub fn from_value(user: Value, file: Option<PathBuf>) -> Result<Config, ConfigError> {
-        from_value_with(user, file, home_dir().as_deref())
+        let home = home_dir();
+        from_value_with(user, file, &Host::process(home.as_deref()))
     }
 
     /// The upstream to use. `None` picks the only server, else the one named `google`;
@@ -425,19 +427,38 @@ impl Config {
     }
 }
 
-fn load_with(path: Option<&Path>, home: Option<&Path>) -> Result<Config, ConfigError> {
+/// What loading reads besides the file: home (for `~`, and a `.env` there) and, to decide on the
+/// default `search` upstream, the working directory and the environment. Tests pass their own,
+/// so a developer's own `GOOGLE_API_KEY` or `.env` cannot change what they see.
+struct Host<'a> {
+    home: Option<&'a Path>,
+    cwd: PathBuf,
+    env: &'a dyn Fn(&str) -> Option<String>,
+}
+
+impl<'a> Host<'a> {
+    fn process(home: Option<&'a Path>) -> Host<'a> {
+        Host {
+            home,
+            cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")),
+            env: &|var| std::env::var(var).ok(),
+        }
+    }
+}
+
+fn load_with(path: Option<&Path>, host: &Host<'_>) -> Result<Config, ConfigError> {
     let explicit = path.is_some();
     let path = path.map_or_else(default_path, Path::to_path_buf);
     let text = match std::fs::read_to_string(&path) {
         Ok(text) => text,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound && !explicit => {
             tracing::debug!(path = %path.display(), "no config file; using the defaults");
-            return from_value_with(Value::Object(Map::new()), None, home);
+            return from_value_with(Value::Object(Map::new()), None, host);
         }
         Err(source) => return Err(ConfigError::Read { path, source }),
     };
     let user = parse_json(&text, &path)?;
-    from_value_with(user, Some(path), home)
+    from_value_with(user, Some(path), host)
 }
 
 /// Parse JSON text, turning a failure into [`ConfigError::Parse`] with the position.
@@ -569,13 +590,13 @@ fn unknown_keys(obj: &Map<String, Value>, known: &[&str], at: &str) -> Vec<Strin
 fn from_value_with(
     user: Value,
     file: Option<PathBuf>,
-    home: Option<&Path>,
+    host: &Host<'_>,
 ) -> Result<Config, ConfigError> {
     let r = Reader {
         label: file
             .as_ref()
             .map_or_else(|| DEFAULTS_LABEL.to_owned(), |p| p.display().to_string()),
-        home,
+        home: host.home,
     };
     let Value::Object(user) = user else {
         return Err(r.invalid("the top level must be a JSON object"));
@@ -651,7 +672,7 @@ fn from_value_with(
     }
 
     let search = search_from(&r, merged.get("search"))?;
-    if !servers.contains_key(SEARCH_SERVER) && search_key_available(search.api_key.as_deref(), home)
+    if !servers.contains_key(SEARCH_SERVER) && search_key_available(search.api_key.as_deref(), host)
     {
         let mut args = vec!["search-server".to_owned()];
         if let Some(f) = &file {
@@ -693,14 +714,13 @@ fn from_value_with(
 
 /// True when the search server would find a Gemini API key: the environment, the config, or a
 /// `.env` file in the working directory or home (what `coogle search-server` reads).
-fn search_key_available(config_key: Option<&str>, home: Option<&Path>) -> bool {
-    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+fn search_key_available(config_key: Option<&str>, host: &Host<'_>) -> bool {
     let config = config_key.map(|k| json!({"search": {"apiKey": k}}));
     crate::setup::search::find_key(
-        &|v| std::env::var(v).ok(),
+        host.env,
         config.as_ref(),
-        &cwd,
-        home.unwrap_or(Path::new("/nonexistent")),
+        &host.cwd,
+        host.home.unwrap_or(Path::new("/nonexistent")),
     )
     .is_some()
 }
@@ -1079,8 +1099,17 @@ mod tests {
         Some(Path::new(HOME))
     }
 
+    /// The fake home, no environment, and a working directory that does not exist (no `.env`).
+    fn host() -> Host<'static> {
+        Host {
+            home: home(),
+            cwd: PathBuf::from("/nonexistent/cwd"),
+            env: &|_| None,
+        }
+    }
+
     fn from(user: Value) -> Result<Config, ConfigError> {
-        from_value_with(user, None, home())
+        from_value_with(user, None, &host())
     }
 
     /// The `search` section: defaults, overrides, and the search upstream it adds when the
@@ -1095,7 +1124,7 @@ mod tests {
                    "models": {"flashLite": "lite-x"}, "timeoutMs": 500, "retryBaseMs": 0,
                    "maxRetries": 1, "maxConcurrent": 2}}),
             Some(PathBuf::from("/etc/coogle.json")),
-            home(),
+            &host(),
         )
         .unwrap();
         assert_eq!(c.search.api_key.as_deref(), Some("AIza-config-key"));
@@ -1126,6 +1155,63 @@ mod tests {
             invalid_detail(json!({"search": {"timeoutMs": 0}})),
             "search.timeoutMs must be at least 1"
         );
+    }
+
+    /// The default `search` upstream exists exactly when a Gemini API key is found: in the
+    /// environment (either variable), the config, or a `.env` in the working directory or home.
+    #[test]
+    fn default_search_upstream_follows_the_api_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let (cwd, home) = (dir.path().join("cwd"), dir.path().join("home"));
+        std::fs::create_dir_all(&cwd).unwrap();
+        std::fs::create_dir_all(&home).unwrap();
+        let names = |env: &dyn Fn(&str) -> Option<String>, file: Option<PathBuf>| {
+            let host = Host {
+                home: Some(&home),
+                cwd: cwd.clone(),
+                env,
+            };
+            let c = from_value_with(json!({}), file, &host).unwrap();
+            (c.servers.keys().cloned().collect::<Vec<_>>(), c)
+        };
+        let none = |_: &str| None;
+        assert_eq!(
+            names(&none, None).0,
+            ["google"],
+            "no key, no search upstream"
+        );
+
+        for var in ["GOOGLE_API_KEY", "GEMINI_API_KEY"] {
+            let env = |v: &str| (v == var).then(|| "AIza-from-env".to_owned());
+            let (names, c) = names(&env, Some(PathBuf::from("/etc/coogle.json")));
+            assert_eq!(names, ["google", "search"], "{var}");
+            let search = &c.servers[SEARCH_SERVER];
+            assert_eq!(
+                search.command,
+                std::env::current_exe().unwrap().display().to_string()
+            );
+            assert_eq!(
+                search.args,
+                ["search-server", "--config", "/etc/coogle.json"]
+            );
+            // Four 60 s attempts and 1 + 2 + 4 s of backoff fit in the call timeout.
+            assert_eq!(search.call_timeout, Duration::from_secs(4 * 60 + 7));
+            assert_eq!(search.max_concurrent, 4);
+        }
+        let blank = |_: &str| Some("  ".to_owned());
+        assert_eq!(
+            names(&blank, None).0,
+            ["google"],
+            "a blank variable is no key"
+        );
+
+        std::fs::write(home.join(".env"), "GEMINI_API_KEY=AIza-home\n").unwrap();
+        let (names_home, c) = names(&none, None);
+        assert_eq!(names_home, ["google", "search"], ".env in home");
+        assert_eq!(c.servers[SEARCH_SERVER].args, ["search-server"]);
+        std::fs::remove_file(home.join(".env")).unwrap();
+        std::fs::write(cwd.join(".env"), "export GOOGLE_API_KEY='AIza-cwd'\n").unwrap();
+        assert_eq!(names(&none, None).0, ["google", "search"], ".env in cwd");
     }
 
     fn invalid_detail(user: Value) -> String {
@@ -1214,7 +1300,7 @@ mod tests {
     #[test]
     fn legacy_fixture_loads() {
         let path = data("legacy_config.json");
-        let config = load_with(Some(&path), home()).unwrap();
+        let config = load_with(Some(&path), &host()).unwrap();
         assert_eq!(config.file.as_deref(), Some(path.as_path()));
         assert_eq!(
             config.socket_path,
@@ -1257,7 +1343,7 @@ mod tests {
     #[test]
     fn native_fixture_loads_both_servers_in_order() {
         let path = data("native_config.json");
-        let config = load_with(Some(&path), home()).unwrap();
+        let config = load_with(Some(&path), &host()).unwrap();
         assert_eq!(
             config.socket_path,
             Some(PathBuf::from("/tmp/coogle-test/daemon.sock"))
@@ -1412,7 +1498,7 @@ mod tests {
     #[test]
     fn broken_fixture_names_file_and_line() {
         let path = data("broken_config.json");
-        let err = load_with(Some(&path), home()).unwrap_err();
+        let err = load_with(Some(&path), &host()).unwrap_err();
         match &err {
             ConfigError::Parse {
                 path: p,
@@ -1436,14 +1522,14 @@ mod tests {
     fn missing_files() {
         let dir = tempfile::tempdir().unwrap();
         let missing = dir.path().join("nope.json");
-        match load_with(Some(&missing), home()) {
+        match load_with(Some(&missing), &host()) {
             Err(ConfigError::Read { path, source }) => {
                 assert_eq!(path, missing);
                 assert_eq!(source.kind(), std::io::ErrorKind::NotFound);
             }
             other => panic!("an explicit missing path must be an error, got {other:?}"),
         }
-        let dir_err = load_with(Some(dir.path()), home()).unwrap_err();
+        let dir_err = load_with(Some(dir.path()), &host()).unwrap_err();
         assert!(matches!(dir_err, ConfigError::Read { .. }), "{dir_err:?}");
     }
 
@@ -1586,7 +1672,7 @@ mod tests {
         let err = from_value_with(
             json!({"servers": {"google": {"command": "c", "maxConcurrent": 0}}}),
             Some(PathBuf::from("/etc/coogle.json")),
-            home(),
+            &host(),
         )
         .unwrap_err();
         assert_eq!(
@@ -1874,7 +1960,7 @@ mod tests {
         assert!(shown.starts_with("Manual { client_id: <"), "{shown}");
 
         // The whole loaded config, too.
-        let config = load_with(Some(&data("legacy_config.json")), home()).unwrap();
+        let config = load_with(Some(&data("legacy_config.json")), &host()).unwrap();
         let shown = format!("{config:?}");
         assert!(!shown.contains("GOCSPX-fake-secret"), "{shown}");
         assert!(shown.contains("<18 chars>"), "{shown}");

@@ -1,8 +1,9 @@
 //! `coogle search-server` as a real child process on stdio, against a mock Gemini on 127.0.0.1:
 //! the grounded answer's format (duplicate, empty and too many sources; capped queries), no
 //! grounding, each error category (401, 403, 429, 500 then success, a slow answer, malformed
-//! JSON) with its retry policy, the date in the system instruction, output_file (relative,
-//! absolute, unwritable), the models, and every validation message.
+//! JSON, an unreachable API) with its retry policy and backoff, the date in the system
+//! instruction, output_file (relative, absolute, unwritable), the models, where the API key comes
+//! from, and every validation message.
 
 mod support;
 
@@ -21,6 +22,16 @@ struct Server {
 }
 
 fn start(mock: &GeminiMock, search_extra: Value) -> Server {
+    start_with(mock, search_extra, |_, _| {})
+}
+
+/// `start`, with a hook to set up the environment, the working directory's files or HOME's
+/// before the server starts.
+fn start_with(
+    mock: &GeminiMock,
+    search_extra: Value,
+    prepare: impl FnOnce(&Env, &mut std::process::Command),
+) -> Server {
     let env = Env::new();
     let mut search = json!({"apiKey": KEY, "apiBaseUrl": mock.base, "retryBaseMs": 10,
                             "timeoutMs": 3000});
@@ -34,6 +45,7 @@ fn start(mock: &GeminiMock, search_extra: Value) -> Server {
     fs::create_dir_all(&work).unwrap();
     let mut cmd = env.cmd();
     cmd.current_dir(&work);
+    prepare(&env, &mut cmd);
     let mut shim = env.stdio_server(cmd, &["search-server"]);
     shim.initialize();
     Server { env, shim }
@@ -332,4 +344,142 @@ fn without_a_key_calls_fail_with_auth_error() {
     assert!(is_error);
     assert!(text.starts_with("[AUTH_ERROR] no Gemini API key"), "{text}");
     assert!(mock.seen().is_empty());
+}
+
+#[test]
+fn backoff_doubles_from_retry_base() {
+    let mock = GeminiMock::start(vec![
+        Reply::error(500, "INTERNAL", "one"),
+        Reply::error(502, "UNAVAILABLE", "two"),
+        Reply::error(503, "UNAVAILABLE", "three"),
+        Reply::answer("Fourth attempt.", None),
+    ]);
+    let mut s = start(&mock, json!({"retryBaseMs": 100}));
+    let began = std::time::Instant::now();
+    let (is_error, text) = ask(&mut s, json!({"question": "q"}));
+    let took = began.elapsed();
+    assert!(!is_error, "{text}");
+    assert_eq!(mock.seen().len(), 4);
+    assert!(
+        took >= Duration::from_millis(100 + 200 + 400),
+        "three retries slept only {took:?}"
+    );
+    let log = log(s);
+    for wait in [
+        "retrying in 100 ms",
+        "retrying in 200 ms",
+        "retrying in 400 ms",
+    ] {
+        assert!(log.contains(wait), "{wait}: {log}");
+    }
+}
+
+#[test]
+fn an_unreachable_api_is_retried_then_an_api_error() {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let base = format!("http://{}/v1beta", closed.local_addr().unwrap());
+    drop(closed);
+    let mock = GeminiMock::start(vec![Reply::answer("unused", None)]);
+    let mut s = start(&mock, json!({"apiBaseUrl": base}));
+    let (is_error, text) = ask(&mut s, json!({"question": "q"}));
+    assert!(is_error);
+    assert!(
+        text.starts_with(&format!("[API_ERROR] could not reach {base}")),
+        "{text}"
+    );
+    assert!(
+        log(s).contains("attempt 4/4"),
+        "a connection error is transient"
+    );
+}
+
+/// Where the key comes from: the environment (either variable, before the config), or a `.env`
+/// file in the working directory, then in HOME. A placeholder is warned about, never shown.
+#[test]
+fn the_key_comes_from_the_environment_or_a_dotenv_file() {
+    let key_seen = |extra: Value, prepare: &dyn Fn(&Env, &mut std::process::Command)| {
+        let mock = GeminiMock::start(vec![Reply::answer("ok", None)]);
+        let mut s = start_with(&mock, extra, |env, cmd| prepare(env, cmd));
+        let (is_error, text) = ask(&mut s, json!({"question": "q"}));
+        assert!(!is_error, "{text}");
+        (mock.seen()[0].api_key.clone().unwrap(), log(s))
+    };
+    let (key, log) = key_seen(json!({}), &|_, cmd| {
+        cmd.env("GOOGLE_API_KEY", "AIzaSyD-from-google-env-0123456789abcd");
+    });
+    assert_eq!(
+        key, "AIzaSyD-from-google-env-0123456789abcd",
+        "env beats config"
+    );
+    assert!(log.contains("key from $GOOGLE_API_KEY"), "{log}");
+
+    let (key, _) = key_seen(json!({"apiKey": null}), &|_, cmd| {
+        cmd.env("GEMINI_API_KEY", "AIzaSyD-from-gemini-env-0123456789abcd");
+    });
+    assert_eq!(key, "AIzaSyD-from-gemini-env-0123456789abcd");
+
+    let (key, log) = key_seen(json!({"apiKey": null}), &|env, _| {
+        fs::write(
+            env.home.join(".env"),
+            "GEMINI_API_KEY=AIzaSyD-home-dotenv-0123456789abcdef\n",
+        )
+        .unwrap();
+        fs::write(
+            env.path("work/.env"),
+            "# the project's\nexport GOOGLE_API_KEY=\"AIzaSyD-cwd-dotenv-0123456789abcdefg\"\n",
+        )
+        .unwrap();
+    });
+    assert_eq!(
+        key, "AIzaSyD-cwd-dotenv-0123456789abcdefg",
+        ".env in cwd first"
+    );
+    assert!(log.contains("work/.env"), "{log}");
+
+    let (key, _) = key_seen(json!({"apiKey": null}), &|env, _| {
+        fs::write(
+            env.home.join(".env"),
+            "GEMINI_API_KEY=AIzaSyD-home-dotenv-0123456789abcdef\n",
+        )
+        .unwrap();
+    });
+    assert_eq!(
+        key, "AIzaSyD-home-dotenv-0123456789abcdef",
+        "then .env in HOME"
+    );
+
+    let (key, log) = key_seen(json!({"apiKey": "your-api-key-here"}), &|_, _| {});
+    assert_eq!(key, "your-api-key-here");
+    assert!(log.contains("looks like a placeholder"), "{log}");
+    assert!(
+        !log.contains("your-api-key-here"),
+        "the key reached the log: {log}"
+    );
+}
+
+/// A cancelled call stops at once: no more attempts reach Gemini, and the server answers the
+/// next call.
+#[test]
+fn a_cancelled_call_makes_no_more_attempts() {
+    let mock = GeminiMock::start(vec![
+        Reply::error(500, "INTERNAL", "first"),
+        Reply::answer("After the cancel.", None),
+    ]);
+    let mut s = start(&mock, json!({"retryBaseMs": 1000}));
+    s.shim
+        .send(&json!({"jsonrpc": "2.0", "id": 41, "method": "tools/call",
+                        "params": {"name": "ask_google", "arguments": {"question": "q"}}}));
+    support::wait_for("the first attempt", Duration::from_secs(5), || {
+        mock.seen().len() == 1
+    });
+    s.shim.send(
+        &json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                        "params": {"requestId": 41, "reason": "test"}}),
+    );
+    // Past the 1 s backoff, the second attempt would have been made by now.
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(mock.seen().len(), 1, "a cancelled call was retried");
+    let (is_error, text) = ask(&mut s, json!({"question": "q"}));
+    assert!(!is_error, "{text}");
+    assert!(log(s).contains("ask_google cancelled by the client"));
 }

@@ -37,6 +37,8 @@ pub fn format_response(body: &Value) -> Parsed {
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
+        // A thinking model's thought summaries are not the answer.
+        .filter(|p| p.get("thought").and_then(Value::as_bool) != Some(true))
         .filter_map(|p| p.get("text").and_then(Value::as_str))
         .collect::<Vec<_>>()
         .join("");
@@ -157,7 +159,10 @@ mod tests {
 
     #[test]
     fn without_grounding_only_the_text() {
-        let body = json!({"candidates": [{"content": {"parts": [{"text": "Just this."}]}}]});
+        let body = json!({"candidates": [{"content": {"parts": [
+            {"text": "Let me think about it.", "thought": true},
+            {"text": "Just this.", "thoughtSignature": "c2ln"}
+        ]}}]});
         assert_eq!(format_response(&body), Parsed::Answer("Just this.".into()));
         let only_queries = response(json!([]), json!(["rust release"]));
         let Parsed::Answer(text) = format_response(&only_queries) else {

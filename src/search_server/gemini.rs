@@ -53,14 +53,17 @@ pub fn categorize(status: u16, message: &str) -> Failure {
         401 | 403 => (Category::Auth, false),
         429 => (Category::Quota, false),
         408 | 504 => (Category::Timeout, true),
-        _ if lower.contains("api key not valid")
-            || lower.contains("api_key_invalid")
+        _ if lower.contains("api key")
+            || lower.contains("api_key_")
             || lower.contains("permission_denied")
             || lower.contains("unauthenticated") =>
         {
             (Category::Auth, false)
         }
-        _ if lower.contains("resource_exhausted") || lower.contains("quota") => {
+        _ if lower.contains("resource_exhausted")
+            || lower.contains("quota")
+            || lower.contains("rate limit") =>
+        {
             (Category::Quota, false)
         }
         _ if lower.contains("deadline") || lower.contains("timed out") => (Category::Timeout, true),
@@ -191,17 +194,30 @@ impl Gemini {
     }
 }
 
-/// Gemini's error body is `{"error": {"code", "message", "status"}}`; fall back to the text.
+/// Gemini's error body is `{"error": {"code", "message", "status", "details"}}`; the reasons in
+/// `details` (`API_KEY_INVALID`, `RATE_LIMIT_EXCEEDED`) are kept, since they categorize better
+/// than the prose. Falls back to the start of the text.
 fn error_message(body: &str) -> String {
     let parsed: Option<Value> = serde_json::from_str(body).ok();
     let error = parsed.as_ref().and_then(|v| v.get("error"));
     match error {
         Some(e) => {
             let message = e.get("message").and_then(Value::as_str).unwrap_or("");
-            match e.get("status").and_then(Value::as_str) {
+            let mut out = match e.get("status").and_then(Value::as_str) {
                 Some(status) => format!("{status}: {message}"),
                 None => message.to_owned(),
+            };
+            let reasons: Vec<&str> = e
+                .get("details")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(|d| d.get("reason").and_then(Value::as_str))
+                .collect();
+            if !reasons.is_empty() {
+                out.push_str(&format!(" ({})", reasons.join(", ")));
             }
+            out
         }
         None => body.chars().take(200).collect::<String>().trim().to_owned(),
     }
@@ -238,7 +254,19 @@ mod tests {
             ),
             (Category::Auth, false)
         );
+        assert_eq!(
+            c(
+                400,
+                "INVALID_ARGUMENT: API key expired. Please renew the API key."
+            ),
+            (Category::Auth, false)
+        );
+        assert_eq!(
+            c(400, "INVALID_ARGUMENT: bad (API_KEY_INVALID)"),
+            (Category::Auth, false)
+        );
         assert_eq!(c(400, "RESOURCE_EXHAUSTED"), (Category::Quota, false));
+        assert_eq!(c(503, "rate limit exceeded"), (Category::Quota, false));
         assert_eq!(c(500, "internal"), (Category::Api, true));
         assert_eq!(c(503, "UNAVAILABLE"), (Category::Api, true));
         assert_eq!(c(504, "x"), (Category::Timeout, true));
@@ -255,5 +283,13 @@ mod tests {
             "RESOURCE_EXHAUSTED: slow down"
         );
         assert_eq!(error_message("<html>oops</html>"), "<html>oops</html>");
+        assert_eq!(
+            error_message(
+                r#"{"error":{"code":400,"message":"API key expired.","status":"INVALID_ARGUMENT",
+                    "details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo",
+                                "reason":"API_KEY_INVALID","domain":"googleapis.com"}]}}"#
+            ),
+            "INVALID_ARGUMENT: API key expired. (API_KEY_INVALID)"
+        );
     }
 }

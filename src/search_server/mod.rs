@@ -43,8 +43,9 @@ and release notes, library and API documentation, error messages, prices, news, 
 dates. Ask one precise, self-contained question (include versions, platforms, names). The \
 answer is terse and ends with its numbered sources and the searches performed. model: pro \
 (default; best for hard or multi-part questions), flash (faster), flash-lite (fastest, \
-simple facts). output_file: also write the answer to this file (relative paths resolve from \
-the server's working directory).";
+simple facts). output_file: also write the answer to this file; give an absolute path, since \
+the server is shared by every session and relative paths resolve from its own working \
+directory, not your project's.";
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct Args {}
@@ -61,6 +62,9 @@ pub async fn run(_args: Args, config_path: Option<PathBuf>) -> ExitCode {
     };
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
     let server = SearchServer::new(config.search, &cwd, &crate::paths::home());
+    if let Some(why) = &server.key_problem {
+        tracing::warn!("{why}; Gemini will likely refuse it ([AUTH_ERROR])");
+    }
     match server.key_source.as_deref() {
         Some(from) => tracing::info!("ask_google ready; Gemini API key from {from}"),
         None => tracing::warn!(
@@ -89,6 +93,8 @@ pub struct SearchServer {
     config: Arc<SearchConfig>,
     gemini: Option<Arc<Gemini>>,
     key_source: Option<String>,
+    /// Why the key does not look like a Google API key (placeholder, too short), if it does not.
+    key_problem: Option<String>,
     init_error: Option<String>,
 }
 
@@ -101,6 +107,9 @@ impl SearchServer {
             .map(|k| json!({"search": {"apiKey": k}}));
         let found = api_key::find_key(&|v| std::env::var(v).ok(), config_value.as_ref(), cwd, home);
         let key_source = found.as_ref().map(|f| f.source.to_string());
+        let key_problem = found
+            .as_ref()
+            .and_then(|f| api_key::check_key(&f.key).err());
         let (gemini, init_error) = match found {
             None => (None, None),
             Some(f) => match Gemini::new(
@@ -118,6 +127,7 @@ impl SearchServer {
             config: Arc::new(config),
             gemini,
             key_source,
+            key_problem,
             init_error,
         }
     }
@@ -141,7 +151,7 @@ impl SearchServer {
                 },
                 "output_file": {
                     "type": "string",
-                    "description": "Optional: also write the answer to this file (parents are created)."
+                    "description": "Optional: also write the answer to this file, preferably an absolute path (parents are created)."
                 }
             },
             "required": ["question"],
@@ -315,7 +325,10 @@ fn write_answer(path: &Path, text: &str) -> String {
         std::fs::write(&target, format!("{text}\n"))
     })();
     match result {
-        Ok(()) => format!("[saved to {}]", target.display()),
+        Ok(()) => {
+            tracing::info!(path = %target.display(), "wrote the answer to output_file");
+            format!("[saved to {}]", target.display())
+        }
         Err(e) => {
             tracing::warn!(path = %target.display(), "could not write output_file: {e}");
             format!(
@@ -350,7 +363,7 @@ impl rmcp::ServerHandler for SearchServer {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, rmcp::ErrorData> {
         if request.name != TOOL {
             return Err(rmcp::ErrorData::invalid_params(
@@ -361,7 +374,16 @@ impl rmcp::ServerHandler for SearchServer {
                 None,
             ));
         }
-        Ok(self.ask_google(request.arguments.as_ref()).await.into())
+        // rmcp does not abort a handler on `notifications/cancelled`; it only fires the token.
+        // Stop here so a cancelled question makes no further requests or retries (each costs).
+        let result = tokio::select! {
+            r = self.ask_google(request.arguments.as_ref()) => r,
+            () = context.ct.cancelled() => {
+                tracing::info!("ask_google cancelled by the client");
+                error_result(format!("{} cancelled by the client", Category::Api.prefix()))
+            }
+        };
+        Ok(result.into())
     }
 }
 
