@@ -188,8 +188,9 @@ fn a_peer_of_another_uid_is_refused_even_if_the_socket_is_reachable() {
         std::fs::set_permissions(&p, std::fs::Permissions::from_mode(mode)).unwrap();
     }
     let script = format!(
-        "import socket; s = socket.socket(socket.AF_UNIX); s.connect({:?}); \
-         s.sendall(b'{{\"id\":\"1\",\"method\":\"status\"}}\\n'); s.settimeout(5)\ntry:\n    print(repr(s.recv(4096)))\nexcept ConnectionResetError:\n    print('reset')",
+        "import socket; s = socket.socket(socket.AF_UNIX); s.connect({:?}); s.settimeout(5)\n\
+         try:\n    s.sendall(b'{{\"id\":\"1\",\"method\":\"status\"}}\\n')\n    print(repr(s.recv(4096)))\n\
+         except (ConnectionResetError, BrokenPipeError):\n    print('reset')",
         env.socket.display().to_string()
     );
     let out = std::process::Command::new("/usr/bin/setpriv")
