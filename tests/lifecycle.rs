@@ -276,3 +276,24 @@ fn stopping_with_live_sessions_panics_nowhere() {
     assert!(!stderr.contains("panicked"), "{stderr}");
     drop(sessions);
 }
+
+/// Regression: a daemon saving its tool cache after its HOME was deleted (a test's temporary
+/// HOME, a removed account) recreated the whole tree, littering /tmp.
+#[test]
+fn a_deleted_home_is_not_recreated_by_the_tool_cache() {
+    let env = Env::with_fake(json!({}));
+    let _d = env.daemon();
+    env.wait_upstream_ready();
+    // The daemon may be writing in there right now: retry until the tree is gone.
+    wait_for("HOME removed", Duration::from_secs(10), || {
+        std::fs::remove_dir_all(&env.home).is_ok() && !env.home.exists()
+    });
+    control(&env.socket, "restart_child", Value::Null).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    env.wait_upstream_ready();
+    assert!(
+        !env.home.exists(),
+        "the daemon recreated {}",
+        env.home.display()
+    );
+}

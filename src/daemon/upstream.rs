@@ -495,6 +495,11 @@ impl Upstream {
                 .cache_path
                 .parent()
                 .unwrap_or(std::path::Path::new("."));
+            // Never recreate a home directory that is gone (a deleted test HOME, a removed
+            // account): the cache is an optimisation, not worth resurrecting a tree for.
+            if !crate::paths::home().is_dir() {
+                return Ok(());
+            }
             std::fs::create_dir_all(dir)?;
             let tmp = self
                 .cache_path
