@@ -1,41 +1,66 @@
 //! Puts the git revision into `COOGLE_GIT_REV` for `coogle --version` (`abc1234`, with
-//! `-dirty` when the work tree had changes), or leaves it empty when this is not a git checkout
-//! (a release tarball) or git is missing. It never fails the build.
+//! `-dirty` when tracked files had changes) and its commit date into `COOGLE_GIT_DATE`, or
+//! leaves both empty when this is not a git checkout of coogle itself (a release tarball, a
+//! crate unpacked inside some other repository) or git is missing. It never fails the build.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
-fn git(args: &[&str]) -> Option<String> {
-    let out = Command::new("git").args(args).output().ok()?;
+fn git(dir: &Path, args: &[&str]) -> Option<String> {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .output()
+        .ok()?;
     out.status
         .success()
         .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
 }
 
 fn main() {
-    // Rebuild when HEAD moves: HEAD itself, and the ref it points at.
-    if let Some(git_dir) = git(&["rev-parse", "--git-dir"]) {
-        let head = Path::new(&git_dir).join("HEAD");
-        println!("cargo:rerun-if-changed={}", head.display());
-        if let Some(reference) = git(&["symbolic-ref", "-q", "HEAD"]) {
-            println!(
-                "cargo:rerun-if-changed={}",
-                Path::new(&git_dir).join(reference).display()
-            );
+    println!("cargo:rerun-if-changed=build.rs");
+    let manifest_dir = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_default());
+    // Only this package's own checkout counts: a source tarball unpacked inside another
+    // repository must not claim that repository's revision.
+    let own_checkout = git(&manifest_dir, &["rev-parse", "--show-toplevel"])
+        .and_then(|top| std::fs::canonicalize(top).ok())
+        .is_some_and(|top| std::fs::canonicalize(&manifest_dir).is_ok_and(|m| m == top));
+    let (mut rev, mut date) = (String::new(), String::new());
+    if own_checkout {
+        // Rebuild when HEAD moves: HEAD itself, the branch it points at (loose or packed; in a
+        // worktree these live in the common directory, which `--git-path` resolves), and the
+        // index (a commit or `git add` changes it).
+        let mut watch = vec![
+            "HEAD".to_owned(),
+            "packed-refs".to_owned(),
+            "index".to_owned(),
+        ];
+        if let Some(branch) = git(&manifest_dir, &["symbolic-ref", "-q", "HEAD"]) {
+            watch.push(branch);
         }
-        println!(
-            "cargo:rerun-if-changed={}",
-            Path::new(&git_dir).join("index").display()
-        );
+        for item in watch {
+            if let Some(path) = git(&manifest_dir, &["rev-parse", "--git-path", &item]) {
+                let path = manifest_dir.join(path);
+                if path.exists() {
+                    println!("cargo:rerun-if-changed={}", path.display());
+                }
+            }
+        }
+        if let Some(short) = git(&manifest_dir, &["rev-parse", "--short=7", "HEAD"]) {
+            let dirty = git(
+                &manifest_dir,
+                &["status", "--porcelain", "--untracked-files=no"],
+            )
+            .is_some_and(|s| !s.is_empty());
+            rev = if dirty {
+                format!("{short}-dirty")
+            } else {
+                short
+            };
+            date = git(&manifest_dir, &["log", "-1", "--format=%cs"]).unwrap_or_default();
+        }
     }
-    let rev = git(&["rev-parse", "--short=7", "HEAD"])
-        .map(|rev| {
-            let dirty = git(&["status", "--porcelain", "--untracked-files=no"])
-                .is_some_and(|s| !s.is_empty());
-            if dirty { format!("{rev}-dirty") } else { rev }
-        })
-        .unwrap_or_default();
-    let date = git(&["log", "-1", "--format=%cs"]).unwrap_or_default();
     println!("cargo:rustc-env=COOGLE_GIT_REV={rev}");
     println!("cargo:rustc-env=COOGLE_GIT_DATE={date}");
 }

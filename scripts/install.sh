@@ -23,7 +23,7 @@ while [ $# -gt 0 ]; do
     case "$1" in
         --version) [ $# -ge 2 ] || die "--version needs a value"; version="$2"; shift 2 ;;
         --dir) [ $# -ge 2 ] || die "--dir needs a value"; dir="$2"; shift 2 ;;
-        -h|--help) sed -n '2,12p' "$0" 2>/dev/null || true; exit 0 ;;
+        -h|--help) sed -n '2,11p' "$0" 2>/dev/null || true; exit 0 ;;
         *) die "unknown option $1 (try --help)" ;;
     esac
 done
@@ -78,7 +78,8 @@ sha256() {
 }
 
 tmp="$(mktemp -d 2>/dev/null || mktemp -d -t coogle)"
-trap 'rm -rf "$tmp"' EXIT INT TERM
+trap 'rm -rf "$tmp"' EXIT
+trap 'exit 130' INT TERM
 
 if [ -n "$version" ]; then
     version="${version#v}"

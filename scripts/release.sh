@@ -3,7 +3,8 @@
 #   coogle-<version>-<target>.tar.gz  for each target this machine can build (the host always;
 #                                     others whose rustup target is installed), each holding
 #                                     coogle-<version>-<target>/{coogle,README.md,LICENSE,
-#                                     completions/,coogle.1}
+#                                     completions/,coogle.1} (completions and man page from
+#                                     the host's build, the same for every target)
 #   coogle-<version>.tar.gz           the source tarball (git archive of the tag, or HEAD)
 #   SHA256SUMS                        of all of the above
 # and point homebrew/coogle.rb at the source tarball (url and sha256).
@@ -60,9 +61,12 @@ sha256() {
 
 mkdir -p "$out"
 work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT INT TERM
+trap 'rm -rf "$work"' EXIT
+trap 'exit 130' INT TERM
 : > "$work/SHA256SUMS"
 
+# Build every target first (a failed cross build is skipped), remembering where each binary is.
+built=""
 for t in $targets; do
     if [ -n "$binary" ] && [ "$t" = "$host" ]; then
         bin="$binary"
@@ -73,20 +77,34 @@ for t in $targets; do
         bin="$root/target/$t/release/coogle"
     fi
     [ -x "$bin" ] || die "no binary at $bin"
+    mkdir -p "$work/bin/$t"
+    cp "$bin" "$work/bin/$t/coogle"
+    built="$built $t"
+done
+[ -n "$built" ] || die "no target was built"
+
+# Completions and the man page are the same for every target: they come from a binary that
+# runs here (the host's; built for them when the host is not among the targets).
+mkdir -p "$work/extras/completions"
+gen="$work/bin/$host/coogle"
+if [ ! -x "$gen" ]; then
+    cargo build --release --locked --manifest-path "$root/Cargo.toml"
+    gen="$root/target/release/coogle"
+fi
+for shell in bash zsh fish elvish powershell; do
+    "$gen" completions "$shell" > "$work/extras/completions/coogle.$shell"
+done
+"$gen" completions --man > "$work/extras/coogle.1"
+
+for t in $built; do
     name="coogle-$version-$t"
-    stage="$work/$name"
-    mkdir -p "$stage/completions"
-    cp "$bin" "$stage/coogle"
+    stage="$work/stage/$name"
+    mkdir -p "$stage"
+    cp "$work/bin/$t/coogle" "$stage/coogle"
     cp "$root/README.md" "$stage/"
-    [ -f "$root/LICENSE" ] && cp "$root/LICENSE" "$stage/"
-    if [ "$t" = "$host" ]; then
-        # Completions and the man page come from the binary itself.
-        for shell in bash zsh fish; do
-            "$stage/coogle" completions "$shell" > "$stage/completions/coogle.$shell"
-        done
-        "$stage/coogle" completions --man > "$stage/coogle.1"
-    fi
-    tar -czf "$out/$name.tar.gz" -C "$work" "$name"
+    [ ! -f "$root/LICENSE" ] || cp "$root/LICENSE" "$stage/"
+    cp -R "$work/extras/completions" "$work/extras/coogle.1" "$stage/"
+    tar -czf "$out/$name.tar.gz" -C "$work/stage" "$name"
     printf '%s  %s\n' "$(sha256 "$out/$name.tar.gz")" "$name.tar.gz" >> "$work/SHA256SUMS"
     say "packed $out/$name.tar.gz"
 done

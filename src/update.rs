@@ -24,6 +24,8 @@ use crate::{client, config, paths, wire};
 const REPO_OWNER: &str = "coogle-dev";
 const REPO_NAME: &str = "coogle";
 const SUMS: &str = "SHA256SUMS";
+/// Left by `installer` for packaging/macos's pkg (identifier `dev.coogle.pkg`).
+const PKG_RECEIPT: &str = "/var/db/receipts/dev.coogle.pkg.plist";
 /// Environment overrides: the GitHub API base (a mirror, or a test's loopback server) and the
 /// binary to replace (tests; normally this executable).
 const API_URL_VAR: &str = "COOGLE_UPDATE_API_URL";
@@ -112,6 +114,13 @@ pub fn managed_by(exe: &Path) -> Option<(&'static str, &'static str)> {
         || brew_prefix.is_some_and(|p| s.starts_with(&format!("{}/", p.trim_end_matches('/'))));
     if homebrew {
         return Some(("Homebrew", "brew upgrade coogle"));
+    }
+    // The macOS installer package puts the binary here and leaves a receipt.
+    if s == "/usr/local/bin/coogle" && Path::new(PKG_RECEIPT).exists() {
+        return Some((
+            "the coogle installer package",
+            "install the newest coogle-<version>.pkg from https://github.com/coogle-dev/coogle/releases",
+        ));
     }
     if s.starts_with("/nix/store/") {
         return Some((
@@ -277,11 +286,14 @@ fn self_update(cli: &Cli, args: &SelfUpdateArgs) -> Result<ExitCode, Failure> {
     };
     let archive_url = find(&asset_name(&version)).expect("filtered on it");
     let archive = work.path.join(asset_name(&version));
-    download(&archive_url, &archive, token.as_deref())?;
+    // The token goes only where the release list came from (the API's asset URLs), never to
+    // another host an asset might point at.
+    let token_for = |url: &str| token.as_deref().filter(|_| same_origin(url, &api));
+    download(&archive_url, &archive, token_for(&archive_url))?;
     let expected = match find(SUMS) {
         Some(url) => {
             let sums = work.path.join(SUMS);
-            download(&url, &sums, token.as_deref())?;
+            download(&url, &sums, token_for(&url))?;
             let text = std::fs::read_to_string(&sums).unwrap_or_default();
             match self_update::Checksum::from_sums_file(&text, &asset_name(&version)) {
                 Ok(self_update::Checksum::Sha256(hex)) => hex.trim().to_ascii_lowercase(),
@@ -407,6 +419,19 @@ impl Drop for TempDir {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.path);
     }
+}
+
+/// Same scheme, host and port.
+fn same_origin(a: &str, b: &str) -> bool {
+    let origin = |u: &str| {
+        u.parse::<self_update::http::Uri>().ok().and_then(|u| {
+            Some((
+                u.scheme_str()?.to_owned(),
+                u.authority()?.as_str().to_owned(),
+            ))
+        })
+    };
+    origin(a).is_some_and(|o| Some(o) == origin(b))
 }
 
 fn download(url: &str, to: &Path, token: Option<&str>) -> Result<(), Failure> {
@@ -657,5 +682,28 @@ mod tests {
         assert!(managed_by(Path::new("/usr/bin/coogle")).is_some());
         assert_eq!(managed_by(Path::new("/home/ada/.local/bin/coogle")), None);
         assert_eq!(managed_by(Path::new("/usr/local/bin/coogle")), None);
+    }
+
+    #[test]
+    fn the_token_stays_with_the_api() {
+        let api = "https://api.github.com";
+        assert!(same_origin(
+            "https://api.github.com/repos/coogle-dev/coogle/releases/assets/1",
+            api
+        ));
+        assert!(!same_origin(
+            "https://objects.example.com/coogle.tar.gz",
+            api
+        ));
+        assert!(!same_origin("http://api.github.com/x", api));
+        assert!(same_origin(
+            "http://127.0.0.1:4000/assets/x",
+            "http://127.0.0.1:4000"
+        ));
+        assert!(!same_origin(
+            "http://127.0.0.1:4001/assets/x",
+            "http://127.0.0.1:4000"
+        ));
+        assert!(!same_origin("not a url", api));
     }
 }

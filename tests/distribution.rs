@@ -23,6 +23,17 @@ fn run(cmd: &mut Command) -> (i32, String, String) {
     )
 }
 
+/// A tool these checks need: skipped with a message on a developer's machine without it, a
+/// failure in CI (`CI` or `COOGLE_REQUIRE_THIRD_PARTY` set; .ci/run installs both tools).
+fn required(program: &str) -> Option<PathBuf> {
+    let found = support::require_program(program);
+    assert!(
+        found.is_some() || std::env::var_os("CI").is_none_or(|v| v.is_empty()),
+        "{program} is not installed but CI is set (.ci/run installs it)"
+    );
+    found
+}
+
 fn shell_scripts() -> Vec<PathBuf> {
     let mut v = vec![
         root().join(".ci/run"),
@@ -39,7 +50,7 @@ fn shell_scripts() -> Vec<PathBuf> {
 
 #[test]
 fn every_script_passes_shellcheck() {
-    let Some(shellcheck) = support::require_program("shellcheck") else {
+    let Some(shellcheck) = required("shellcheck") else {
         return;
     };
     let scripts = shell_scripts();
@@ -51,7 +62,7 @@ fn every_script_passes_shellcheck() {
 #[test]
 fn the_formula_parses_and_matches_the_cli() {
     let formula = fs::read_to_string(root().join("homebrew/coogle.rb")).unwrap();
-    if let Some(ruby) = support::require_program("ruby") {
+    if let Some(ruby) = required("ruby") {
         let (code, out, err) = run(Command::new(ruby)
             .arg("-c")
             .arg(root().join("homebrew/coogle.rb")));
@@ -123,6 +134,72 @@ fn the_formula_parses_and_matches_the_cli() {
         }
     }
     assert!(checked >= 4, "only {checked} flags found in the formula");
+}
+
+/// The formula's own `test do` block, run against this build with Homebrew's few helpers
+/// stood in (tests/support/brew_formula_harness.rb): the version, a daemon on a temporary
+/// socket with a trivial upstream, `coogle status` and `coogle tools`. And its `service do`
+/// block runs `coogle serve` from the stable opt path, restarted only after a failure, logging
+/// under var/log.
+#[test]
+fn the_formula_test_and_service_blocks_work_against_this_build() {
+    let Some(ruby) = required("ruby") else {
+        return;
+    };
+    let bin_dir = Path::new(support::COOGLE).parent().unwrap();
+    let mut child = Command::new(ruby)
+        .arg(root().join("tests/support/brew_formula_harness.rb"))
+        .arg(root().join("homebrew/coogle.rb"))
+        .arg(bin_dir)
+        .arg(env!("CARGO_PKG_VERSION"))
+        .env_remove("COOGLE_SOCKET")
+        .env_remove("COOGLE_CONFIG")
+        .env_remove("XDG_RUNTIME_DIR")
+        .env_remove("GOOGLE_API_KEY")
+        .env_remove("GEMINI_API_KEY")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(90);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stdout}{stderr}");
+    assert!(stdout.contains("test block passed"), "{stdout}{stderr}");
+    let service: serde_json::Value = serde_json::from_str(
+        stdout
+            .lines()
+            .find_map(|l| l.strip_prefix("service "))
+            .expect("the service settings"),
+    )
+    .unwrap();
+    assert_eq!(
+        service["run"],
+        serde_json::json!([bin_dir.join("coogle"), "serve"])
+    );
+    assert_eq!(
+        service["keep_alive"],
+        serde_json::json!({"successful_exit": false})
+    );
+    for log in ["log_path", "error_log_path"] {
+        assert!(
+            service[log]
+                .as_str()
+                .is_some_and(|p| p.ends_with("/var/log/coogle.log")),
+            "{service}"
+        );
+    }
 }
 
 #[test]
@@ -283,7 +360,7 @@ fn release_script_packs_verifiable_artifacts_and_updates_the_formula() {
         rb.contains(&format!("  sha256 \"{src_sha}\"")),
         "{rb}\n{src_line}"
     );
-    if let Some(ruby) = support::require_program("ruby") {
+    if let Some(ruby) = required("ruby") {
         let (code, out, err) = run(Command::new(ruby).arg("-c").arg(&formula));
         assert_eq!(code, 0, "{out}{err}");
     }
@@ -313,4 +390,48 @@ fn version_names_the_git_revision() {
             "no git here, so no revision"
         ),
     }
+}
+
+/// `coogle completions <shell>` for each shell clap_complete knows names the real subcommands
+/// and global flags; bash accepts the bash script (`bash -n`); `--man` is a roff page; an
+/// unknown shell is a usage error.
+#[test]
+fn completions_for_every_shell_and_the_man_page() {
+    let tmp = tempfile::tempdir().unwrap();
+    for (shell, marker) in [
+        ("bash", "complete -F _coogle"),
+        ("zsh", "#compdef coogle"),
+        ("fish", "complete -c coogle"),
+        ("elvish", "edit:completion:arg-completer[coogle]"),
+        ("powershell", "Register-ArgumentCompleter"),
+    ] {
+        let (code, out, err) = run(Command::new(support::COOGLE).args(["completions", shell]));
+        assert_eq!(code, 0, "{shell}: {err}");
+        assert!(out.contains(marker), "{shell} lacks {marker:?}");
+        for word in [
+            "serve",
+            "mcp",
+            "status",
+            "self-update",
+            "completions",
+            "search-server",
+            // The global flags (fish spells them `-l socket`).
+            "socket",
+            "config",
+        ] {
+            assert!(out.contains(word), "{shell} completion lacks {word}");
+        }
+        if shell == "bash" {
+            let file = tmp.path().join("coogle.bash");
+            fs::write(&file, &out).unwrap();
+            let (code, _, err) = run(Command::new("bash").arg("-n").arg(&file));
+            assert_eq!(code, 0, "bash -n: {err}");
+        }
+    }
+    let (code, man, err) = run(Command::new(support::COOGLE).args(["completions", "--man"]));
+    assert_eq!(code, 0, "{err}");
+    assert!(man.contains(".TH coogle 1"), "{man}");
+    assert!(man.contains("self\\-update"), "{man}");
+    let (code, _, err) = run(Command::new(support::COOGLE).args(["completions", "tcsh"]));
+    assert_eq!(code, 2, "{err}");
 }

@@ -35,7 +35,7 @@ while [ $# -gt 0 ]; do
         --dry-run) dry_run=1; shift ;;
         --version) [ $# -ge 2 ] || die "--version needs a value"; version="$2"; shift 2 ;;
         --out) [ $# -ge 2 ] || die "--out needs a value"; out="$2"; shift 2 ;;
-        -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
         *) die "unknown option $1 (try --help)" ;;
     esac
 done

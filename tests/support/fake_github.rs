@@ -171,24 +171,76 @@ fn new_binary(version: &str, log: &Path) -> String {
     )
 }
 
-/// `coogle-<version>-<target>.tar.gz` holding `coogle-<version>-<target>/coogle` = `script`.
-fn archive(dir: &Path, version: &str, script: &str) -> (String, Vec<u8>) {
+/// The newer version a real build is patched to say: the package version with every digit a
+/// 9, so it has the same length ("0.1.0" → "9.9.9").
+pub fn patched_version() -> String {
+    env!("CARGO_PKG_VERSION")
+        .chars()
+        .map(|c| if c.is_ascii_digit() { '9' } else { c })
+        .collect()
+}
+
+/// A real coogle that says it is [`patched_version`]: the binary under test (stripped when
+/// `strip` exists, to pack and unpack faster) with each copy of its version string replaced
+/// byte for byte. Every version coogle reports (`--version`, the daemon's `info` and
+/// `status`, the handshake) comes from those constants, so this is what the next release's
+/// build would report, and none of coogle's code differs. A production override of the
+/// version (an environment variable) would be a back door; this needs none.
+pub fn patched_coogle(dir: &Path) -> Vec<u8> {
+    let stripped = dir.join("coogle-stripped");
+    let bytes = match Command::new("strip")
+        .arg("-o")
+        .arg(&stripped)
+        .arg(super::COOGLE)
+        .status()
+    {
+        Ok(s) if s.success() => fs::read(&stripped).unwrap(),
+        _ => fs::read(super::COOGLE).unwrap(),
+    };
+    let (old, new) = (env!("CARGO_PKG_VERSION").as_bytes(), patched_version());
+    assert_ne!(old, new.as_bytes(), "the package version is all nines");
+    let mut out = Vec::with_capacity(bytes.len());
+    let (mut i, mut replaced) = (0, 0);
+    while i < bytes.len() {
+        if bytes[i..].starts_with(old) {
+            out.extend_from_slice(new.as_bytes());
+            i += old.len();
+            replaced += 1;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    assert!(replaced > 0, "no version string found in {}", super::COOGLE);
+    out
+}
+
+/// `coogle-<version>-<target>.tar.gz` holding `coogle-<version>-<target>/coogle` = `binary`.
+fn archive(dir: &Path, version: &str, binary: &[u8]) -> (String, Vec<u8>) {
     let name = format!("coogle-{version}-{}", target());
     let stage = dir.join(format!("stage-{version}"));
     fs::create_dir_all(stage.join(&name)).unwrap();
     let bin = stage.join(&name).join("coogle");
-    fs::write(&bin, script).unwrap();
+    fs::write(&bin, binary).unwrap();
     fs::set_permissions(&bin, fs::Permissions::from_mode(0o755)).unwrap();
-    let out = dir.join(format!("{name}.tar.gz"));
+    let tar = dir.join(format!("{name}.tar"));
     let ok = Command::new("tar")
-        .arg("-czf")
-        .arg(&out)
+        .arg("-cf")
+        .arg(&tar)
         .arg("-C")
         .arg(&stage)
         .arg(&name)
         .status()
         .unwrap();
     assert!(ok.success());
+    // Fast compression: the real binary is tens of megabytes.
+    let ok = Command::new("gzip")
+        .args(["-1", "-f"])
+        .arg(&tar)
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    let out = dir.join(format!("{name}.tar.gz"));
     (format!("{name}.tar.gz"), fs::read(out).unwrap())
 }
 
@@ -199,12 +251,25 @@ fn sha256(bytes: &[u8], dir: &Path) -> String {
     String::from_utf8(out.stdout).unwrap()[..64].to_owned()
 }
 
-/// A release `v<version>` with its archive and a SHA256SUMS (wrong, with `corrupt_sum`).
+/// A release `v<version>` whose archive holds a script that answers `--version` as `version`
+/// and runs the real binary otherwise, with a SHA256SUMS (wrong, with `corrupt_sum`).
 pub fn release(dir: &Path, version: &str, log: &Path, corrupt_sum: bool) -> Release {
-    let (name, bytes) = archive(dir, version, &new_binary(version, log));
+    release_of(
+        dir,
+        version,
+        new_binary(version, log).as_bytes(),
+        corrupt_sum,
+    )
+}
+
+/// A release `v<version>` whose archive holds `binary`, with a SHA256SUMS (wrong, with
+/// `corrupt_sum`).
+pub fn release_of(dir: &Path, version: &str, binary: &[u8], corrupt_sum: bool) -> Release {
+    let (name, bytes) = archive(dir, version, binary);
     let mut sum = sha256(&bytes, dir);
     if corrupt_sum {
-        sum = sum.replace(&sum[..4], "0000");
+        let flipped = if sum.starts_with('0') { "1" } else { "0" };
+        sum.replace_range(..1, flipped);
     }
     Release {
         tag: format!("v{version}"),
