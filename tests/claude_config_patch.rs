@@ -76,9 +76,8 @@ fn patch_backs_up_keeps_order_and_mode_and_is_idempotent() {
     assert_eq!(entry["type"], "stdio");
     assert_eq!(entry["command"], CMD);
     assert_eq!(entry["args"], json!(["mcp"]));
-    assert!(entry["env"].get("GOOGLE_OAUTH_CLIENT_ID").is_none());
-    assert!(entry["env"].get("GOOGLE_OAUTH_CLIENT_SECRET").is_none());
-    assert_eq!(entry["env"]["USER_GOOGLE_EMAIL"], "grace@example.com");
+    // The OAuth client and the rest of the env belong to the upstream, not the shim's entry.
+    assert!(entry.get("env").is_none(), "{entry}");
     let project = &after["projects"]["/home/grace/src/mail-triage"];
     assert_eq!(project["mcpServers"]["gmail"]["command"], CMD);
     assert_eq!(
@@ -122,8 +121,13 @@ fn patch_backs_up_keeps_order_and_mode_and_is_idempotent() {
 fn looser_mode_is_kept_too() {
     let dir = tempfile::tempdir().unwrap();
     let (path, _) = copy_fixture(dir.path(), "claude.json", 0o644);
-    claude_config::patch_file(&path, ClientKind::ClaudeCode, &shim()).unwrap();
+    let p = claude_config::patch_file(&path, ClientKind::ClaudeCode, &shim()).unwrap();
     assert_eq!(mode(&path), 0o644);
+    // The backup still holds the OAuth secret: it is private whatever the original's mode.
+    let Written::Replaced { backup } = &p.written else {
+        panic!("{:?}", p.written)
+    };
+    assert_eq!(mode(backup), 0o600);
 }
 
 #[test]

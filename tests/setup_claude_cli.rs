@@ -119,9 +119,9 @@ fn a_cli_that_fails_halfway_loses_nothing() {
     let exe = fs::canonicalize(support::COOGLE).unwrap();
     // The entry the CLI removed was put back, then patched in place directly.
     assert_eq!(doc["mcpServers"]["google-workspace"]["command"], json!(exe));
-    assert_eq!(
-        doc["mcpServers"]["google-workspace"]["env"],
-        json!({"USER_GOOGLE_EMAIL": "grace@example.com"})
+    assert!(
+        doc["mcpServers"]["google-workspace"].get("env").is_none(),
+        "{doc}"
     );
     assert!(doc["mcpServers"].get("coogle").is_none(), "{doc}");
 

@@ -409,3 +409,60 @@ fn non_default_config_and_socket_go_into_the_client_entry() {
     // The default config was not created.
     assert!(!env.config.exists());
 }
+
+/// Regression: a second `--credentials-source claude-json` run failed (exit 2) because the
+/// first had moved the client out of ~/.claude.json into config.json; and a config whose
+/// client comes from the daemon's environment is kept when this shell lacks the variables.
+#[test]
+fn repeated_runs_keep_the_credentials_they_wrote() {
+    let (env, _claude, _) = setup_env();
+    let args = [
+        "setup",
+        "--yes",
+        "--no-service",
+        "--skip-test",
+        "--skip-verify",
+        "--credentials-source",
+        "claude-json",
+    ];
+    for run in 1..=2 {
+        let out = env.cmd().args(args).output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "run {run}: {stdout}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let config: Value = serde_json::from_slice(&fs::read(&env.config).unwrap()).unwrap();
+    assert_eq!(
+        config["servers"]["google"]["credentials"]["clientSecret"],
+        "GOCSPX-fixture-top-secret-000"
+    );
+
+    let mut config = config;
+    config["servers"]["google"]["credentials"] = json!({"source": "env"});
+    env.write_config(&config);
+    let out = env
+        .cmd()
+        .args([
+            "setup",
+            "--yes",
+            "--no-service",
+            "--skip-test",
+            "--skip-verify",
+        ])
+        .env_remove("GOOGLE_OAUTH_CLIENT_ID")
+        .env_remove("GOOGLE_OAUTH_CLIENT_SECRET")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(stdout.contains("not set in this shell"), "{stdout}");
+    let after: Value = serde_json::from_slice(&fs::read(&env.config).unwrap()).unwrap();
+    assert_eq!(
+        after["servers"]["google"]["credentials"],
+        json!({"source": "env"})
+    );
+}

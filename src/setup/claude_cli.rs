@@ -5,8 +5,8 @@
 //! Only user-scope (top-level `mcpServers`) entries go through the CLI; per-project entries have
 //! no CLI form and are patched directly, as is everything when the CLI is missing or fails. A
 //! backup of the exact bytes is taken before the first CLI call, and what the CLI stored is
-//! read back and recorded, so `uninstall` can undo it like a direct patch. Nothing secret is
-//! passed on the command line: coogle's entry holds no OAuth client.
+//! read back and recorded, so `uninstall` can undo it like a direct patch. Nothing from an
+//! entry's `env` is ever passed on the command line: such entries are patched directly.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -87,7 +87,15 @@ pub fn patch(path: &Path, shim: &Shim, cli: &ClaudeCli) -> Result<Patched, FsErr
         .into_iter()
         .filter(|c| c.location.len() == 2 && c.location[0] == "mcpServers")
         .collect();
-    if user_scope.is_empty() {
+    // An entry that keeps env of the one it replaces would put those values on the CLI's
+    // argv, where any user's `ps` sees them: such entries are patched directly.
+    let has_env = |c: &Change| {
+        c.written
+            .get("env")
+            .and_then(Value::as_object)
+            .is_some_and(|e| !e.is_empty())
+    };
+    if user_scope.is_empty() || user_scope.iter().any(has_env) {
         return claude_config::patch_file(path, kind, shim);
     }
     let mode = std::fs::metadata(&target)

@@ -308,10 +308,15 @@ pub fn looks_like_coogle(entry: &Value) -> bool {
         && args.is_some_and(|a| a.first().and_then(Value::as_str) == Some("mcp"))
 }
 
-/// The replacement for an existing entry: coogle's entry plus the entry's other `env` (coogle
-/// supplies the OAuth client or API key itself; the rest is kept so nothing is lost).
+/// The replacement for an existing entry: coogle's entry. An entry that started the server
+/// directly loses its `env` (`coogle mcp` passes none on: the OAuth client and other settings
+/// belong to the upstream in config.json, and uninstall gives the original back); an older
+/// coogle entry keeps its own env (`RUST_LOG`, say) minus what coogle supplies.
 fn replacement(old: &Value, base: &Value, upstream: Upstream) -> Value {
     let mut new = base.clone();
+    if upstream.replaces(old) {
+        return new;
+    }
     if let Some(env) = old.get("env").and_then(Value::as_object) {
         let rest: Map<String, Value> = env
             .iter()
@@ -605,8 +610,8 @@ mod tests {
         assert_eq!(new["mcpServers"].as_object().unwrap().len(), 3);
     }
 
-    /// The search entry replaces an ask-google-mcp entry in place, dropping the API key (coogle
-    /// keeps it in its own config) and keeping the other env.
+    /// The search entry replaces an ask-google-mcp entry in place, without its env (the API key
+    /// lives in coogle's config; uninstall gives the original back).
     #[test]
     fn search_entry_replaces_ask_google() {
         let doc = json!({"mcpServers": {
@@ -620,8 +625,7 @@ mod tests {
         assert_eq!(changes.len(), 1);
         assert_eq!(
             new["mcpServers"]["ask-google"],
-            json!({"command": "/usr/bin/coogle", "args": ["mcp", "--server", "search"],
-                   "env": {"HTTPS_PROXY": "http://proxy"}})
+            json!({"command": "/usr/bin/coogle", "args": ["mcp", "--server", "search"]})
         );
         assert_eq!(
             new["mcpServers"]["workspace"],

@@ -393,7 +393,7 @@ pub fn run(cli: &Cli, args: &DoctorArgs) -> ExitCode {
                         socket.display(),
                         wire::VERSION
                     ),
-                    "`coogle restart` or `coogle stop` (the next `coogle mcp` starts the new one)",
+                    "`systemctl --user restart coogle.service` (macOS: `launchctl kickstart -k gui/$UID/dev.coogle.daemon`), or `coogle stop` when no service runs it (the next `coogle mcp` starts this version)",
                 )
             }
         }

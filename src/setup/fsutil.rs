@@ -169,8 +169,10 @@ fn write_err(path: &Path) -> impl FnOnce(io::Error) -> FsError + '_ {
 }
 
 /// Write `bytes` to a new file beside `path` named `<name>.coogle-backup-<timestamp>` (with a
-/// counter when that exists), with `mode`, synced. Returns its path.
+/// counter when that exists), synced. Returns its path. The backup gets `mode` without any
+/// group or other bits: it may hold the secrets setup just moved into a 0600 file.
 pub fn backup(path: &Path, bytes: &[u8], mode: u32) -> Result<PathBuf, FsError> {
+    let mode = mode & 0o600;
     let base = sibling(path, &format!(".coogle-backup-{}", timestamp()));
     let mut candidate = base.clone();
     for n in 1.. {

@@ -517,6 +517,12 @@ fn setup(cli: &Cli, args: &SetupArgs) -> ExitCode {
                     summary.push(format!("service {}", inst.path.display()));
                 }
                 state.service = Some(inst.path.clone());
+                if matches!(creds, CredChoice::Env) {
+                    ui.warn(
+                        "the service starts the daemon without this shell's environment: it will not see GOOGLE_OAUTH_CLIENT_ID/SECRET",
+                    );
+                    ui.info("hint: `coogle setup --credentials-source manual` writes them into config.json (mode 0600)");
+                }
                 match inst.manager {
                     service::ManagerState::Started => ui.ok("enabled and started"),
                     service::ManagerState::Unavailable(why) => {
@@ -863,6 +869,14 @@ fn credentials_step(
                 show_credentials(ui, &c, &from);
                 Ok(CredChoice::Manual(c))
             }
+            // A second run: the first moved the client out of ~/.claude.json into config.json.
+            None if matches!(
+                existing_config_credentials(ui, cfg_path),
+                Some(CredChoice::Keep)
+            ) =>
+            {
+                Ok(CredChoice::Keep)
+            }
             None => Err(format!(
                 "no mcpServers entry with GOOGLE_OAUTH_CLIENT_ID and GOOGLE_OAUTH_CLIENT_SECRET in {}",
                 claude_json.display()
@@ -1003,6 +1017,16 @@ fn existing_config_credentials(ui: &Ui, cfg_path: &Path) -> Option<CredChoice> {
                 "config.json, via ~/.claude.json; copied into config.json",
             );
             Some(CredChoice::Manual(c))
+        }
+        config::CredentialsConfig::Env => {
+            match server.resolve_credentials().ok().flatten() {
+                Some(c) => show_credentials(ui, &c, "the environment, as config.json says"),
+                None => ui.warn(
+                    "config.json takes the OAuth client from the daemon's environment; GOOGLE_OAUTH_CLIENT_ID/SECRET are not set in this shell",
+                ),
+            }
+            // A second run keeps what the first wrote, set in this shell or not.
+            Some(CredChoice::Keep)
         }
         _ => {
             let c = server.resolve_credentials().ok().flatten()?;
@@ -1185,6 +1209,8 @@ fn test_daemon(ui: &Ui, cfg_path: &Path) -> Result<TestReport, String> {
         .arg("--socket")
         .arg(&socket)
         .env("XDG_STATE_HOME", dir.join("state"))
+        // Its upstream cache too, or it would overwrite the real daemon's.
+        .env("XDG_CACHE_HOME", dir.join("cache"))
         .env_remove("CLAUDE_CODE_SESSION_ID")
         .stdin(Stdio::null())
         .stdout(log_file)
@@ -1255,6 +1281,14 @@ fn test_daemon(ui: &Ui, cfg_path: &Path) -> Result<TestReport, String> {
         })
     });
     spinner.finish_and_clear();
+    // On every path, success or not, ask it to stop (SIGTERM stops its upstream's process group
+    // too; a SIGKILL alone would orphan it where there is no PDEATHSIG, as on macOS).
+    if let Ok(None) = child.try_wait() {
+        // SAFETY: kill(2) on our own child's pid.
+        unsafe {
+            libc::kill(child.id() as libc::pid_t, libc::SIGTERM);
+        }
+    }
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         match child.try_wait() {
