@@ -48,6 +48,11 @@ fn healthy_installation() {
     assert!(out.stdout.contains("upstream google connected"), "{out}");
     assert!(
         out.stdout
+            .contains("✓ upstream google: no Google sign-in pending"),
+        "{out}"
+    );
+    assert!(
+        out.stdout
             .contains(&format!("daemon {}", env!("CARGO_PKG_VERSION"))),
         "{out}"
     );
@@ -72,4 +77,30 @@ fn problems_are_crossed_with_their_fix() {
         "{out}"
     );
     assert!(out.stdout.contains("fix: `coogle setup --yes`"), "{out}");
+}
+
+/// A pending Google sign-in (the upstream answered a call with an authorization URL) is a ✗
+/// with the URL to open, and doctor exits 1 until a call goes through.
+#[test]
+fn a_pending_sign_in_is_crossed_with_its_url() {
+    const URL: &str = "https://accounts.google.com/o/oauth2/auth?client_id=x&state=doctor";
+    let env = installed_env();
+    let _daemon = env.daemon();
+    env.wait_upstream_ready();
+    let auth =
+        format!("**ACTION REQUIRED: Google Authentication Needed**\nAuthorization URL: {URL}");
+    let args = serde_json::to_string(&json!({"ms": 1, "text": auth})).unwrap();
+    let _ = env.run(&["call", "sleep", &args]);
+    let out = env.run(&["doctor"]);
+    assert_eq!(out.status, Some(1), "{out}");
+    assert!(
+        out.stdout
+            .contains("✗ upstream google waits for a Google sign-in"),
+        "{out}"
+    );
+    assert!(out.stdout.contains(&format!("fix: open {URL}")), "{out}");
+    // A call that goes through clears it.
+    let _ = env.run(&["call", "echo", r#"{"text":"ok"}"#]);
+    let out = env.run(&["doctor"]);
+    assert!(out.stdout.contains("no Google sign-in pending"), "{out}");
 }

@@ -420,6 +420,13 @@ pub fn run(cli: &Cli, args: &DoctorArgs) -> ExitCode {
                     &ui,
                     &format!("upstream {name} connected ({} tools)", u["tools"]),
                 );
+            } else if matches!(state, "starting" | "initializing") {
+                // A moment after login or a restart: not broken, just not there yet.
+                t.warn(
+                    &ui,
+                    &format!("upstream {name} is {state}"),
+                    "run `coogle doctor` again in a few seconds",
+                );
             } else {
                 let err = u["lastError"].as_str().unwrap_or("");
                 t.fail(
@@ -428,12 +435,19 @@ pub fn run(cli: &Cli, args: &DoctorArgs) -> ExitCode {
                     "`coogle logs` shows why; `coogle restart` retries",
                 );
             }
-            for s in u["signIn"].as_array().into_iter().flatten() {
-                t.warn(
+            let pending: Vec<&Value> = u["signIn"].as_array().into_iter().flatten().collect();
+            for s in &pending {
+                t.fail(
                     &ui,
                     &format!("upstream {name} waits for a Google sign-in"),
-                    &format!("open {}", s["url"].as_str().unwrap_or("the sign-in link")),
+                    &format!(
+                        "open {} and sign in, then retry the call",
+                        s["url"].as_str().unwrap_or("the sign-in link")
+                    ),
                 );
+            }
+            if pending.is_empty() && state == "ready" {
+                t.ok(&ui, &format!("upstream {name}: no Google sign-in pending"));
             }
         }
     }
