@@ -93,6 +93,20 @@ fn write_client(line: &[u8]) {
 }
 
 impl State {
+    fn new(writer: Option<UnixStream>) -> State {
+        State {
+            writer,
+            initialize: None,
+            initialized: false,
+            in_flight: HashMap::new(),
+            swallow: None,
+            buffered: Vec::new(),
+            reconnects: 0,
+            last_tools: None,
+            probe: None,
+        }
+    }
+
     fn lock(state: &Mutex<State>) -> MutexGuard<'_, State> {
         // A panic in the other thread ends the process anyway; keep going with the data.
         state.lock().unwrap_or_else(|p| p.into_inner())
@@ -345,17 +359,7 @@ fn skip_line<R: BufRead>(r: &mut R) -> bool {
 /// when stdin closes.
 pub fn run(opts: Options) -> Result<(), ShimError> {
     let (writer, mut reader) = open(&opts)?;
-    let state = Arc::new(Mutex::new(State {
-        writer: Some(writer),
-        initialize: None,
-        initialized: false,
-        in_flight: HashMap::new(),
-        swallow: None,
-        buffered: Vec::new(),
-        reconnects: 0,
-        last_tools: None,
-        probe: None,
-    }));
+    let state = Arc::new(Mutex::new(State::new(Some(writer))));
     let cap = opts.max_line_bytes;
     let s = state.clone();
     std::thread::Builder::new()
@@ -454,17 +458,9 @@ mod tests {
     use super::*;
 
     fn state() -> State {
-        State {
-            writer: None,
-            initialize: None,
-            initialized: true,
-            in_flight: HashMap::new(),
-            swallow: None,
-            buffered: Vec::new(),
-            reconnects: 0,
-            last_tools: None,
-            probe: None,
-        }
+        let mut st = State::new(None);
+        st.initialized = true;
+        st
     }
 
     /// Regression (a flaky `reconnect` test under load): a request buffered while the daemon

@@ -522,21 +522,13 @@ fn run_version(bin: &Path) -> Result<String, Failure> {
                 None,
             )
         })?;
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let status = loop {
-        if let Ok(Some(s)) = child.try_wait() {
-            break s;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err(fail(
-                ExitCode::Failure,
-                "the downloaded binary did not answer --version; nothing was replaced",
-                None,
-            ));
-        }
-        std::thread::sleep(Duration::from_millis(20));
+    let Some(status) = crate::setup::service::wait_or_kill(&mut child, Duration::from_secs(20))
+    else {
+        return Err(fail(
+            ExitCode::Failure,
+            "the downloaded binary did not answer --version; nothing was replaced",
+            None,
+        ));
     };
     let mut out = String::new();
     if let Some(mut s) = child.stdout.take() {

@@ -1289,18 +1289,7 @@ fn test_daemon(ui: &Ui, cfg_path: &Path) -> Result<TestReport, String> {
             libc::kill(child.id() as libc::pid_t, libc::SIGTERM);
         }
     }
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        match child.try_wait() {
-            Ok(Some(_)) => break,
-            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
-            _ => {
-                let _ = child.kill();
-                let _ = child.wait();
-                break;
-            }
-        }
-    }
+    service::wait_or_kill(&mut child, Duration::from_secs(10));
     let result = result.map_err(|e| {
         let tail: Vec<String> = std::fs::read_to_string(&log)
             .unwrap_or_default()

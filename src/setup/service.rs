@@ -188,6 +188,25 @@ fn systemctl() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("systemctl"))
 }
 
+/// Wait up to `limit` for `child` to exit; past it, kill and reap it and return `None`.
+pub fn wait_or_kill(
+    child: &mut std::process::Child,
+    limit: Duration,
+) -> Option<std::process::ExitStatus> {
+    let deadline = Instant::now() + limit;
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => return Some(status),
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return None;
+            }
+        }
+    }
+}
+
 /// Run a service-manager command with a time limit; `Err` carries what it said.
 pub fn run_bounded(program: &Path, args: &[&str], limit: Duration) -> Result<String, String> {
     let mut child = Command::new(program)
@@ -197,22 +216,13 @@ pub fn run_bounded(program: &Path, args: &[&str], limit: Duration) -> Result<Str
         .stderr(Stdio::piped())
         .spawn()
         .map_err(|e| format!("could not run {}: {e}", program.display()))?;
-    let deadline = Instant::now() + limit;
-    loop {
-        match child.try_wait() {
-            Ok(Some(_)) => break,
-            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
-            _ => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(format!(
-                    "{} {} did not finish within {} s",
-                    program.display(),
-                    args.join(" "),
-                    limit.as_secs()
-                ));
-            }
-        }
+    if wait_or_kill(&mut child, limit).is_none() {
+        return Err(format!(
+            "{} {} did not finish within {} s",
+            program.display(),
+            args.join(" "),
+            limit.as_secs()
+        ));
     }
     let out = child
         .wait_with_output()
