@@ -4,7 +4,6 @@
 mod support;
 
 use std::fs;
-use std::path::Path;
 
 use serde_json::json;
 use support::{Env, fake_mcp};
@@ -15,8 +14,7 @@ fn installed_env() -> Env {
         "source": "manual", "clientId": "id-0123456789", "clientSecret": "GOCSPX-doctor-secret"}}}}));
     fs::write(
         env.home.join(".claude.json"),
-        fs::read(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/clients/claude.json"))
-            .unwrap(),
+        support::client_fixture("claude.json"),
     )
     .unwrap();
     let out = env

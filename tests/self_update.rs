@@ -38,23 +38,13 @@ fn world() -> World {
 }
 
 fn self_update(w: &World, github: &FakeGithub, args: &[&str]) -> support::Output {
-    let out = w
-        .env
-        .cmd()
-        .arg("self-update")
-        .args(args)
+    let mut cmd = w.env.cmd();
+    cmd.arg("self-update")
         .env("COOGLE_SELF_UPDATE_EXE", &w.exe)
         .env("COOGLE_UPDATE_API_URL", &github.base)
         .env("GH_TOKEN", "test-token")
-        .env_remove("HOMEBREW_PREFIX")
-        .output()
-        .unwrap();
-    support::Output {
-        args: args.iter().map(|s| s.to_string()).collect(),
-        status: out.status.code(),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
+        .env_remove("HOMEBREW_PREFIX");
+    support::Output::of(cmd, args)
 }
 
 /// `coogle` at `exe` with this env's settings (the updated binary, say).

@@ -20,9 +20,7 @@ fn setup_env() -> (Env, PathBuf, Vec<u8>, PathBuf) {
     support::require_program("python3").expect("python3 runs the stand-in claude CLI");
     let env = Env::new();
     env.write_config(&json!({"servers": {"google": {"command": fake_mcp()}}}));
-    let original =
-        fs::read(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/clients/claude.json"))
-            .unwrap();
+    let original = support::client_fixture("claude.json");
     let claude = env.home.join(".claude.json");
     fs::write(&claude, &original).unwrap();
     let log = env.path("claude-cli.log");

@@ -16,13 +16,17 @@ const SECRET: &str = "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789";
 const CLIENT_ID: &str = "999999999999-setuptest.apps.googleusercontent.com";
 
 fn fixture(name: &str) -> Vec<u8> {
-    fs::read(
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/data/clients")
-            .join(name),
-    )
-    .unwrap()
+    support::client_fixture(name)
 }
+
+/// Setup with nothing that takes time: no service, no test daemon, no verify.
+const QUIET_SETUP: &[&str] = &[
+    "setup",
+    "--yes",
+    "--no-service",
+    "--skip-verify",
+    "--skip-test",
+];
 
 /// Every file under `dir` with its bytes and mode, except the daemon's own runtime output.
 fn snapshot(dir: &Path) -> Vec<(PathBuf, Vec<u8>, u32)> {
@@ -75,20 +79,11 @@ fn run_setup(env: &Env, extra: &[&str]) -> support::Output {
         "SETUP_TEST_SECRET",
     ];
     args.extend_from_slice(extra);
-    let out = env
-        .cmd()
-        .args(&args)
-        .env("SETUP_TEST_SECRET", SECRET)
+    let mut cmd = env.cmd();
+    cmd.env("SETUP_TEST_SECRET", SECRET)
         .env("COOGLE_SYSTEMCTL", env.path("no-systemctl"))
-        .env("CI", "true")
-        .output()
-        .unwrap();
-    support::Output {
-        args: args.iter().map(|s| s.to_string()).collect(),
-        status: out.status.code(),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
+        .env("CI", "true");
+    support::Output::of(cmd, &args)
 }
 
 #[test]
@@ -228,19 +223,9 @@ fn corrupt_claude_json_is_refused_and_untouched() {
 #[test]
 fn credentials_found_in_claude_json_move_into_config() {
     let (env, claude, _) = setup_env();
-    let out = env
-        .cmd()
-        .args([
-            "setup",
-            "--yes",
-            "--no-service",
-            "--skip-verify",
-            "--skip-test",
-        ])
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    let out = env.run(QUIET_SETUP);
+    let stdout = &out.stdout;
+    assert_eq!(out.status, Some(0), "{out}");
     assert!(
         stdout.contains("mcpServers.google-workspace in"),
         "{stdout}"
@@ -355,18 +340,8 @@ fn the_replaced_entry_becomes_the_upstream() {
         "GOCSPX-fixture-top-secret-000"
     );
     // A second run keeps the upstream as it is now written.
-    let again = env
-        .cmd()
-        .args([
-            "setup",
-            "--yes",
-            "--no-service",
-            "--skip-verify",
-            "--skip-test",
-        ])
-        .output()
-        .unwrap();
-    assert_eq!(again.status.code(), Some(0));
+    let again = env.run(QUIET_SETUP);
+    assert_eq!(again.status, Some(0), "{again}");
     let config2: Value = serde_json::from_slice(&fs::read(&env.config).unwrap()).unwrap();
     assert_eq!(config2, config);
 }

@@ -5,18 +5,13 @@
 mod support;
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use serde_json::{Value, json};
 use support::{Env, fake_mcp};
 
 fn fixture(name: &str) -> Vec<u8> {
-    fs::read(
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/data/clients")
-            .join(name),
-    )
-    .unwrap()
+    support::client_fixture(name)
 }
 
 fn installed() -> (Env, PathBuf, PathBuf, Vec<u8>, Vec<u8>) {
@@ -59,18 +54,9 @@ fn installed() -> (Env, PathBuf, PathBuf, Vec<u8>, Vec<u8>) {
 fn uninstall(env: &Env, extra: &[&str]) -> support::Output {
     let mut args = vec!["uninstall", "--yes"];
     args.extend_from_slice(extra);
-    let out = env
-        .cmd()
-        .args(&args)
-        .env("COOGLE_SYSTEMCTL", env.path("none"))
-        .output()
-        .unwrap();
-    support::Output {
-        args: args.iter().map(|s| s.to_string()).collect(),
-        status: out.status.code(),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
+    let mut cmd = env.cmd();
+    cmd.env("COOGLE_SYSTEMCTL", env.path("none"));
+    support::Output::of(cmd, &args)
 }
 
 #[test]

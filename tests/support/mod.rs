@@ -48,6 +48,16 @@ pub fn wait_for(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
     }
 }
 
+/// The bytes of a client-config fixture under `tests/data/clients` (`claude.json`, ...).
+pub fn client_fixture(name: &str) -> Vec<u8> {
+    std::fs::read(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/data/clients")
+            .join(name),
+    )
+    .unwrap()
+}
+
 /// One test's private world.
 pub struct Env {
     pub tmp: tempfile::TempDir,
@@ -141,13 +151,7 @@ impl Env {
 
     /// Run a CLI command to completion.
     pub fn run(&self, args: &[&str]) -> Output {
-        let out = self.cmd().args(args).output().expect("run coogle");
-        Output {
-            args: args.iter().map(|s| s.to_string()).collect(),
-            status: out.status.code(),
-            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        }
+        Output::of(self.cmd(), args)
     }
 
     /// Start `coogle serve` and wait until it answers.
@@ -253,6 +257,19 @@ pub struct Output {
     pub status: Option<i32>,
     pub stdout: String,
     pub stderr: String,
+}
+
+impl Output {
+    /// Run `cmd` with `args` added, to completion, keeping what it said.
+    pub fn of(mut cmd: Command, args: &[&str]) -> Output {
+        let out = cmd.args(args).output().expect("run coogle");
+        Output {
+            args: args.iter().map(|s| s.to_string()).collect(),
+            status: out.status.code(),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
 }
 
 impl std::fmt::Display for Output {
