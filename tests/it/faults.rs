@@ -1,0 +1,71 @@
+//! Faults: a child that cannot stay up backs off and `status` says so; a child that hangs is
+//! restarted after consecutive timeouts.
+
+use crate::support;
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use support::*;
+
+#[test]
+fn a_crash_loop_backs_off_and_status_says_so() {
+    let env = Env::new();
+    let spawns = env.path("spawns.txt");
+    env.write_fake_config(
+        json!({"env": {"FAKE_MCP_EXIT_AT_START": "3", "FAKE_MCP_PID_FILE": spawns}}),
+    );
+    let _d = env.daemon();
+    let mut last = Value::Null;
+    wait_for("two failed starts", Duration::from_secs(20), || {
+        last = control(&env.socket, "status", Value::Null).unwrap()["upstreams"][0].clone();
+        last["consecutiveFailures"].as_u64().unwrap_or(0) >= 2
+    });
+    assert_eq!(last["state"], "failed", "{last}");
+    assert!(
+        last["lastError"]
+            .as_str()
+            .unwrap()
+            .contains("exit status: 3"),
+        "{last}"
+    );
+    // Backoff: 3 s after the first failure, 6 s after the second.
+    let next = last["nextRestartInMs"].as_u64().unwrap();
+    assert!(
+        next > 3_000 && next <= 6_000,
+        "next start in {next} ms: {last}"
+    );
+    let out = env.run(&["status"]);
+    assert_eq!(
+        out.status,
+        Some(1),
+        "an unhealthy upstream makes status exit 1: {out}"
+    );
+    assert!(out.stdout.contains("failures in a row: 2"), "{out}");
+    // Spawns are bounded by the backoff, not a tight loop.
+    assert!(read_lines(&spawns).len() <= 3, "{:?}", read_lines(&spawns));
+}
+
+#[test]
+fn a_hung_child_is_restarted_after_consecutive_timeouts() {
+    let env = Env::with_fake(json!({"callTimeoutMs": 300}));
+    let _d = env.daemon();
+    let mut s = env.shim();
+    s.initialize();
+    let before = text(&s.call("pid", json!({})));
+    for _ in 0..3 {
+        let r = s.call("sleep", json!({"ms": 60_000}));
+        assert!(text(&r).contains("timed out"), "{r}");
+    }
+    // The third timeout in a row restarts the child; the next call is served by a new one.
+    let after = text(&s.call("pid", json!({})));
+    assert_ne!(before, after);
+    let status = control(&env.socket, "status", Value::Null).unwrap();
+    assert!(
+        status["upstreams"][0]["lastError"]
+            .as_str()
+            .unwrap()
+            .contains("timed out")
+    );
+    assert_eq!(status["upstreams"][0]["stats"]["timeouts"], 3);
+}

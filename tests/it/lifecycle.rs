@@ -1,0 +1,299 @@
+//! The daemon's life: one per socket, private socket and directory, auto-start from the shim,
+//! graceful stop, and no orphans even after SIGKILL.
+
+use crate::support;
+
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use support::*;
+
+#[test]
+fn a_second_daemon_exits_0_saying_already_running() {
+    let env = Env::with_fake(json!({}));
+    let _first = env.daemon();
+    let out = env.run(&["serve"]);
+    assert_eq!(out.status, Some(0), "{out}");
+    assert!(out.stderr.contains("already running"), "{out}");
+    // The first one still serves.
+    assert_eq!(
+        control(&env.socket, "ping", Value::Null).unwrap()["pong"],
+        true
+    );
+}
+
+#[test]
+fn socket_and_directory_are_private() {
+    let env = Env::with_fake(json!({}));
+    let _d = env.daemon();
+    let dir = env.socket.parent().unwrap();
+    assert_eq!(
+        std::fs::metadata(dir).unwrap().permissions().mode() & 0o777,
+        0o700
+    );
+    assert_eq!(
+        std::fs::metadata(&env.socket).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+}
+
+#[test]
+fn a_socket_directory_owned_by_someone_else_or_a_symlink_is_refused() {
+    let env = Env::with_fake(json!({}));
+    let real = env.path("elsewhere");
+    std::fs::create_dir(&real).unwrap();
+    std::os::unix::fs::symlink(&real, env.path("run")).unwrap();
+    let out = env.run(&["serve"]);
+    assert_eq!(out.status, Some(2), "{out}");
+    assert!(out.stderr.contains("symlink"), "{out}");
+
+    // Another owner: only testable as root (chown needs it).
+    if unsafe { libc::getuid() } == 0 {
+        let env = Env::with_fake(json!({}));
+        let dir = env.path("run");
+        std::fs::create_dir(&dir).unwrap();
+        std::os::unix::fs::chown(&dir, Some(65534), Some(65534)).unwrap();
+        let out = env.run(&["serve"]);
+        assert_eq!(out.status, Some(2), "{out}");
+        assert!(out.stderr.contains("owned by uid 65534"), "{out}");
+        assert_eq!(std::fs::metadata(&dir).unwrap().uid(), 65534);
+    }
+}
+
+#[test]
+fn the_shim_starts_a_daemon_when_none_runs() {
+    let env = Env::with_fake(json!({}));
+    let mut s = env.shim();
+    let init = s.initialize();
+    assert_eq!(init["serverInfo"]["name"], "fake-mcp");
+    assert_eq!(text(&s.call("echo", json!({"text": "auto"}))), "auto");
+    let info = control(&env.socket, "info", Value::Null).unwrap();
+    let daemon_pid = info["pid"].as_u64().unwrap() as u32;
+    // It is detached from the shim: the shim exiting leaves it running.
+    drop(s);
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(pid_alive(daemon_pid));
+    // `coogle stop` stops it and its child.
+    let child_pid = control(&env.socket, "status", Value::Null).unwrap()["upstreams"][0]["pid"]
+        .as_u64()
+        .unwrap() as u32;
+    let out = env.run(&["stop"]);
+    assert_eq!(out.status, Some(0), "{out}");
+    wait_for("the daemon to exit", Duration::from_secs(10), || {
+        !pid_alive(daemon_pid)
+    });
+    assert!(!pid_alive(child_pid));
+    assert!(!env.socket.exists());
+    // Its output went to the log file, not to the shim's stdout.
+    assert!(
+        std::fs::read_to_string(&env.log)
+            .unwrap()
+            .contains("coogle daemon listening")
+    );
+}
+
+#[test]
+fn ten_shims_at_once_start_exactly_one_daemon() {
+    let env = Env::new();
+    let spawns = env.path("spawns.txt");
+    env.write_fake_config(json!({"env": {"FAKE_MCP_PID_FILE": spawns}}));
+    let mut shims: Vec<Shim> = (0..10).map(|_| env.shim()).collect();
+    let handles: Vec<_> = shims
+        .drain(..)
+        .map(|mut s| {
+            std::thread::spawn(move || {
+                s.initialize();
+                let pid = text(&s.call("pid", json!({})));
+                (s, pid)
+            })
+        })
+        .collect();
+    let results: Vec<(Shim, String)> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    let pids: std::collections::HashSet<&String> = results.iter().map(|r| &r.1).collect();
+    assert_eq!(pids.len(), 1);
+    assert_eq!(read_lines(&spawns).len(), 1);
+    let daemons = processes_matching(&format!("{}", env.socket.display()));
+    assert_eq!(daemons.len(), 1, "daemons serving this socket: {daemons:?}");
+    let status = control(&env.socket, "status", Value::Null).unwrap();
+    assert_eq!(
+        status["upstreams"][0]["sessions"].as_array().unwrap().len(),
+        10
+    );
+    drop(results);
+    let _ = env.run(&["stop"]);
+}
+
+#[test]
+fn sigterm_stops_the_child_and_removes_the_socket() {
+    let env = Env::with_fake(json!({}));
+    let mut d = env.daemon();
+    let status = env.wait_upstream_ready();
+    let child = status["upstreams"][0]["pid"].as_u64().unwrap() as u32;
+    let (code, _) = d.signal_and_wait(libc::SIGTERM);
+    assert_eq!(code, Some(0));
+    assert!(!pid_alive(child));
+    assert!(!env.socket.exists());
+}
+
+#[test]
+fn sigkilled_daemon_leaves_no_child_behind_after_the_next_start() {
+    let env = Env::with_fake(json!({"env": {"FAKE_MCP_IGNORE_SIGTERM": "1"}}));
+    let mut d = env.daemon();
+    let mut s = env.shim();
+    s.initialize();
+    let child: u32 = text(&s.call("pid", json!({}))).parse().unwrap();
+    let grandchild: u32 = text(&s.call("spawn_grandchild", json!({})))
+        .parse()
+        .unwrap();
+    assert!(pid_alive(grandchild));
+    // A call in flight when the daemon dies.
+    s.send(&json!({"jsonrpc":"2.0","id":"inflight","method":"tools/call","params":{"name":"sleep","arguments":{"ms":30000}}}));
+    std::thread::sleep(Duration::from_millis(100));
+    d.signal_and_wait(libc::SIGKILL);
+    // PR_SET_PDEATHSIG takes the direct child down with the daemon.
+    wait_for(
+        "the child to die with the daemon",
+        Duration::from_secs(5),
+        || !pid_alive(child),
+    );
+    // The shim answers the in-flight call with an error, reconnects (starting a new daemon),
+    // and the new daemon reaps the grandchild the old group left behind.
+    let failed = s.response(&json!("inflight"), Duration::from_secs(10));
+    assert_eq!(failed["result"]["isError"], true, "{failed}");
+    assert_eq!(text(&s.call("echo", json!({"text": "again"}))), "again");
+    wait_for(
+        "the grandchild to be reaped",
+        Duration::from_secs(10),
+        || !pid_alive(grandchild),
+    );
+    let _ = env.run(&["stop"]);
+}
+
+#[test]
+fn a_peer_of_another_uid_is_refused_even_if_the_socket_is_reachable() {
+    // Needs root to connect as someone else.
+    if unsafe { libc::getuid() } != 0 || !std::path::Path::new("/usr/bin/setpriv").exists() {
+        return;
+    }
+    let env = Env::with_fake(json!({}));
+    let _d = env.daemon();
+    // Loosen every permission on the way, as a careless admin might.
+    use std::os::unix::fs::PermissionsExt;
+    for (p, mode) in [
+        (env.tmp.path().to_path_buf(), 0o755),
+        (env.socket.parent().unwrap().to_path_buf(), 0o755),
+        (env.socket.clone(), 0o666),
+    ] {
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+    let script = format!(
+        "import socket; s = socket.socket(socket.AF_UNIX); s.connect({:?}); s.settimeout(5)\n\
+         try:\n    s.sendall(b'{{\"id\":\"1\",\"method\":\"status\"}}\\n')\n    print(repr(s.recv(4096)))\n\
+         except (ConnectionResetError, BrokenPipeError):\n    print('reset')",
+        env.socket.display().to_string()
+    );
+    let out = std::process::Command::new("/usr/bin/setpriv")
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "/usr/bin/python3",
+            "-c",
+            &script,
+        ])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        matches!(stdout.trim(), "b''" | "reset"),
+        "the daemon must answer nothing to another uid: {stdout}"
+    );
+    // The owner is still served.
+    assert_eq!(
+        control(&env.socket, "ping", Value::Null).unwrap()["pong"],
+        true
+    );
+}
+
+#[test]
+fn a_daemon_whose_socket_is_removed_stops_with_its_child() {
+    let env = Env::with_fake(json!({}));
+    let mut d = env.daemon();
+    let status = env.wait_upstream_ready();
+    let child = status["upstreams"][0]["pid"].as_u64().unwrap() as u32;
+    std::fs::remove_file(&env.socket).unwrap();
+    let (code, _) = d.wait_exit();
+    assert_eq!(code, Some(0));
+    assert!(!pid_alive(child));
+}
+
+/// Regression: stopping a daemon with live sessions polled a finished session writer again
+/// ("JoinHandle polled after completion", a panic in a runtime worker, seen on `coogle stop`).
+/// Raw mcp-mode connections stand in for agents (shims would start a new daemon afterwards):
+/// three have initialized, three are connected but silent.
+#[test]
+fn stopping_with_live_sessions_panics_nowhere() {
+    use std::io::{BufRead, BufReader, Write};
+    let env = Env::with_fake(json!({}));
+    let mut daemon = env.daemon();
+    let mut sessions = Vec::new();
+    for i in 0..6 {
+        let mut conn = std::os::unix::net::UnixStream::connect(&env.socket).unwrap();
+        let mut lines = format!(
+            "{{\"coogle\":1,\"mode\":\"mcp\",\"server\":\"google\",\"version\":\"{}\",\"pid\":1}}\n",
+            env!("CARGO_PKG_VERSION")
+        );
+        if i < 3 {
+            lines.push_str(r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#);
+            lines.push('\n');
+            lines.push_str(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+            lines.push('\n');
+        }
+        conn.write_all(lines.as_bytes()).unwrap();
+        let mut reader = BufReader::new(conn.try_clone().unwrap());
+        let mut hello = String::new();
+        reader.read_line(&mut hello).unwrap();
+        assert!(hello.contains("\"ok\":true"), "{hello}");
+        sessions.push((conn, reader));
+    }
+    wait_for("six sessions", Duration::from_secs(10), || {
+        control(&env.socket, "status", Value::Null).is_ok_and(|s| {
+            s["upstreams"][0]["sessions"]
+                .as_array()
+                .is_some_and(|a| a.len() == 6)
+        })
+    });
+    let out = env.run(&["stop"]);
+    assert_eq!(out.status, Some(0), "{out}");
+    let (code, stderr) = daemon.wait_exit();
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    drop(sessions);
+}
+
+/// Regression: a daemon saving its tool cache after its HOME was deleted (a test's temporary
+/// HOME, a removed account) recreated the whole tree, littering /tmp.
+#[test]
+fn a_deleted_home_is_not_recreated_by_the_tool_cache() {
+    let env = Env::with_fake(json!({}));
+    let _d = env.daemon();
+    env.wait_upstream_ready();
+    // The daemon may be writing in there right now: retry until the tree is gone.
+    wait_for("HOME removed", Duration::from_secs(10), || {
+        std::fs::remove_dir_all(&env.home).is_ok() && !env.home.exists()
+    });
+    control(&env.socket, "restart_child", Value::Null).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    env.wait_upstream_ready();
+    assert!(
+        !env.home.exists(),
+        "the daemon recreated {}",
+        env.home.display()
+    );
+}

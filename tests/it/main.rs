@@ -1,0 +1,41 @@
+//! coogle's integration tests, in one binary (as uv and ripgrep do): each file below owns one
+//! behaviour and runs the real `coogle` binary in a sealed environment (see `support`). One
+//! binary links the crate once, instead of once per file.
+
+mod support;
+
+mod claude_config_patch;
+mod cli;
+mod coogle_tool;
+mod distribution;
+mod doctor;
+mod everything_passthrough;
+mod fairness;
+mod faults;
+mod install_script;
+mod instant_start;
+mod ipc_abuse;
+mod lifecycle;
+mod load;
+mod multiplex;
+mod notifications;
+mod reconnect;
+mod respawn;
+mod search_e2e;
+mod search_server;
+mod self_update;
+mod server_requests;
+mod service_files;
+mod sessions;
+mod setup_claude_cli;
+mod setup_search;
+mod setup_wizard;
+mod setup_yes;
+mod sign_in;
+mod soak;
+mod tasks;
+mod third_party;
+mod timeout;
+mod uninstall;
+mod version_handshake;
+mod wire_properties;

@@ -1,0 +1,75 @@
+//! Requests from the server to the client (roots, sampling, elicitation) reach the session whose
+//! call caused them, with the daemon's own id, and its answer goes back to the child under the
+//! child's id; when no session can take one, the child gets an error at once, never silence.
+
+use crate::support;
+
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use support::*;
+
+fn init(s: &mut Shim, capabilities: Value) {
+    s.request(
+        "initialize",
+        json!({"protocolVersion": "2025-11-25", "capabilities": capabilities,
+               "clientInfo": {"name": "t", "version": "1"}}),
+    );
+    s.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    s.request("ping", json!({}));
+}
+
+#[test]
+fn a_server_request_reaches_the_calling_session_and_its_answer_the_child() {
+    let env = Env::with_fake(json!({}));
+    let _d = env.daemon();
+    let mut a = env.shim();
+    let mut other = env.shim();
+    init(&mut a, json!({"roots": {}}));
+    init(&mut other, json!({"roots": {}}));
+    a.send(&json!({"jsonrpc":"2.0","id":"ask","method":"tools/call","params":{"name":"ask","arguments":{"method":"roots/list"}}}));
+    let req = a.notification("roots/list", Duration::from_secs(10));
+    let id = req["id"].as_str().unwrap().to_string();
+    assert!(id.starts_with("coogle-s"), "{req}");
+    a.send(
+        &json!({"jsonrpc":"2.0","id": id,"result":{"roots":[{"uri":"file:///work/a","name":"a"}]}}),
+    );
+    let answer = text(&a.response(&json!("ask"), Duration::from_secs(10)));
+    let answer: Value = serde_json::from_str(&answer).unwrap();
+    assert_eq!(
+        answer["id"], "fake-ask-1",
+        "the child sees its own id again"
+    );
+    assert_eq!(answer["result"]["roots"][0]["uri"], "file:///work/a");
+    assert!(
+        other.recv(Duration::from_millis(200)).is_none(),
+        "the other session saw nothing"
+    );
+}
+
+#[test]
+fn a_request_no_session_can_take_is_refused_at_once() {
+    let env = Env::with_fake(json!({}));
+    let _d = env.daemon();
+    let mut s = env.shim();
+    init(&mut s, json!({"roots": {}}));
+    let t = Instant::now();
+    let r = s.call(
+        "ask",
+        json!({"method": "sampling/createMessage", "params": {"messages": [], "maxTokens": 5}}),
+    );
+    assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
+    let answer: Value = serde_json::from_str(&text(&r)).unwrap();
+    assert_eq!(answer["error"]["code"], -32601, "{answer}");
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("sampling"),
+        "{answer}"
+    );
+    assert!(
+        s.recv(Duration::from_millis(200)).is_none(),
+        "the client was not asked"
+    );
+}

@@ -1,0 +1,618 @@
+//! Shared harness for the integration tests: a sealed environment per test (temp HOME and XDG
+//! dirs, its own socket and config), the real `coogle` binary, the fake upstream, and small MCP
+//! helpers. Every wait is bounded; a failure prints what the processes said.
+#![allow(clippy::print_stderr)]
+
+pub mod fake_github;
+pub mod gemini_mock;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+pub const COOGLE: &str = env!("CARGO_BIN_EXE_coogle");
+
+/// The fake MCP server example, built by `cargo test` beside the test binaries.
+pub fn fake_mcp() -> PathBuf {
+    let exe = std::env::current_exe().expect("current exe");
+    // target/<profile>/deps/<test> → target/<profile>/examples/fake_mcp
+    let profile_dir = exe.parent().and_then(Path::parent).expect("profile dir");
+    let path = profile_dir.join("examples").join("fake_mcp");
+    if !path.exists() {
+        let status = Command::new(env!("CARGO"))
+            .args(["build", "--example", "fake_mcp"])
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .status()
+            .expect("cargo build --example fake_mcp");
+        assert!(status.success(), "building the fake MCP server failed");
+    }
+    assert!(path.exists(), "fake_mcp not found at {}", path.display());
+    path
+}
+
+pub fn wait_for(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
+    let deadline = Instant::now() + timeout;
+    let mut delay = Duration::from_millis(5);
+    while !f() {
+        assert!(
+            Instant::now() < deadline,
+            "timed out after {timeout:?} waiting for {what}"
+        );
+        std::thread::sleep(delay);
+        delay = (delay * 2).min(Duration::from_millis(100));
+    }
+}
+
+/// The bytes of a client-config fixture under `tests/data/clients` (`claude.json`, ...).
+pub fn client_fixture(name: &str) -> Vec<u8> {
+    std::fs::read(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/data/clients")
+            .join(name),
+    )
+    .unwrap()
+}
+
+/// One test's private world.
+pub struct Env {
+    pub tmp: tempfile::TempDir,
+    pub home: PathBuf,
+    pub socket: PathBuf,
+    pub config: PathBuf,
+    pub log: PathBuf,
+}
+
+impl Env {
+    pub fn new() -> Env {
+        let tmp = tempfile::Builder::new()
+            .prefix("cg")
+            .tempdir_in("/tmp")
+            .unwrap();
+        let home = tmp.path().join("home");
+        std::fs::create_dir_all(home.join(".config/coogle")).unwrap();
+        let socket = tmp.path().join("run").join("coogle.sock");
+        let config = home.join(".config/coogle/config.json");
+        let log = home.join(".local/state/coogle/coogle.log");
+        Env {
+            tmp,
+            home,
+            socket,
+            config,
+            log,
+        }
+    }
+
+    /// An env whose single upstream `google` is the fake server, with `extra` merged into the
+    /// server's config and `env` added to its environment.
+    pub fn with_fake(server_extra: Value) -> Env {
+        let env = Env::new();
+        env.write_fake_config(server_extra);
+        env
+    }
+
+    pub fn write_fake_config(&self, server_extra: Value) {
+        let mut server = json!({
+            "command": fake_mcp(),
+            "args": [],
+            "env": {},
+            "credentials": {"source": "none"},
+        });
+        if let Value::Object(extra) = server_extra {
+            for (k, v) in extra {
+                server[k] = v;
+            }
+        }
+        self.write_config(&json!({"servers": {"google": server}}));
+    }
+
+    pub fn write_config(&self, config: &Value) {
+        std::fs::write(&self.config, serde_json::to_vec_pretty(config).unwrap()).unwrap();
+    }
+
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.tmp.path().join(name)
+    }
+
+    /// `coogle` with this env's HOME, XDG dirs, config and socket. The rest of the environment
+    /// is inherited (CA bundles, PATH, pyenv), and uv keeps using the real cache so third-party
+    /// servers are not downloaded again for every temporary HOME.
+    pub fn cmd(&self) -> Command {
+        let mut c = Command::new(COOGLE);
+        if let Some(real_home) = std::env::var_os("HOME").map(PathBuf::from) {
+            if std::env::var_os("UV_CACHE_DIR").is_none() {
+                c.env("UV_CACHE_DIR", real_home.join(".cache/uv"));
+            }
+            let tools = real_home.join(".local/share/uv/tools");
+            if std::env::var_os("UV_TOOL_DIR").is_none() && tools.is_dir() {
+                c.env("UV_TOOL_DIR", tools);
+            }
+        }
+        c.env_remove("XDG_RUNTIME_DIR")
+            .env_remove("CLAUDE_CODE_SESSION_ID")
+            .env("HOME", &self.home)
+            .env("XDG_CONFIG_HOME", self.home.join(".config"))
+            .env("XDG_STATE_HOME", self.home.join(".local/state"))
+            .env("COOGLE_CONFIG", &self.config)
+            .env("COOGLE_SOCKET", &self.socket)
+            .env("RUST_LOG", "coogle=debug")
+            // Never Claude Code's real CLI on a developer's PATH; tests that want one set it.
+            .env("COOGLE_CLAUDE_CLI", "none")
+            // A developer's Gemini key would add the `search` upstream to every test daemon.
+            .env_remove("GOOGLE_API_KEY")
+            .env_remove("GEMINI_API_KEY")
+            .stdin(Stdio::null());
+        c
+    }
+
+    /// Run a CLI command to completion.
+    pub fn run(&self, args: &[&str]) -> Output {
+        Output::of(self.cmd(), args)
+    }
+
+    /// Start `coogle serve` and wait until it answers.
+    pub fn daemon(&self) -> Daemon {
+        let child = self
+            .cmd()
+            .args(["serve", "--log-stderr"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn coogle serve");
+        let d = Daemon {
+            child: Some(child),
+        };
+        self.wait_ready();
+        d
+    }
+
+    /// Wait until the daemon answers `ping`.
+    pub fn wait_ready(&self) {
+        wait_for("the daemon to answer", Duration::from_secs(20), || {
+            control(&self.socket, "ping", Value::Null).is_ok()
+        });
+    }
+
+    /// Wait until the upstream is `ready`.
+    pub fn wait_upstream_ready(&self) -> Value {
+        let mut last = Value::Null;
+        wait_for(
+            "the upstream to be ready",
+            Duration::from_secs(60),
+            || match control(&self.socket, "status", Value::Null) {
+                Ok(s) => {
+                    let ready = s["upstreams"][0]["state"] == "ready";
+                    last = s;
+                    ready
+                }
+                Err(_) => false,
+            },
+        );
+        last
+    }
+
+    pub fn shim(&self) -> Shim {
+        self.shim_with(&[])
+    }
+
+    pub fn shim_with(&self, extra: &[&str]) -> Shim {
+        let mut args = vec!["mcp"];
+        args.extend_from_slice(extra);
+        self.stdio_server(self.cmd(), &args)
+    }
+
+    /// Any coogle mode that speaks MCP on stdio (`mcp`, `search-server`), driven as a client.
+    pub fn stdio_server(&self, mut cmd: Command, args: &[&str]) -> Shim {
+        let mut child = cmd
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn coogle mcp");
+        let stdin = child.stdin.take().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut r = BufReader::new(stdout);
+            loop {
+                let mut line = String::new();
+                match r.read_line(&mut line) {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => {
+                        if tx.send(line).is_err() {
+                            break;
+                        }
+                    }
+                }
+            }
+        });
+        Shim {
+            child,
+            stdin: Some(stdin),
+            rx,
+            next_id: 1,
+            stray: Vec::new(),
+        }
+    }
+}
+
+impl Drop for Env {
+    /// Stop any daemon still serving this env's socket (one a shim started, say), even when the
+    /// test failed, so no daemon or child outlives its test.
+    fn drop(&mut self) {
+        if self.socket.exists() {
+            let _ = control(&self.socket, "shutdown", Value::Null);
+        }
+    }
+}
+
+pub struct Output {
+    pub args: Vec<String>,
+    pub status: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Output {
+    /// Run `cmd` with `args` added, to completion, keeping what it said.
+    pub fn of(mut cmd: Command, args: &[&str]) -> Output {
+        let out = cmd.args(args).output().expect("run coogle");
+        Output {
+            args: args.iter().map(|s| s.to_string()).collect(),
+            status: out.status.code(),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+}
+
+impl std::fmt::Display for Output {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "coogle {:?} exited {:?}\n--- stdout\n{}\n--- stderr\n{}",
+            self.args, self.status, self.stdout, self.stderr
+        )
+    }
+}
+
+/// A `coogle serve` process, killed (SIGKILL) when dropped if still running.
+pub struct Daemon {
+    pub child: Option<Child>,
+}
+
+impl Daemon {
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().unwrap().id()
+    }
+
+    /// Send a signal and wait for exit; returns the exit code and stderr.
+    pub fn signal_and_wait(&mut self, sig: i32) -> (Option<i32>, String) {
+        let mut child = self.child.take().unwrap();
+        unsafe {
+            libc::kill(child.id() as i32, sig);
+        }
+        let status = wait_child(&mut child, Duration::from_secs(20));
+        let mut err = String::new();
+        if let Some(mut e) = child.stderr.take() {
+            let _ = e.read_to_string(&mut err);
+        }
+        (status, err)
+    }
+
+    pub fn wait_exit(&mut self) -> (Option<i32>, String) {
+        let mut child = self.child.take().unwrap();
+        let status = wait_child(&mut child, Duration::from_secs(20));
+        let mut err = String::new();
+        if let Some(mut e) = child.stderr.take() {
+            let _ = e.read_to_string(&mut err);
+        }
+        (status, err)
+    }
+}
+
+fn wait_child(child: &mut Child, timeout: Duration) -> Option<i32> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            return s.code();
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("process {} did not exit within {timeout:?}", child.id());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            // Ask nicely first so the child upstream is stopped too.
+            unsafe {
+                libc::kill(c.id() as i32, libc::SIGTERM);
+            }
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while Instant::now() < deadline {
+                if let Ok(Some(_)) = c.try_wait() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// A `coogle mcp` process driven as an MCP client.
+pub struct Shim {
+    pub child: Child,
+    stdin: Option<ChildStdin>,
+    rx: mpsc::Receiver<String>,
+    next_id: u64,
+    /// Messages read while waiting for something else (notifications, other answers).
+    pub stray: Vec<Value>,
+}
+
+impl Shim {
+    pub fn send(&mut self, msg: &Value) {
+        let mut line = serde_json::to_vec(msg).unwrap();
+        line.push(b'\n');
+        self.send_raw(&line);
+    }
+
+    pub fn send_raw(&mut self, bytes: &[u8]) {
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        stdin.write_all(bytes).unwrap();
+        stdin.flush().unwrap();
+    }
+
+    pub fn close_stdin(&mut self) {
+        self.stdin.take();
+    }
+
+    pub fn recv(&mut self, timeout: Duration) -> Option<Value> {
+        let line = self.rx.recv_timeout(timeout).ok()?;
+        Some(
+            serde_json::from_str(&line).unwrap_or_else(|e| {
+                panic!("the shim wrote a line that is not JSON ({e}): {line:?}")
+            }),
+        )
+    }
+
+    /// Wait for the answer to `id`, keeping anything else in `stray`.
+    pub fn response(&mut self, id: &Value, timeout: Duration) -> Value {
+        let deadline = Instant::now() + timeout;
+        if let Some(pos) = self
+            .stray
+            .iter()
+            .position(|m| &m["id"] == id && m.get("method").is_none())
+        {
+            return self.stray.remove(pos);
+        }
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let msg = self.recv(left).unwrap_or_else(|| {
+                panic!(
+                    "no answer to id {id} within {timeout:?}; stray: {:?}",
+                    self.stray
+                )
+            });
+            if &msg["id"] == id && msg.get("method").is_none() {
+                return msg;
+            }
+            self.stray.push(msg);
+        }
+    }
+
+    /// Wait for a notification with this method.
+    pub fn notification(&mut self, method: &str, timeout: Duration) -> Value {
+        if let Some(pos) = self.stray.iter().position(|m| m["method"] == method) {
+            return self.stray.remove(pos);
+        }
+        let deadline = Instant::now() + timeout;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let msg = self.recv(left).unwrap_or_else(|| {
+                panic!("no {method} within {timeout:?}; stray: {:?}", self.stray)
+            });
+            if msg["method"] == method {
+                return msg;
+            }
+            self.stray.push(msg);
+        }
+    }
+
+    pub fn request(&mut self, method: &str, params: Value) -> Value {
+        let id = json!(self.next_id);
+        self.next_id += 1;
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        self.response(&id, Duration::from_secs(30))
+    }
+
+    /// initialize + initialized; returns the initialize result.
+    pub fn initialize(&mut self) -> Value {
+        let r = self.request(
+            "initialize",
+            json!({
+                "protocolVersion": "2025-11-25",
+                "capabilities": {"roots": {}, "elicitation": {}},
+                "clientInfo": {"name": "test-client", "version": "9.9.9"}
+            }),
+        );
+        self.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        // A round trip, so the daemon has seen `initialized` (notifications go only to
+        // initialized sessions) before the test goes on.
+        self.request("ping", json!({}));
+        r["result"].clone()
+    }
+
+    pub fn call(&mut self, tool: &str, args: Value) -> Value {
+        self.request("tools/call", json!({"name": tool, "arguments": args}))
+    }
+
+    pub fn stderr(&mut self) -> String {
+        let mut s = String::new();
+        if let Some(mut e) = self.child.stderr.take() {
+            let _ = e.read_to_string(&mut s);
+        }
+        s
+    }
+}
+
+impl Drop for Shim {
+    fn drop(&mut self) {
+        self.stdin.take();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The text of a tool result's first content block.
+pub fn text(result: &Value) -> String {
+    result["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no text content in {result}"))
+        .to_string()
+}
+
+/// One control request over a fresh connection, as `nc -U` would send it.
+pub fn control(socket: &Path, method: &str, params: Value) -> Result<Value, String> {
+    let line = raw_exchange(
+        socket,
+        &serde_json::to_vec(&json!({"id": "t", "method": method, "params": params})).unwrap(),
+    )?;
+    let v: Value = serde_json::from_str(&line).map_err(|e| format!("{e}: {line}"))?;
+    if v["ok"] == true {
+        Ok(v["result"].clone())
+    } else {
+        Err(v["error"].to_string())
+    }
+}
+
+/// Send bytes plus a newline on a fresh connection and read one line back.
+pub fn raw_exchange(socket: &Path, bytes: &[u8]) -> Result<String, String> {
+    let mut s = UnixStream::connect(socket).map_err(|e| e.to_string())?;
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    s.write_all(bytes).map_err(|e| e.to_string())?;
+    s.write_all(b"\n").map_err(|e| e.to_string())?;
+    let mut r = BufReader::new(s);
+    let mut line = String::new();
+    r.read_line(&mut line).map_err(|e| e.to_string())?;
+    if line.is_empty() {
+        return Err("connection closed without an answer".into());
+    }
+    Ok(line)
+}
+
+pub fn pid_alive(pid: u32) -> bool {
+    // A zombie is not alive for our purposes.
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => {
+            let state = stat
+                .rsplit_once(')')
+                .map(|(_, r)| r.trim_start().chars().next());
+            !matches!(state, Some(Some('Z')) | Some(Some('X')))
+        }
+        Err(_) => false,
+    }
+}
+
+/// Every live process whose command line mentions `needle`.
+pub fn processes_matching(needle: &str) -> Vec<u32> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+            continue;
+        };
+        if let Ok(cmd) = std::fs::read(format!("/proc/{pid}/cmdline"))
+            && String::from_utf8_lossy(&cmd).contains(needle)
+            && pid_alive(pid)
+        {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+pub fn read_lines(path: &Path) -> Vec<String> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(String::from)
+        .collect()
+}
+
+/// A tools/list result without the `coogle` tool the daemon adds, and that tool (which must be
+/// the last one).
+pub fn split_coogle_tool(result: &Value) -> (Value, Value) {
+    let mut r = result.clone();
+    let tools = r["tools"].as_array_mut().expect("a tool list");
+    let last = tools.pop().expect("at least the coogle tool");
+    assert_eq!(
+        last["name"], "coogle",
+        "the coogle tool comes last: {result}"
+    );
+    assert!(
+        tools.iter().all(|t| t["name"] != "coogle"),
+        "the coogle tool appears once"
+    );
+    (r, last)
+}
+
+/// A third-party server's program on PATH. Missing: a failure when `COOGLE_REQUIRE_THIRD_PARTY`
+/// is set (CI installs them), else `None` with a SKIPPED line.
+pub fn require_program(program: &str) -> Option<PathBuf> {
+    let found = std::env::var_os("PATH").and_then(|p| {
+        std::env::split_paths(&p)
+            .map(|d| d.join(program))
+            .find(|p| p.is_file())
+    });
+    if found.is_none() {
+        assert!(
+            std::env::var_os("COOGLE_REQUIRE_THIRD_PARTY").is_none(),
+            "{program} is not installed but COOGLE_REQUIRE_THIRD_PARTY is set (see .ci/run)"
+        );
+        eprintln!(
+            "SKIPPED: {program} is not on PATH (install it as .ci/run does to run this test)"
+        );
+    }
+    found
+}
+
+/// How many lines of the fake server's event log start with `prefix` (a method name).
+pub fn count_events(log: &Path, prefix: &str) -> usize {
+    read_lines(log)
+        .iter()
+        .filter(|l| l.starts_with(prefix))
+        .count()
+}
+
+impl Env {
+    /// An env whose fake upstream logs every message it receives to the returned file.
+    pub fn with_fake_events(mut server_extra: Value) -> (Env, PathBuf) {
+        let env = Env::new();
+        let events = env.path("events.log");
+        let mut vars = server_extra
+            .get("env")
+            .cloned()
+            .unwrap_or_else(|| json!({}));
+        vars["FAKE_MCP_EVENT_LOG"] = json!(events);
+        server_extra["env"] = vars;
+        env.write_fake_config(server_extra);
+        (env, events)
+    }
+}
