@@ -143,57 +143,103 @@ fn live_exe(exe: &Path) -> PathBuf {
     exe.to_path_buf()
 }
 
-fn is_absent(e: &io::Error) -> bool {
+/// Nothing listens at the socket (yet): worth starting a daemon and waiting for it.
+pub fn is_absent(e: &io::Error) -> bool {
     matches!(
         e.kind(),
         io::ErrorKind::NotFound | io::ErrorKind::ConnectionRefused
     )
 }
 
+/// The waits between connection attempts to a daemon that is starting: short at first (a
+/// daemon binds in milliseconds), then up to 200 ms, for [`START_TIMEOUT`] in all.
+pub struct StartWait {
+    delay: Duration,
+    deadline: Instant,
+}
+
+impl StartWait {
+    pub fn new() -> StartWait {
+        StartWait {
+            delay: Duration::from_millis(5),
+            deadline: Instant::now() + START_TIMEOUT,
+        }
+    }
+
+    /// How long to wait before the next attempt; `None` once the time is up.
+    pub fn next_delay(&mut self) -> Option<Duration> {
+        if Instant::now() >= self.deadline {
+            return None;
+        }
+        let d = self.delay;
+        self.delay = (self.delay * 2).min(Duration::from_millis(200));
+        Some(d)
+    }
+}
+
+impl Default for StartWait {
+    fn default() -> Self {
+        StartWait::new()
+    }
+}
+
+impl Starter {
+    fn timed_out(&self) -> ClientError {
+        ClientError::StartTimeout {
+            socket: self.socket.clone(),
+            secs: START_TIMEOUT.as_secs(),
+            log: self.log_file.clone(),
+        }
+    }
+}
+
+fn not_running(socket: &Path, source: io::Error) -> ClientError {
+    ClientError::NotRunning {
+        socket: socket.to_path_buf(),
+        source,
+    }
+}
+
 pub async fn connect(socket: &Path) -> Result<UnixStream, ClientError> {
     UnixStream::connect(socket)
         .await
-        .map_err(|source| ClientError::NotRunning {
-            socket: socket.to_path_buf(),
-            source,
-        })
+        .map_err(|source| not_running(socket, source))
 }
 
-/// Connect, starting a daemon with `starter` when none answers, and waiting for it with backoff.
+/// Connect, starting a daemon with `starter` when none answers, and waiting for it. The same
+/// steps as the shim's [`connect_or_start_blocking`], run on a blocking thread.
 pub async fn connect_or_start(socket: &Path, starter: &Starter) -> Result<UnixStream, ClientError> {
-    match UnixStream::connect(socket).await {
+    let (path, starter) = (socket.to_path_buf(), starter.clone());
+    let stream = tokio::task::spawn_blocking(move || connect_or_start_blocking(&path, &starter))
+        .await
+        .map_err(|e| ClientError::Io(io::Error::other(e)))??;
+    stream.set_nonblocking(true)?;
+    Ok(UnixStream::from_std(stream)?)
+}
+
+/// Connect, starting a daemon with `starter` when none answers, and waiting for it with
+/// backoff. Blocking: the shim runs no async runtime.
+pub fn connect_or_start_blocking(
+    socket: &Path,
+    starter: &Starter,
+) -> Result<std::os::unix::net::UnixStream, ClientError> {
+    use std::os::unix::net::UnixStream;
+    match UnixStream::connect(socket) {
         Ok(s) => return Ok(s),
         Err(e) if is_absent(&e) => {}
-        Err(source) => {
-            return Err(ClientError::NotRunning {
-                socket: socket.to_path_buf(),
-                source,
-            });
-        }
+        Err(source) => return Err(not_running(socket, source)),
     }
     starter.spawn()?;
-    let deadline = Instant::now() + START_TIMEOUT;
-    let mut delay = Duration::from_millis(5);
+    let mut wait = StartWait::new();
     loop {
-        tokio::time::sleep(delay).await;
-        match UnixStream::connect(socket).await {
+        let Some(delay) = wait.next_delay() else {
+            return Err(starter.timed_out());
+        };
+        std::thread::sleep(delay);
+        match UnixStream::connect(socket) {
             Ok(s) => return Ok(s),
-            Err(e) if is_absent(&e) && Instant::now() < deadline => {
-                delay = (delay * 2).min(Duration::from_millis(200));
-            }
-            Err(e) if is_absent(&e) => {
-                return Err(ClientError::StartTimeout {
-                    socket: socket.to_path_buf(),
-                    secs: START_TIMEOUT.as_secs(),
-                    log: starter.log_file.clone(),
-                });
-            }
-            Err(source) => {
-                return Err(ClientError::NotRunning {
-                    socket: socket.to_path_buf(),
-                    source,
-                });
-            }
+            Err(e) if is_absent(&e) => {}
+            Err(source) => return Err(not_running(socket, source)),
         }
     }
 }

@@ -15,12 +15,12 @@ use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::value::RawValue;
 
-use crate::client::{self, ClientError, REPLY_LINE_CAP, START_TIMEOUT, Starter};
-use crate::wire::{self, Hello, Kind, Line, Message, raw, rpc_code};
+use crate::client::{self, ClientError, REPLY_LINE_CAP, Starter};
+use crate::wire::{self, Hello, Kind, Line, Message, id_key, raw, rpc_code};
 
 /// Lines from the client buffered while the daemon is away; past this, requests are refused.
 const MAX_BUFFERED: usize = 1000;
@@ -30,12 +30,6 @@ pub struct Options {
     pub server: Option<String>,
     pub starter: Starter,
     pub max_line_bytes: usize,
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum ShimError {
-    #[error(transparent)]
-    Client(#[from] ClientError),
 }
 
 struct InFlight {
@@ -72,12 +66,6 @@ fn hash_of(text: &str) -> u64 {
     let mut h = std::collections::hash_map::DefaultHasher::new();
     text.hash(&mut h);
     h.finish()
-}
-
-fn id_key(id: &RawValue) -> String {
-    serde_json::from_str::<serde_json::Value>(id.get())
-        .map(|v| v.to_string())
-        .unwrap_or_else(|_| id.get().to_string())
 }
 
 /// Write one line to the client; a closed stdout means the client is gone.
@@ -246,45 +234,9 @@ impl State {
     }
 }
 
-fn is_absent(e: &std::io::Error) -> bool {
-    matches!(
-        e.kind(),
-        std::io::ErrorKind::NotFound | std::io::ErrorKind::ConnectionRefused
-    )
-}
-
 /// Connect, starting a daemon when none answers, then say hello.
 fn open(opts: &Options) -> Result<(UnixStream, BufReader<UnixStream>), ClientError> {
-    let not_running = |source| ClientError::NotRunning {
-        socket: opts.socket.clone(),
-        source,
-    };
-    let stream = match UnixStream::connect(&opts.socket) {
-        Ok(s) => s,
-        Err(e) if is_absent(&e) => {
-            opts.starter.spawn()?;
-            let deadline = Instant::now() + START_TIMEOUT;
-            let mut delay = Duration::from_millis(5);
-            loop {
-                std::thread::sleep(delay);
-                match UnixStream::connect(&opts.socket) {
-                    Ok(s) => break s,
-                    Err(e) if is_absent(&e) && Instant::now() < deadline => {
-                        delay = (delay * 2).min(Duration::from_millis(200));
-                    }
-                    Err(e) if is_absent(&e) => {
-                        return Err(ClientError::StartTimeout {
-                            socket: opts.socket.clone(),
-                            secs: START_TIMEOUT.as_secs(),
-                            log: opts.starter.log_file.clone(),
-                        });
-                    }
-                    Err(e) => return Err(not_running(e)),
-                }
-            }
-        }
-        Err(e) => return Err(not_running(e)),
-    };
+    let stream = client::connect_or_start_blocking(&opts.socket, &opts.starter)?;
     let mut writer = stream.try_clone()?;
     writer.write_all(&wire::to_line(&Hello::mcp(opts.server.clone())))?;
     let mut reader = BufReader::with_capacity(64 * 1024, stream);
@@ -357,7 +309,7 @@ fn skip_line<R: BufRead>(r: &mut R) -> bool {
 
 /// Run the pump. Returns only on a first connection that fails; afterwards the process exits
 /// when stdin closes.
-pub fn run(opts: Options) -> Result<(), ShimError> {
+pub fn run(opts: Options) -> Result<(), ClientError> {
     let (writer, mut reader) = open(&opts)?;
     let state = Arc::new(Mutex::new(State::new(Some(writer))));
     let cap = opts.max_line_bytes;

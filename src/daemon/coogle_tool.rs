@@ -14,7 +14,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
-use super::upstream::SessionId;
+use super::SessionId;
 
 pub const TOOL_NAME: &str = "coogle";
 /// How long a finished operation's result is kept.

@@ -7,12 +7,14 @@
 //! socket that a live daemon serves, never accept a peer of another uid, and never leave a
 //! child running when it stops.
 
-pub mod child;
-pub mod coogle_tool;
-pub mod outbox;
-pub mod scheduler;
-pub mod stats;
-pub mod upstream;
+mod child;
+mod connection;
+mod control;
+mod coogle_tool;
+mod outbox;
+mod scheduler;
+mod stats;
+mod upstream;
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
@@ -24,18 +26,16 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use indexmap::IndexMap;
-use serde_json::{Value, json};
-use tokio::io::{AsyncWriteExt, BufReader};
-use tokio::net::{UnixListener, UnixStream};
+use tokio::net::UnixListener;
 use tokio::sync::watch;
 
 use crate::config::Config;
 use crate::paths::{self, RuntimePaths};
-use crate::wire::{
-    self, ControlMethod, ControlRequest, ControlResponse, ErrorCode, FirstLine, Hello, HelloReply,
-    Line, WireError,
-};
-use upstream::{Event, UpstreamHandle};
+use crate::wire;
+use upstream::UpstreamHandle;
+
+/// A session's number, unique for the daemon's life.
+pub(crate) type SessionId = u64;
 
 /// How often the daemon checks that its socket is still there and still its own.
 const SOCKET_CHECK: Duration = Duration::from_secs(2);
@@ -192,29 +192,9 @@ pub async fn run(config: Config, options: Options) -> Result<Outcome, DaemonErro
             "killed upstream processes left by a previous daemon"
         );
     }
-    clear_stale_socket(&rt.socket)?;
-    let listener = UnixListener::bind(&rt.socket).map_err(|source| DaemonError::Bind {
-        path: rt.socket.clone(),
-        source,
-    })?;
-    std::fs::set_permissions(&rt.socket, std::fs::Permissions::from_mode(0o600)).map_err(
-        |source| DaemonError::Bind {
-            path: rt.socket.clone(),
-            source,
-        },
-    )?;
-
-    let mut upstreams = IndexMap::new();
-    for (name, server) in &config.servers {
-        let handle = upstream::start(
-            server.clone(),
-            rt.child_record(name),
-            config.max_line_bytes.saturating_mul(4),
-            config.coogle_tool,
-        );
-        upstreams.insert(name.clone(), handle);
-    }
-    let (stop, mut stop_rx) = watch::channel(false);
+    let listener = bind(&rt.socket)?;
+    let upstreams = start_upstreams(&config, &rt);
+    let (stop, stop_rx) = watch::channel(false);
     let shared = Arc::new(Shared {
         config,
         options,
@@ -225,52 +205,8 @@ pub async fn run(config: Config, options: Options) -> Result<Outcome, DaemonErro
         replace_when_idle: std::sync::atomic::AtomicBool::new(false),
     });
     tracing::info!(socket = %rt.socket.display(), pid = std::process::id(), version = wire::VERSION, "coogle daemon listening");
-
-    let (mut sigterm, mut sigint) = if shared.options.handle_signals {
-        use tokio::signal::unix::{SignalKind, signal};
-        (
-            Some(signal(SignalKind::terminate()).map_err(DaemonError::Signals)?),
-            Some(signal(SignalKind::interrupt()).map_err(DaemonError::Signals)?),
-        )
-    } else {
-        (None, None)
-    };
-
-    let mut idle_check = tokio::time::interval(Duration::from_millis(250));
-    // A daemon whose socket was removed or replaced can never be reached again: stop it rather
-    // than leave it (and its child) running forever.
     let our_socket = socket_identity(&rt.socket);
-    let mut socket_check = tokio::time::interval(SOCKET_CHECK);
-    socket_check.tick().await;
-    loop {
-        tokio::select! {
-            _ = socket_check.tick() => {
-                if socket_lost(our_socket, socket_identity(&rt.socket)) {
-                    tracing::warn!(socket = %rt.socket.display(), "the socket was removed or replaced; shutting down");
-                    break;
-                }
-            }
-            _ = idle_check.tick(), if shared.replace_when_idle.load(Ordering::Relaxed) => {
-                if all_idle(&shared).await {
-                    tracing::info!("handing over to the newer coogle: stopping while idle");
-                    break;
-                }
-            }
-            accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => {
-                    let shared = shared.clone();
-                    tokio::spawn(async move { handle_connection(shared, stream).await });
-                }
-                Err(e) => {
-                    tracing::warn!("accept failed: {e}");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                }
-            },
-            _ = stop_rx.changed() => break,
-            _ = recv_signal(&mut sigterm) => { tracing::info!("SIGTERM: shutting down"); break }
-            _ = recv_signal(&mut sigint) => { tracing::info!("SIGINT: shutting down"); break }
-        }
-    }
+    serve(&shared, &listener, &rt.socket, our_socket, stop_rx).await?;
 
     // Stop accepting first, so no new session lands on a daemon that is going away.
     drop(listener);
@@ -283,6 +219,88 @@ pub async fn run(config: Config, options: Options) -> Result<Outcome, DaemonErro
     tracing::info!("coogle daemon stopped");
     drop(lock);
     Ok(Outcome::Stopped)
+}
+
+/// With the lock held: clear a stale socket, listen, and make the socket private.
+fn bind(socket: &Path) -> Result<UnixListener, DaemonError> {
+    clear_stale_socket(socket)?;
+    let bind_error = |source| DaemonError::Bind {
+        path: socket.to_path_buf(),
+        source,
+    };
+    let listener = UnixListener::bind(socket).map_err(bind_error)?;
+    std::fs::set_permissions(socket, std::fs::Permissions::from_mode(0o600)).map_err(bind_error)?;
+    Ok(listener)
+}
+
+fn start_upstreams(config: &Config, rt: &RuntimePaths) -> IndexMap<String, UpstreamHandle> {
+    config
+        .servers
+        .iter()
+        .map(|(name, server)| {
+            let handle = upstream::start(
+                server.clone(),
+                rt.child_record(name),
+                config.max_line_bytes.saturating_mul(4),
+                config.coogle_tool,
+            );
+            (name.clone(), handle)
+        })
+        .collect()
+}
+
+/// Accept connections until asked to stop, a signal, a newer coogle taking over once idle, or
+/// the socket being lost.
+async fn serve(
+    shared: &Arc<Shared>,
+    listener: &UnixListener,
+    socket: &Path,
+    our_socket: Option<(u64, u64)>,
+    mut stop_rx: watch::Receiver<bool>,
+) -> Result<(), DaemonError> {
+    let (mut sigterm, mut sigint) = if shared.options.handle_signals {
+        use tokio::signal::unix::{SignalKind, signal};
+        (
+            Some(signal(SignalKind::terminate()).map_err(DaemonError::Signals)?),
+            Some(signal(SignalKind::interrupt()).map_err(DaemonError::Signals)?),
+        )
+    } else {
+        (None, None)
+    };
+    let mut idle_check = tokio::time::interval(Duration::from_millis(250));
+    // A daemon whose socket was removed or replaced can never be reached again: stop it rather
+    // than leave it (and its child) running forever.
+    let mut socket_check = tokio::time::interval(SOCKET_CHECK);
+    socket_check.tick().await;
+    loop {
+        tokio::select! {
+            _ = socket_check.tick() => {
+                if socket_lost(our_socket, socket_identity(socket)) {
+                    tracing::warn!(socket = %socket.display(), "the socket was removed or replaced; shutting down");
+                    return Ok(());
+                }
+            }
+            _ = idle_check.tick(), if shared.replace_when_idle.load(Ordering::Relaxed) => {
+                if all_idle(shared).await {
+                    tracing::info!("handing over to the newer coogle: stopping while idle");
+                    return Ok(());
+                }
+            }
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => {
+                    let shared = shared.clone();
+                    tokio::spawn(async move { connection::handle_connection(shared, stream).await });
+                }
+                Err(e) => {
+                    tracing::warn!("accept failed: {e}");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            },
+            _ = stop_rx.changed() => return Ok(()),
+            _ = recv_signal(&mut sigterm) => { tracing::info!("SIGTERM: shutting down"); return Ok(()) }
+            _ = recv_signal(&mut sigint) => { tracing::info!("SIGINT: shutting down"); return Ok(()) }
+        }
+    }
 }
 
 /// True when the socket file is gone or is not ours any more. Ours being unknown (`None`: the
@@ -304,7 +322,7 @@ fn socket_identity(path: &Path) -> Option<(u64, u64)> {
 async fn all_idle(shared: &Shared) -> bool {
     for u in shared.upstreams.values() {
         let s = u.status().await;
-        if s["queue"].as_u64().unwrap_or(0) > 0 || s["inFlight"].as_u64().unwrap_or(0) > 0 {
+        if s.queue > 0 || s.in_flight > 0 {
             return false;
         }
     }
@@ -327,285 +345,6 @@ async fn recv_signal(sig: &mut Option<tokio::signal::unix::Signal>) {
             s.recv().await;
         }
         None => std::future::pending().await,
-    }
-}
-
-async fn handle_connection(shared: Arc<Shared>, stream: UnixStream) {
-    match stream.peer_cred() {
-        Ok(cred) if cred.uid() == paths::uid() => {}
-        Ok(cred) => {
-            tracing::warn!(
-                peer_uid = cred.uid(),
-                "refused a connection from another user"
-            );
-            return;
-        }
-        Err(e) => {
-            tracing::warn!("refused a connection whose peer could not be identified: {e}");
-            return;
-        }
-    }
-    let cap = shared.config.max_line_bytes;
-    let (r, mut w) = stream.into_split();
-    let mut r = BufReader::new(r);
-    let mut buf = Vec::new();
-    let first = tokio::time::timeout(
-        FIRST_LINE_TIMEOUT,
-        wire::read_line_capped(&mut r, &mut buf, cap),
-    )
-    .await;
-    match first {
-        Ok(Ok(Line::Complete)) => {}
-        Ok(Ok(Line::Eof)) if !wire::is_blank(&buf) => {}
-        Ok(Ok(Line::TooLong)) => {
-            let e = too_long(cap);
-            let _ = w
-                .write_all(&wire::to_line(&ControlResponse::err(Value::Null, e)))
-                .await;
-            return;
-        }
-        _ => return,
-    }
-    match wire::parse_first_line(&buf) {
-        Ok(FirstLine::Hello(hello)) => mcp_session(shared, hello, r, w).await,
-        Ok(FirstLine::Control(req)) => control_connection(shared, Ok(req), r, w).await,
-        Err(e) => control_connection(shared, Err(e), r, w).await,
-    }
-}
-
-fn too_long(cap: usize) -> WireError {
-    WireError::new(
-        ErrorCode::InvalidRequest,
-        format!("line exceeds the {cap}-byte limit; closing the connection"),
-    )
-}
-
-async fn control_connection(
-    shared: Arc<Shared>,
-    first: Result<ControlRequest, WireError>,
-    mut r: BufReader<tokio::net::unix::OwnedReadHalf>,
-    mut w: tokio::net::unix::OwnedWriteHalf,
-) {
-    let cap = shared.config.max_line_bytes;
-    let mut next = Some(first);
-    let mut buf = Vec::new();
-    loop {
-        buf.clear();
-        let req = match next.take() {
-            Some(req) => req,
-            None => match wire::read_line_capped(&mut r, &mut buf, cap).await {
-                Ok(Line::Complete) if wire::is_blank(&buf) => continue,
-                Ok(Line::Complete) => wire::parse_control(&buf),
-                Ok(Line::Eof) if !wire::is_blank(&buf) => wire::parse_control(&buf),
-                Ok(Line::TooLong) => {
-                    let resp = ControlResponse::err(Value::Null, too_long(cap));
-                    let _ = w.write_all(&wire::to_line(&resp)).await;
-                    return;
-                }
-                Ok(Line::Eof) | Err(_) => return,
-            },
-        };
-        let resp = match req {
-            Ok(req) => {
-                let id = req.id.clone();
-                match control(&shared, req).await {
-                    Ok(result) => ControlResponse::ok(id, result),
-                    Err(e) => ControlResponse::err(id, e),
-                }
-            }
-            Err(e) => ControlResponse::err(Value::Null, e),
-        };
-        if w.write_all(&wire::to_line(&resp)).await.is_err() {
-            return;
-        }
-    }
-}
-
-fn upstream<'a>(shared: &'a Shared, params: &Value) -> Result<&'a UpstreamHandle, WireError> {
-    let name = params.get("server").and_then(|s| s.as_str());
-    let server = shared
-        .config
-        .server(name)
-        .map_err(|e| WireError::new(ErrorCode::NotFound, e.to_string()))?;
-    shared.upstreams.get(&server.name).ok_or_else(|| {
-        WireError::new(
-            ErrorCode::NotFound,
-            format!("no upstream named {:?}", server.name),
-        )
-    })
-}
-
-fn info(shared: &Shared) -> Value {
-    json!({
-        "pid": std::process::id(),
-        "version": wire::VERSION,
-        "uptimeMs": shared.started.elapsed().as_millis() as u64,
-        "socket": shared.options.socket,
-        "configFile": shared.config.file,
-        "logFile": shared.options.log_file,
-        "upstreams": shared.upstreams.keys().collect::<Vec<_>>(),
-        "replacePending": shared.replace_when_idle.load(Ordering::Relaxed),
-    })
-}
-
-async fn control(shared: &Shared, req: ControlRequest) -> Result<Value, WireError> {
-    let Some(method) = ControlMethod::parse(&req.method) else {
-        let known: Vec<&str> = ControlMethod::ALL.iter().map(|m| m.as_str()).collect();
-        return Err(WireError::new(
-            ErrorCode::InvalidRequest,
-            format!(
-                "unknown control method {:?}; the methods are {} (tool calls go through \"call\")",
-                req.method,
-                known.join(", ")
-            ),
-        ));
-    };
-    let params = &req.params;
-    match method {
-        ControlMethod::Ping => Ok(json!({"pong": true, "version": wire::VERSION})),
-        ControlMethod::Info => Ok(info(shared)),
-        ControlMethod::Status => {
-            let mut ups = Vec::new();
-            for u in shared.upstreams.values() {
-                ups.push(u.status().await);
-            }
-            Ok(json!({"daemon": info(shared), "upstreams": ups}))
-        }
-        ControlMethod::ListTools => {
-            let u = upstream(shared, params)?;
-            let mut tools = Vec::new();
-            let mut cursor: Option<String> = None;
-            // Follow pagination, bounded so a server that loops cannot hold us forever.
-            for _ in 0..100 {
-                let p = match &cursor {
-                    Some(c) => json!({"cursor": c}),
-                    None => json!({}),
-                };
-                let page: Value = serde_json::from_str(u.request("tools/list", p).await?.get())
-                    .map_err(|e| WireError::new(ErrorCode::UpstreamError, e.to_string()))?;
-                if let Some(t) = page.get("tools").and_then(|t| t.as_array()) {
-                    tools.extend(t.iter().cloned());
-                }
-                cursor = page
-                    .get("nextCursor")
-                    .and_then(|c| c.as_str())
-                    .map(String::from);
-                if cursor.is_none() {
-                    break;
-                }
-            }
-            Ok(json!({"server": u.name, "tools": tools}))
-        }
-        ControlMethod::Call => {
-            let u = upstream(shared, params)?;
-            let tool = params.get("tool").and_then(|t| t.as_str()).ok_or_else(|| {
-                WireError::new(
-                    ErrorCode::InvalidRequest,
-                    "call needs params.tool (the tool's name) and optional params.arguments (an object)",
-                )
-            })?;
-            let arguments = match params.get("arguments") {
-                None | Some(Value::Null) => json!({}),
-                Some(a @ Value::Object(_)) => a.clone(),
-                Some(_) => {
-                    return Err(WireError::new(
-                        ErrorCode::InvalidRequest,
-                        "params.arguments must be a JSON object",
-                    ));
-                }
-            };
-            let result = u
-                .request("tools/call", json!({"name": tool, "arguments": arguments}))
-                .await?;
-            serde_json::from_str(result.get())
-                .map_err(|e| WireError::new(ErrorCode::UpstreamError, e.to_string()))
-        }
-        ControlMethod::RestartChild => upstream(shared, params)?.restart().await,
-        ControlMethod::Shutdown => {
-            let _ = shared.stop.send(true);
-            Ok(json!({"stopping": true, "pid": std::process::id()}))
-        }
-    }
-}
-
-async fn mcp_session(
-    shared: Arc<Shared>,
-    hello: Hello,
-    mut r: BufReader<tokio::net::unix::OwnedReadHalf>,
-    mut w: tokio::net::unix::OwnedWriteHalf,
-) {
-    let handle = match upstream(&shared, &json!({"server": hello.server})) {
-        Ok(h) => h.clone(),
-        Err(e) => {
-            let _ = w.write_all(&wire::to_line(&HelloReply::err(e))).await;
-            return;
-        }
-    };
-    if w.write_all(&wire::to_line(&HelloReply::ok(&handle.name)))
-        .await
-        .is_err()
-    {
-        return;
-    }
-    if wire::version_newer(&hello.version, wire::VERSION)
-        && !shared.replace_when_idle.swap(true, Ordering::Relaxed)
-    {
-        tracing::info!(
-            client_version = %hello.version,
-            "a newer coogle connected; this daemon ({}) will stop once idle so the new version serves",
-            wire::VERSION
-        );
-    } else if hello.version != wire::VERSION {
-        tracing::info!(client_version = %hello.version, "a client of another version connected");
-    }
-    let id = shared.next_session.fetch_add(1, Ordering::Relaxed);
-    // The writer task ends when the actor drops the session (and its queue is written) or the
-    // peer goes away; dropping the write half then shuts it down, so the client sees EOF.
-    let (out, mut writer) = outbox::Outbox::new(w);
-    if !handle.send(Event::SessionOpen { id, hello, out }).await {
-        return;
-    }
-    let cap = shared.config.max_line_bytes;
-    let reader = async {
-        let mut buf = Vec::new();
-        loop {
-            match wire::read_line_capped(&mut r, &mut buf, cap).await {
-                Ok(Line::Complete) => {
-                    if wire::is_blank(&buf) {
-                        buf.clear();
-                        continue;
-                    }
-                    let line = std::mem::take(&mut buf);
-                    if !handle.send(Event::SessionLine { id, line }).await {
-                        return;
-                    }
-                }
-                Ok(Line::TooLong) => {
-                    tracing::warn!(
-                        session = id,
-                        "a session sent a line over {cap} bytes; closing it"
-                    );
-                    let line = wire::error_line(
-                        None,
-                        wire::rpc_code::INVALID_REQUEST,
-                        &format!("line exceeds the {cap}-byte limit; closing the connection"),
-                    );
-                    let _ = handle.send(Event::SessionReply { id, line }).await;
-                    return;
-                }
-                Ok(Line::Eof) | Err(_) => return,
-            }
-        }
-    };
-    // A finished JoinHandle must not be polled again (tokio panics): wait for the writer
-    // afterwards only when the reader ended first.
-    let writer_done = tokio::select! {
-        _ = reader => false,
-        _ = &mut writer => true,
-    };
-    handle.send(Event::SessionClosed { id }).await;
-    if !writer_done {
-        let _ = tokio::time::timeout(Duration::from_secs(5), writer).await;
     }
 }
 

@@ -5,7 +5,7 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
-use serde_json::json;
+use crate::wire::Stats;
 
 const WINDOW: usize = 1024;
 
@@ -56,16 +56,16 @@ impl CallStats {
         Some(v[rank.min(v.len() - 1)])
     }
 
-    pub fn to_json(&self) -> serde_json::Value {
-        json!({
-            "calls": self.calls,
-            "ok": self.ok,
-            "errors": self.errors,
-            "timeouts": self.timeouts,
-            "cancelled": self.cancelled,
-            "p50Ms": self.percentile_us(50.0).map(|u| u as f64 / 1000.0),
-            "p99Ms": self.percentile_us(99.0).map(|u| u as f64 / 1000.0),
-        })
+    pub fn to_status(&self) -> Stats {
+        Stats {
+            calls: self.calls,
+            ok: self.ok,
+            errors: self.errors,
+            timeouts: self.timeouts,
+            cancelled: self.cancelled,
+            p50_ms: self.percentile_us(50.0).map(|u| u as f64 / 1000.0),
+            p99_ms: self.percentile_us(99.0).map(|u| u as f64 / 1000.0),
+        }
     }
 }
 

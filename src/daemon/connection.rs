@@ -1,0 +1,153 @@
+//! One connection to the daemon's socket: the peer check, the first line that decides what it
+//! is, and an mcp-mode session's pump between the socket and its upstream's actor.
+//!
+//! A connection from another uid is closed before a byte is read. An mcp session's lines go to
+//! the actor as they are; the actor writes the session's answers itself (see `outbox`), so this
+//! task only reads.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncWriteExt, BufReader};
+use tokio::net::UnixStream;
+
+use super::control::{control_connection, upstream};
+use super::upstream::Event;
+use super::{FIRST_LINE_TIMEOUT, Shared, outbox};
+use crate::paths;
+use crate::wire::{
+    self, ControlResponse, ErrorCode, FirstLine, Hello, HelloReply, Line, WireError,
+};
+
+pub(super) async fn handle_connection(shared: Arc<Shared>, stream: UnixStream) {
+    match stream.peer_cred() {
+        Ok(cred) if cred.uid() == paths::uid() => {}
+        Ok(cred) => {
+            tracing::warn!(
+                peer_uid = cred.uid(),
+                "refused a connection from another user"
+            );
+            return;
+        }
+        Err(e) => {
+            tracing::warn!("refused a connection whose peer could not be identified: {e}");
+            return;
+        }
+    }
+    let cap = shared.config.max_line_bytes;
+    let (r, mut w) = stream.into_split();
+    let mut r = BufReader::new(r);
+    let mut buf = Vec::new();
+    let first = tokio::time::timeout(
+        FIRST_LINE_TIMEOUT,
+        wire::read_line_capped(&mut r, &mut buf, cap),
+    )
+    .await;
+    match first {
+        Ok(Ok(Line::Complete)) => {}
+        Ok(Ok(Line::Eof)) if !wire::is_blank(&buf) => {}
+        Ok(Ok(Line::TooLong)) => {
+            let e = too_long(cap);
+            let _ = w
+                .write_all(&wire::to_line(&ControlResponse::err(Value::Null, e)))
+                .await;
+            return;
+        }
+        _ => return,
+    }
+    match wire::parse_first_line(&buf) {
+        Ok(FirstLine::Hello(hello)) => mcp_session(shared, hello, r, w).await,
+        Ok(FirstLine::Control(req)) => control_connection(shared, Ok(req), r, w).await,
+        Err(e) => control_connection(shared, Err(e), r, w).await,
+    }
+}
+
+pub(super) fn too_long(cap: usize) -> WireError {
+    WireError::new(
+        ErrorCode::InvalidRequest,
+        format!("line exceeds the {cap}-byte limit; closing the connection"),
+    )
+}
+
+async fn mcp_session(
+    shared: Arc<Shared>,
+    hello: Hello,
+    mut r: BufReader<tokio::net::unix::OwnedReadHalf>,
+    mut w: tokio::net::unix::OwnedWriteHalf,
+) {
+    let handle = match upstream(&shared, &json!({"server": hello.server})) {
+        Ok(h) => h.clone(),
+        Err(e) => {
+            let _ = w.write_all(&wire::to_line(&HelloReply::err(e))).await;
+            return;
+        }
+    };
+    if w.write_all(&wire::to_line(&HelloReply::ok(&handle.name)))
+        .await
+        .is_err()
+    {
+        return;
+    }
+    if wire::version_newer(&hello.version, wire::VERSION)
+        && !shared.replace_when_idle.swap(true, Ordering::Relaxed)
+    {
+        tracing::info!(
+            client_version = %hello.version,
+            "a newer coogle connected; this daemon ({}) will stop once idle so the new version serves",
+            wire::VERSION
+        );
+    } else if hello.version != wire::VERSION {
+        tracing::info!(client_version = %hello.version, "a client of another version connected");
+    }
+    let id = shared.next_session.fetch_add(1, Ordering::Relaxed);
+    // The writer task ends when the actor drops the session (and its queue is written) or the
+    // peer goes away; dropping the write half then shuts it down, so the client sees EOF.
+    let (out, mut writer) = outbox::Outbox::new(w);
+    if !handle.send(Event::SessionOpen { id, hello, out }).await {
+        return;
+    }
+    let cap = shared.config.max_line_bytes;
+    let reader = async {
+        let mut buf = Vec::new();
+        loop {
+            match wire::read_line_capped(&mut r, &mut buf, cap).await {
+                Ok(Line::Complete) => {
+                    if wire::is_blank(&buf) {
+                        buf.clear();
+                        continue;
+                    }
+                    let line = std::mem::take(&mut buf);
+                    if !handle.send(Event::SessionLine { id, line }).await {
+                        return;
+                    }
+                }
+                Ok(Line::TooLong) => {
+                    tracing::warn!(
+                        session = id,
+                        "a session sent a line over {cap} bytes; closing it"
+                    );
+                    let line = wire::error_line(
+                        None,
+                        wire::rpc_code::INVALID_REQUEST,
+                        &format!("line exceeds the {cap}-byte limit; closing the connection"),
+                    );
+                    let _ = handle.send(Event::SessionReply { id, line }).await;
+                    return;
+                }
+                Ok(Line::Eof) | Err(_) => return,
+            }
+        }
+    };
+    // A finished JoinHandle must not be polled again (tokio panics): wait for the writer
+    // afterwards only when the reader ended first.
+    let writer_done = tokio::select! {
+        _ = reader => false,
+        _ = &mut writer => true,
+    };
+    handle.send(Event::SessionClosed { id }).await;
+    if !writer_done {
+        let _ = tokio::time::timeout(Duration::from_secs(5), writer).await;
+    }
+}

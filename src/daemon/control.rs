@@ -1,0 +1,177 @@
+//! Control mode: request/response lines for the CLI and `nc -U` (`status`, `call`, `shutdown`,
+//! ...). The methods are a closed set and never tool names: a tool called `status` is reached
+//! through `call`, so no tool can collide with the daemon's own methods.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncWriteExt, BufReader};
+
+use super::Shared;
+use super::connection::too_long;
+use super::upstream::UpstreamHandle;
+use crate::wire::{
+    self, ControlMethod, ControlRequest, ControlResponse, ErrorCode, Info, Line, Status, WireError,
+};
+
+pub(super) async fn control_connection(
+    shared: Arc<Shared>,
+    first: Result<ControlRequest, WireError>,
+    mut r: BufReader<tokio::net::unix::OwnedReadHalf>,
+    mut w: tokio::net::unix::OwnedWriteHalf,
+) {
+    let cap = shared.config.max_line_bytes;
+    let mut next = Some(first);
+    let mut buf = Vec::new();
+    loop {
+        buf.clear();
+        let req = match next.take() {
+            Some(req) => req,
+            None => match wire::read_line_capped(&mut r, &mut buf, cap).await {
+                Ok(Line::Complete) if wire::is_blank(&buf) => continue,
+                Ok(Line::Complete) => wire::parse_control(&buf),
+                Ok(Line::Eof) if !wire::is_blank(&buf) => wire::parse_control(&buf),
+                Ok(Line::TooLong) => {
+                    let resp = ControlResponse::err(Value::Null, too_long(cap));
+                    let _ = w.write_all(&wire::to_line(&resp)).await;
+                    return;
+                }
+                Ok(Line::Eof) | Err(_) => return,
+            },
+        };
+        let resp = match req {
+            Ok(req) => {
+                let id = req.id.clone();
+                match control(&shared, req).await {
+                    Ok(result) => ControlResponse::ok(id, result),
+                    Err(e) => ControlResponse::err(id, e),
+                }
+            }
+            Err(e) => ControlResponse::err(Value::Null, e),
+        };
+        if w.write_all(&wire::to_line(&resp)).await.is_err() {
+            return;
+        }
+    }
+}
+
+pub(super) fn upstream<'a>(
+    shared: &'a Shared,
+    params: &Value,
+) -> Result<&'a UpstreamHandle, WireError> {
+    let name = params.get("server").and_then(|s| s.as_str());
+    let server = shared
+        .config
+        .server(name)
+        .map_err(|e| WireError::new(ErrorCode::NotFound, e.to_string()))?;
+    shared.upstreams.get(&server.name).ok_or_else(|| {
+        WireError::new(
+            ErrorCode::NotFound,
+            format!("no upstream named {:?}", server.name),
+        )
+    })
+}
+
+fn info(shared: &Shared) -> Info {
+    Info {
+        pid: std::process::id(),
+        version: wire::VERSION.to_string(),
+        uptime_ms: shared.started.elapsed().as_millis() as u64,
+        socket: shared.options.socket.clone(),
+        config_file: shared.config.file.clone(),
+        log_file: shared.options.log_file.clone(),
+        upstreams: shared.upstreams.keys().cloned().collect(),
+        replace_pending: shared.replace_when_idle.load(Ordering::Relaxed),
+    }
+}
+
+fn to_value<T: serde::Serialize>(v: &T) -> Result<Value, WireError> {
+    serde_json::to_value(v).map_err(|e| WireError::new(ErrorCode::Internal, e.to_string()))
+}
+
+async fn control(shared: &Shared, req: ControlRequest) -> Result<Value, WireError> {
+    let Some(method) = ControlMethod::parse(&req.method) else {
+        let known: Vec<&str> = ControlMethod::ALL.iter().map(|m| m.as_str()).collect();
+        return Err(WireError::new(
+            ErrorCode::InvalidRequest,
+            format!(
+                "unknown control method {:?}; the methods are {} (tool calls go through \"call\")",
+                req.method,
+                known.join(", ")
+            ),
+        ));
+    };
+    let params = &req.params;
+    match method {
+        ControlMethod::Ping => Ok(json!({"pong": true, "version": wire::VERSION})),
+        ControlMethod::Info => to_value(&info(shared)),
+        ControlMethod::Status => {
+            let mut upstreams = Vec::new();
+            for u in shared.upstreams.values() {
+                upstreams.push(u.status().await);
+            }
+            to_value(&Status {
+                daemon: info(shared),
+                upstreams,
+            })
+        }
+        ControlMethod::ListTools => list_tools(upstream(shared, params)?).await,
+        ControlMethod::Call => call(upstream(shared, params)?, params).await,
+        ControlMethod::RestartChild => upstream(shared, params)?.restart().await,
+        ControlMethod::Shutdown => {
+            let _ = shared.stop.send(true);
+            Ok(json!({"stopping": true, "pid": std::process::id()}))
+        }
+    }
+}
+
+/// Every page of the tool list, bounded so a server whose cursors loop cannot hold us forever.
+async fn list_tools(u: &UpstreamHandle) -> Result<Value, WireError> {
+    let mut tools = Vec::new();
+    let mut cursor: Option<String> = None;
+    for _ in 0..100 {
+        let p = match &cursor {
+            Some(c) => json!({"cursor": c}),
+            None => json!({}),
+        };
+        let page: Value = serde_json::from_str(u.request("tools/list", p).await?.get())
+            .map_err(|e| WireError::new(ErrorCode::UpstreamError, e.to_string()))?;
+        if let Some(t) = page.get("tools").and_then(|t| t.as_array()) {
+            tools.extend(t.iter().cloned());
+        }
+        cursor = page
+            .get("nextCursor")
+            .and_then(|c| c.as_str())
+            .map(String::from);
+        if cursor.is_none() {
+            break;
+        }
+    }
+    Ok(json!({"server": u.name, "tools": tools}))
+}
+
+/// A one-shot tool call: `params: {server?, tool, arguments?}`.
+async fn call(u: &UpstreamHandle, params: &Value) -> Result<Value, WireError> {
+    let tool = params.get("tool").and_then(|t| t.as_str()).ok_or_else(|| {
+        WireError::new(
+            ErrorCode::InvalidRequest,
+            "call needs params.tool (the tool's name) and optional params.arguments (an object)",
+        )
+    })?;
+    let arguments = match params.get("arguments") {
+        None | Some(Value::Null) => json!({}),
+        Some(a @ Value::Object(_)) => a.clone(),
+        Some(_) => {
+            return Err(WireError::new(
+                ErrorCode::InvalidRequest,
+                "params.arguments must be a JSON object",
+            ));
+        }
+    };
+    let result = u
+        .request("tools/call", json!({"name": tool, "arguments": arguments}))
+        .await?;
+    serde_json::from_str(result.get())
+        .map_err(|e| WireError::new(ErrorCode::UpstreamError, e.to_string()))
+}

@@ -1,0 +1,153 @@
+//! The actor's side of the `coogle` tool: each action run against this upstream's state. The
+//! tool's definition, argument parsing and the store of operations are in
+//! [`crate::daemon::coogle_tool`].
+
+use std::time::Instant;
+
+use serde_json::value::RawValue;
+use serde_json::{Value, json};
+
+use super::lifecycle::RestartWaiter;
+use super::request::Request;
+use super::status::status_text;
+use super::{Origin, Upstream};
+use crate::daemon::SessionId;
+use crate::daemon::child;
+use crate::daemon::coogle_tool::{self, Action, WaitOutcome, Waiter};
+use crate::daemon::stats::Outcome;
+use crate::wire::{self, Message, raw, response_line};
+
+impl Upstream {
+    pub(super) fn offers_coogle_tool(&self) -> bool {
+        self.coogle_tool && !self.cache.upstream_has_coogle
+    }
+
+    /// A first-page tool list as sessions see it: with the `coogle` tool when it is offered.
+    pub(super) fn tools_for_session(&self, result: &RawValue) -> Box<RawValue> {
+        if self.offers_coogle_tool()
+            && let Some(with) = coogle_tool::inject(result, &self.name)
+        {
+            return with;
+        }
+        result.to_owned()
+    }
+
+    /// A call of the `coogle` tool, answered by the daemon.
+    pub(super) fn coogle_call(
+        &mut self,
+        sid: SessionId,
+        client_id: Box<RawValue>,
+        arguments: &Value,
+    ) {
+        self.ops.expire(Instant::now());
+        let action = match coogle_tool::parse(arguments) {
+            Ok(a) => a,
+            Err(e) => {
+                let result = wire::tool_error_result(&format!("coogle: {e}"));
+                self.send_to_session(sid, response_line(&client_id, &raw(&result)));
+                return;
+            }
+        };
+        let result = match action {
+            Action::Status => {
+                let status = self.status();
+                let text = status_text(&status);
+                coogle_tool::result(&text, serde_json::to_value(&status).unwrap_or(Value::Null))
+            }
+            Action::Info => self.info_result(sid),
+            Action::Restart => {
+                self.request_restart(RestartWaiter::Tool {
+                    session: sid,
+                    client_id,
+                });
+                return;
+            }
+            Action::StartCall { tool, arguments } => self.start_operation(sid, &tool, arguments),
+            Action::Wait { operation, wait } => {
+                let waiter = Waiter {
+                    operation: operation.clone(),
+                    session: sid,
+                    client_id: client_id.clone(),
+                };
+                match self.ops.wait(waiter, wait) {
+                    WaitOutcome::Done(result) => {
+                        self.send_to_session(sid, response_line(&client_id, &result));
+                        return;
+                    }
+                    WaitOutcome::Waiting => return,
+                    WaitOutcome::Running => coogle_tool::running(&operation),
+                    WaitOutcome::Unknown => wire::tool_error_result(&format!(
+                        "coogle: no operation {operation:?} (results are kept {} minutes after they finish)",
+                        coogle_tool::RETENTION.as_secs() / 60
+                    )),
+                }
+            }
+            Action::ListOperations => {
+                let list = self.ops.list();
+                let n = list.as_array().map_or(0, Vec::len);
+                coogle_tool::result(&format!("{n} operation(s)"), json!({"operations": list}))
+            }
+            Action::Cancel { operation } => self.cancel_operation(sid, &operation),
+        };
+        self.send_to_session(sid, response_line(&client_id, &raw(&result)));
+    }
+
+    fn info_result(&self, sid: SessionId) -> Value {
+        let command = child::display_command(&self.config);
+        let info = json!({
+            "coogle": wire::VERSION,
+            "daemonPid": std::process::id(),
+            "server": self.name,
+            "command": command,
+            "session": sid,
+        });
+        let text = format!(
+            "coogle {} (daemon pid {}), server `{}` ({command}), this session #{sid}",
+            wire::VERSION,
+            std::process::id(),
+            self.name,
+        );
+        coogle_tool::result(&text, info)
+    }
+
+    fn start_operation(&mut self, sid: SessionId, tool: &str, arguments: Value) -> Value {
+        let op = self.ops.start(tool);
+        let params = json!({"name": tool, "arguments": arguments});
+        let line = wire::request_line(&raw(&0), "tools/call", &params);
+        if let Ok(msg) = Message::parse(line.trim_ascii_end()) {
+            self.forward(sid, Origin::Operation(op.clone()), Request::classify(msg));
+        }
+        coogle_tool::result(
+            &format!(
+                "Started operation {op} (`{tool}`); fetch its result with action `wait` and operation \"{op}\"."
+            ),
+            json!({"operation": op, "status": "running"}),
+        )
+    }
+
+    fn cancel_operation(&mut self, sid: SessionId, operation: &str) -> Value {
+        if self.ops.is_running(operation) != Some(true) {
+            return wire::tool_error_result(&format!(
+                "coogle: operation {operation:?} is not running"
+            ));
+        }
+        let is_op = |o: &Origin| matches!(o, Origin::Operation(x) if x == operation);
+        if self.queue.remove_first(sid, |q| is_op(&q.origin)).is_none()
+            && let Some(uid) = self.inflight.find(|p| is_op(&p.origin))
+        {
+            self.abandon(uid, "cancelled with the coogle tool", Outcome::Cancelled);
+        }
+        let text = format!("coogle: operation {operation} was cancelled");
+        self.finish_operation(operation, raw(&wire::tool_error_result(&text)));
+        coogle_tool::result(
+            &format!("Cancelled operation {operation}."),
+            json!({"operation": operation, "status": "cancelled"}),
+        )
+    }
+
+    pub(super) fn finish_operation(&mut self, op: &str, result: Box<RawValue>) {
+        for w in self.ops.finish(op, result.clone()) {
+            self.send_to_session(w.session, response_line(&w.client_id, &result));
+        }
+    }
+}

@@ -1,0 +1,233 @@
+//! The table of requests the child has been sent and has not answered.
+//!
+//! Each entry is found three ways: by the daemon's own id (`uid`, which the child sees as the
+//! request id and as the progress token), by the session and the id that session used, and by
+//! deadline. Those indexes, and the counts that drive `maxConcurrent` and `status`, change only
+//! in [`InFlight::insert`] and [`InFlight::remove`], so they can never drift apart. What a
+//! completed, abandoned or failed request means for the sessions is the actor's business; this
+//! table only keeps the books.
+
+use std::collections::{BTreeSet, HashMap};
+use std::time::Instant;
+
+use serde_json::value::RawValue;
+
+use super::Origin;
+use super::tasks::TaskRole;
+use crate::daemon::SessionId;
+use crate::wire::id_key;
+
+/// One request the child is working on.
+pub(super) struct Pending {
+    pub origin: Origin,
+    pub is_call: bool,
+    /// The tool of a call, for messages.
+    pub tool: Option<String>,
+    pub started: Instant,
+    pub deadline: Instant,
+    /// The session's own progress token; the child was given the uid instead.
+    pub token: Option<Box<RawValue>>,
+    pub task: TaskRole,
+    /// For calls: the account, to notice sign-in requests and their completion.
+    pub account: Option<String>,
+    /// A session's first-page `tools/list`: the `coogle` tool is added to the answer.
+    pub first_tools_page: bool,
+}
+
+pub(super) struct InFlight {
+    pending: HashMap<u64, Pending>,
+    deadlines: BTreeSet<(Instant, u64)>,
+    by_client: HashMap<(SessionId, String), u64>,
+    per_session: HashMap<SessionId, usize>,
+    /// `tools/call`s in flight, against `maxConcurrent`.
+    calls: usize,
+    next_uid: u64,
+}
+
+impl Default for InFlight {
+    fn default() -> Self {
+        InFlight {
+            pending: HashMap::new(),
+            deadlines: BTreeSet::new(),
+            by_client: HashMap::new(),
+            per_session: HashMap::new(),
+            calls: 0,
+            next_uid: 1,
+        }
+    }
+}
+
+impl InFlight {
+    /// A fresh id for a request to the child; never reused while the daemon runs.
+    pub fn take_uid(&mut self) -> u64 {
+        let uid = self.next_uid;
+        self.next_uid += 1;
+        uid
+    }
+
+    pub fn insert(&mut self, uid: u64, p: Pending) {
+        self.deadlines.insert((p.deadline, uid));
+        if let Origin::Session { id, client_id } = &p.origin {
+            self.by_client.insert((*id, id_key(client_id)), uid);
+            *self.per_session.entry(*id).or_default() += 1;
+        }
+        if p.is_call {
+            self.calls += 1;
+        }
+        self.pending.insert(uid, p);
+    }
+
+    /// Take an entry out of every index: answered, abandoned, or failed.
+    pub fn remove(&mut self, uid: u64) -> Option<Pending> {
+        let p = self.pending.remove(&uid)?;
+        self.deadlines.remove(&(p.deadline, uid));
+        if let Origin::Session { id, client_id } = &p.origin {
+            let key = (*id, id_key(client_id));
+            // A session that reused an id still in flight owns the newer entry under it.
+            if self.by_client.get(&key) == Some(&uid) {
+                self.by_client.remove(&key);
+            }
+            if let Some(n) = self.per_session.get_mut(id) {
+                *n -= 1;
+                if *n == 0 {
+                    self.per_session.remove(id);
+                }
+            }
+        }
+        if p.is_call {
+            self.calls -= 1;
+        }
+        Some(p)
+    }
+
+    /// Everything, for a child that is gone.
+    pub fn drain(&mut self) -> Vec<Pending> {
+        let uids: Vec<u64> = self.pending.keys().copied().collect();
+        uids.into_iter().filter_map(|u| self.remove(u)).collect()
+    }
+
+    pub fn get(&self, uid: u64) -> Option<&Pending> {
+        self.pending.get(&uid)
+    }
+
+    /// The uid of the request `session` sent with id `key` (canonical text).
+    pub fn find_client(&self, session: SessionId, key: &str) -> Option<u64> {
+        self.by_client.get(&(session, key.to_string())).copied()
+    }
+
+    pub fn find(&self, pred: impl Fn(&Pending) -> bool) -> Option<u64> {
+        self.pending.iter().find(|(_, p)| pred(p)).map(|(u, _)| *u)
+    }
+
+    pub fn of_session(&self, session: SessionId) -> Vec<u64> {
+        self.by_client
+            .iter()
+            .filter(|((s, _), _)| *s == session)
+            .map(|(_, uid)| *uid)
+            .collect()
+    }
+
+    /// Where progress for token `uid` goes: the session and its own token.
+    pub fn progress_owner(&self, uid: u64) -> Option<(SessionId, &RawValue)> {
+        let p = self.pending.get(&uid)?;
+        match (&p.origin, &p.token) {
+            (Origin::Session { id, .. }, Some(token)) => Some((*id, token)),
+            _ => None,
+        }
+    }
+
+    pub fn next_deadline(&self) -> Option<Instant> {
+        self.deadlines.first().map(|(t, _)| *t)
+    }
+
+    /// The uid whose deadline passed first, if any has by `now`.
+    pub fn first_expired(&self, now: Instant) -> Option<u64> {
+        self.deadlines
+            .first()
+            .filter(|(t, _)| *t <= now)
+            .map(|(_, uid)| *uid)
+    }
+
+    pub fn calls(&self) -> usize {
+        self.calls
+    }
+
+    pub fn of_session_count(&self, session: SessionId) -> usize {
+        self.per_session.get(&session).copied().unwrap_or(0)
+    }
+
+    /// The sessions with at least one request in flight.
+    pub fn busy_sessions(&self) -> impl Iterator<Item = SessionId> + '_ {
+        self.per_session.keys().copied()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::raw;
+    use std::time::Duration;
+
+    fn pending(origin: Origin, is_call: bool, deadline: Instant) -> Pending {
+        Pending {
+            origin,
+            is_call,
+            tool: None,
+            started: Instant::now(),
+            deadline,
+            token: Some(raw(&"tok")),
+            task: TaskRole::None,
+            account: None,
+            first_tools_page: false,
+        }
+    }
+
+    fn session(id: SessionId, client: &str) -> Origin {
+        Origin::Session {
+            id,
+            client_id: raw(&client),
+        }
+    }
+
+    #[test]
+    fn every_index_follows_insert_and_remove() {
+        let mut t = InFlight::default();
+        let now = Instant::now();
+        let (a, b) = (t.take_uid(), t.take_uid());
+        t.insert(
+            a,
+            pending(session(1, "x"), true, now + Duration::from_secs(2)),
+        );
+        t.insert(
+            b,
+            pending(session(2, "x"), false, now + Duration::from_secs(1)),
+        );
+        assert_eq!(t.calls(), 1);
+        assert_eq!(t.find_client(1, "\"x\""), Some(a));
+        assert_eq!(t.progress_owner(b).map(|(s, _)| s), Some(2));
+        assert_eq!(t.first_expired(now + Duration::from_secs(1)), Some(b));
+        let mut busy: Vec<_> = t.busy_sessions().collect();
+        busy.sort();
+        assert_eq!(busy, vec![1, 2]);
+        assert!(t.remove(a).is_some());
+        assert_eq!((t.calls(), t.of_session_count(1)), (0, 0));
+        assert_eq!(t.find_client(1, "\"x\""), None);
+        assert!(t.remove(a).is_none(), "removed once");
+        assert_eq!(t.drain().len(), 1);
+        assert_eq!((t.next_deadline(), t.busy_sessions().count()), (None, 0));
+    }
+
+    /// A session that sends a second request with an id still in flight keeps finding the
+    /// newer one; the first one's answer must not unlink it.
+    #[test]
+    fn a_reused_id_keeps_the_newer_entry() {
+        let mut t = InFlight::default();
+        let later = Instant::now() + Duration::from_secs(5);
+        let (a, b) = (t.take_uid(), t.take_uid());
+        t.insert(a, pending(session(1, "x"), false, later));
+        t.insert(b, pending(session(1, "x"), false, later));
+        t.remove(a);
+        assert_eq!(t.find_client(1, "\"x\""), Some(b));
+        assert_eq!(t.of_session_count(1), 1);
+    }
+}

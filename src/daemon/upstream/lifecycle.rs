@@ -1,0 +1,434 @@
+//! The child's life: start, the daemon's own `initialize`, exit, respawn with backoff, restart
+//! on request, and stopping at shutdown.
+//!
+//! The daemon never leaves sessions hanging on a child that is gone: whatever was waiting for
+//! it is answered with an error saying why, and the next start is scheduled (or made on
+//! demand, when a session needs the child). A child that never becomes ready is retried with a
+//! backoff, so a broken command line cannot spin.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use tokio::sync::oneshot;
+
+use super::child_io::{self, ChildHandle, StderrTail};
+use super::{Internal, Upstream, ms};
+use crate::daemon::SessionId;
+use crate::daemon::child::{self, ChildRecord};
+use crate::daemon::stats::Outcome;
+use crate::wire::{self, ErrorCode, WireError, response_line};
+
+/// The protocol version the daemon offers a child when no session has said which it speaks.
+pub(crate) const DEFAULT_PROTOCOL_VERSION: &str = "2025-11-25";
+/// How long a respawn waits after a crash; doubles on each quick failure up to `MAX_BACKOFF`.
+pub(crate) const RESPAWN_COOLDOWN: Duration = Duration::from_secs(3);
+const MAX_BACKOFF: Duration = Duration::from_secs(60);
+/// A child that ran at least this long before exiting is not counted as a failing start.
+const HEALTHY_RUN: Duration = Duration::from_secs(10);
+/// Grace between SIGTERM and SIGKILL when stopping a child.
+const STOP_GRACE: Duration = Duration::from_secs(2);
+
+/// The child's states are the ones `status` reports.
+pub(super) use crate::wire::UpstreamState as State;
+
+/// Someone waiting for a restart to finish.
+pub(super) enum RestartWaiter {
+    Control(oneshot::Sender<Result<Value, WireError>>),
+    Tool {
+        session: SessionId,
+        client_id: Box<serde_json::value::RawValue>,
+    },
+}
+
+/// The child process's state and history.
+pub(super) struct Life {
+    pub state: State,
+    pub child: Option<ChildHandle>,
+    /// Bumped at each start; events of older children are ignored.
+    pub generation: u64,
+    pub restarts: u64,
+    pub consecutive_failures: u32,
+    pub consecutive_timeouts: u32,
+    pub last_error: Option<String>,
+    last_attempt: Option<Instant>,
+    pub restart_at: Option<Instant>,
+    manual_restart: bool,
+    /// Why the daemon itself stopped the child (wedged, protocol broken), for `lastError`.
+    pub stop_reason: Option<String>,
+    restart_waiters: Vec<RestartWaiter>,
+    /// Set once shutdown began: the grace deadline, and who to tell when the child is gone.
+    pub shutdown: Option<(Instant, Option<oneshot::Sender<()>>)>,
+    pub stderr_tail: StderrTail,
+    /// Where the child's pid is recorded, for a daemon that was SIGKILLed.
+    pub record_path: PathBuf,
+    /// The longest line accepted from the child.
+    pub max_line: usize,
+}
+
+impl Life {
+    pub fn new(record_path: PathBuf, max_line: usize) -> Life {
+        Life {
+            state: State::Stopped,
+            child: None,
+            generation: 0,
+            restarts: 0,
+            consecutive_failures: 0,
+            consecutive_timeouts: 0,
+            last_error: None,
+            last_attempt: None,
+            restart_at: None,
+            manual_restart: false,
+            stop_reason: None,
+            restart_waiters: Vec::new(),
+            shutdown: None,
+            stderr_tail: StderrTail::default(),
+            record_path,
+            max_line,
+        }
+    }
+
+    pub fn is_ready(&self) -> bool {
+        self.state == State::Ready
+    }
+
+    pub fn shutting_down(&self) -> bool {
+        self.shutdown.is_some()
+    }
+
+    fn backoff(&self) -> Duration {
+        let exp = self.consecutive_failures.saturating_sub(1).min(5);
+        (RESPAWN_COOLDOWN * 2u32.pow(exp)).min(MAX_BACKOFF)
+    }
+}
+
+impl Upstream {
+    pub(super) fn start_child(&mut self) {
+        self.life.generation += 1;
+        self.life.last_attempt = Some(Instant::now());
+        self.life.restart_at = None;
+        self.life.state = State::Starting;
+        let spawned = match child::spawn(&self.config) {
+            Ok(s) => s,
+            Err(e) => {
+                self.on_start_failed(e.to_string());
+                return;
+            }
+        };
+        let pid = spawned.pid;
+        tracing::info!(upstream = %self.name, pid, command = %child::display_command(&self.config), "started upstream");
+        let record = ChildRecord {
+            pid,
+            pgid: pid,
+            start_ticks: child::proc_stat(pid).map(|(_, s)| s),
+            command: child::display_command(&self.config),
+            daemon_pid: std::process::id(),
+        };
+        if let Err(e) = child::write_record(&self.life.record_path, &record) {
+            tracing::warn!(path = %self.life.record_path.display(), "could not record the child pid: {e}");
+        }
+        let attached = child_io::attach(
+            spawned,
+            self.life.generation,
+            self.tx.clone(),
+            self.life.max_line,
+            &self.name,
+            self.life.stderr_tail.clone(),
+        );
+        match attached {
+            Ok(handle) => self.on_spawned(handle),
+            Err(reason) => self.on_start_failed(reason),
+        }
+    }
+
+    /// A child is running: the daemon sends its own `initialize`.
+    pub(super) fn on_spawned(&mut self, handle: ChildHandle) {
+        self.life.child = Some(handle);
+        self.life.state = State::Initializing;
+        let version = self
+            .sessions
+            .values()
+            .find_map(|s| s.protocol_version.clone())
+            .unwrap_or_else(|| DEFAULT_PROTOCOL_VERSION.to_string());
+        let params = json!({
+            "protocolVersion": version,
+            "capabilities": self.config.client_capabilities,
+            "clientInfo": {"name": "coogle", "title": "coogle", "version": wire::VERSION},
+        });
+        self.send_internal(Internal::Initialize, "initialize", &params);
+    }
+
+    /// The child answered the daemon's `initialize`: it is ready for everyone.
+    pub(super) fn on_initialized(&mut self, answer: &wire::Message) {
+        let Some(result) = answer.field("result") else {
+            let why = answer.error_message().unwrap_or_default();
+            self.life.last_error = Some(format!("initialize failed: {why}"));
+            tracing::error!(upstream = %self.name, "the upstream refused initialize: {why}");
+            self.kill_child();
+            return;
+        };
+        self.cache.init_result = Some(result.to_owned());
+        self.to_child(wire::notification_line("notifications/initialized", None));
+        self.life.state = State::Ready;
+        let ready_pid = self.life.child.as_ref().map(|c| c.pid);
+        tracing::info!(upstream = %self.name, pid = ?ready_pid, "upstream ready");
+        self.answer_restart_waiters(Ok(json!({"server": self.name, "pid": ready_pid})));
+        self.send_internal(Internal::ToolsList, "tools/list", &json!({}));
+        self.child_log_level = None;
+        self.sync_child_log_level();
+        self.resubscribe();
+        let held: Vec<_> = self.held.drain(..).collect();
+        for (key, origin, req) in held {
+            self.forward(key, origin, req);
+        }
+        self.pump();
+    }
+
+    /// The daemon's `initialize` went unanswered for a whole call timeout.
+    pub(super) fn on_initialize_timeout(&mut self) {
+        let secs = self.config.call_timeout.as_secs_f64();
+        self.life.last_error = Some(format!("it did not answer initialize within {secs} s"));
+        tracing::error!(upstream = %self.name, "the upstream did not answer initialize within {secs} s; stopping it");
+        self.kill_child();
+    }
+
+    fn on_start_failed(&mut self, reason: String) {
+        let reason = format!("{reason}{}", self.life.stderr_tail.hint());
+        tracing::error!(upstream = %self.name, "could not start the upstream: {reason}");
+        self.life.child = None;
+        self.life.state = State::Failed;
+        self.life.consecutive_failures += 1;
+        self.life.last_error = Some(reason.clone());
+        let text = format!(
+            "coogle could not start the `{}` server ({}): {reason}",
+            self.name,
+            child::display_command(&self.config)
+        );
+        self.fail_waiting(ErrorCode::UpstreamUnavailable, &text);
+        let err = WireError::new(ErrorCode::UpstreamUnavailable, &text);
+        self.answer_restart_waiters(Err(err));
+        if self.life.shutting_down() {
+            self.life.state = State::Stopped;
+            return;
+        }
+        self.life.restart_at = Some(Instant::now() + self.life.backoff());
+    }
+
+    /// Answer every call and request that is waiting for the child with an error.
+    pub(super) fn fail_waiting(&mut self, code: ErrorCode, text: &str) {
+        for q in self.queue.drain_all() {
+            self.count_session_outcome(&q.origin, Outcome::Error, Duration::ZERO);
+            self.reply_error(q.origin, true, code, text);
+        }
+        while let Some((_, origin, req)) = self.held.pop_front() {
+            let is_call = req.method == super::request::Method::ToolsCall;
+            self.reply_error(origin, is_call, code, text);
+        }
+    }
+
+    pub(super) fn kill_child(&mut self) {
+        if let Some(c) = &self.life.child {
+            let pid = c.pid;
+            let mut exited = c.exited.clone();
+            tokio::spawn(async move {
+                child::stop_group(pid, STOP_GRACE, async move {
+                    let _ = exited.wait_for(|e| *e).await;
+                })
+                .await;
+            });
+        }
+    }
+
+    pub(super) fn on_child_exit(&mut self, status: String) {
+        let Some(c) = self.life.child.take() else {
+            return;
+        };
+        let ran = c.started.elapsed();
+        let was_ready = self.life.state == State::Ready;
+        child::remove_record(&self.life.record_path);
+        self.server_requests.clear();
+        let pending = self.inflight.drain();
+
+        if self.life.shutting_down() {
+            tracing::info!(upstream = %self.name, "upstream stopped ({status})");
+            let text = "coogle is shutting down; the call was cancelled";
+            for p in pending {
+                self.reply_error(p.origin, p.is_call, ErrorCode::ShuttingDown, text);
+            }
+            self.life.state = State::Stopped;
+            return;
+        }
+
+        let manual = std::mem::take(&mut self.life.manual_restart);
+        let reason = if manual {
+            "it was restarted on request".to_string()
+        } else if let Some(why) = self.life.stop_reason.take() {
+            why
+        } else {
+            format!("it exited ({status}){}", self.life.stderr_tail.hint())
+        };
+        if !manual {
+            tracing::warn!(upstream = %self.name, pid = c.pid, "upstream exited: {status}");
+        }
+        for p in pending {
+            if matches!(p.origin, super::Origin::Internal(Internal::Initialize)) {
+                continue;
+            }
+            let text = format!(
+                "coogle: the `{}` server stopped during this call ({reason}); it is being restarted, so retry the call",
+                self.name
+            );
+            if p.is_call {
+                let took = p.started.elapsed();
+                self.stats.record(Outcome::Error, took);
+                self.count_session_outcome(&p.origin, Outcome::Error, took);
+            }
+            self.reply_error(p.origin, p.is_call, ErrorCode::UpstreamUnavailable, &text);
+        }
+
+        if manual {
+            self.life.restarts += 1;
+            self.start_child();
+            return;
+        }
+        if !was_ready {
+            self.on_start_failed(format!("it exited before answering initialize ({status})"));
+            return;
+        }
+        self.life.restarts += 1;
+        self.life.last_error = Some(reason);
+        if ran >= HEALTHY_RUN {
+            self.life.consecutive_failures = 0;
+        }
+        self.life.consecutive_failures += 1;
+        self.life.state = State::Restarting;
+        let wait = self.life.backoff();
+        tracing::info!(upstream = %self.name, "respawning in {} ms", ms(wait));
+        self.life.restart_at = Some(Instant::now() + wait);
+    }
+
+    /// Someone wants the child: if it is down and not scheduled soon, schedule it.
+    pub(super) fn demand(&mut self) {
+        if self.life.state != State::Failed || self.life.shutting_down() {
+            return;
+        }
+        let earliest = self
+            .life
+            .last_attempt
+            .map_or_else(Instant::now, |t| t + RESPAWN_COOLDOWN);
+        let at = earliest.max(Instant::now());
+        if self.life.restart_at.is_none_or(|r| r > at) {
+            self.life.restart_at = Some(at);
+        }
+    }
+
+    /// The scheduled start is due.
+    pub(super) fn on_restart_due(&mut self) {
+        self.life.restart_at = None;
+        if matches!(self.life.state, State::Restarting | State::Failed)
+            && !self.life.shutting_down()
+        {
+            self.start_child();
+        }
+    }
+
+    /// Restart the child (or start it, when it is down); `waiter` hears when it is ready.
+    pub(super) fn request_restart(&mut self, waiter: RestartWaiter) {
+        self.life.restart_waiters.push(waiter);
+        if self.life.shutting_down() {
+            let err = WireError::new(ErrorCode::ShuttingDown, "coogle is shutting down");
+            self.answer_restart_waiters(Err(err));
+            return;
+        }
+        match self.life.state {
+            State::Starting | State::Initializing => {}
+            State::Ready => {
+                tracing::info!(upstream = %self.name, "restarting the upstream on request");
+                self.life.manual_restart = true;
+                self.sign_ins.clear();
+                self.kill_child();
+            }
+            _ => {
+                self.life.consecutive_failures = 0;
+                self.start_child();
+            }
+        }
+    }
+
+    fn answer_restart_waiters(&mut self, outcome: Result<Value, WireError>) {
+        for w in std::mem::take(&mut self.life.restart_waiters) {
+            match w {
+                RestartWaiter::Control(reply) => {
+                    let _ = reply.send(outcome.clone());
+                }
+                RestartWaiter::Tool { session, client_id } => {
+                    let result = match &outcome {
+                        Ok(v) => crate::daemon::coogle_tool::result(
+                            &format!("Restarted the `{}` server (pid {}).", self.name, v["pid"]),
+                            v.clone(),
+                        ),
+                        Err(e) => wire::tool_error_result(&e.message),
+                    };
+                    let line = response_line(&client_id, &wire::raw(&result));
+                    self.send_to_session(session, line);
+                }
+            }
+        }
+    }
+
+    /// Begin stopping: nothing new is taken, what waits is answered, and the child is stopped
+    /// once no call is in flight or `grace` has passed.
+    pub(super) fn begin_shutdown(&mut self, grace: Duration, done: oneshot::Sender<()>) {
+        self.life.shutdown = Some((Instant::now() + grace, Some(done)));
+        self.life.restart_at = None;
+        self.fail_waiting(ErrorCode::ShuttingDown, "coogle is shutting down");
+        let err = WireError::new(ErrorCode::ShuttingDown, "coogle is shutting down");
+        self.answer_restart_waiters(Err(err));
+        self.check_shutdown();
+    }
+
+    /// During shutdown: once no call is in flight (or the grace has passed), stop the child.
+    pub(super) fn check_shutdown(&mut self) {
+        if self.life.shutting_down()
+            && self.inflight.calls() == 0
+            && self.life.state != State::Stopping
+        {
+            self.finish_shutdown();
+        }
+    }
+
+    pub(super) fn finish_shutdown(&mut self) {
+        if matches!(self.life.state, State::Stopping | State::Stopped) {
+            return;
+        }
+        if let Some((t, _)) = &mut self.life.shutdown {
+            // Past here the grace timer has done its job.
+            *t = Instant::now() + Duration::from_secs(3600);
+        }
+        if self.life.child.is_some() {
+            self.life.state = State::Stopping;
+            self.kill_child();
+        } else {
+            self.life.state = State::Stopped;
+        }
+    }
+}
+
+/// After this many consecutive call timeouts the child is considered wedged and restarted.
+const WEDGED_AFTER_TIMEOUTS: u32 = 3;
+
+impl Upstream {
+    /// A call timed out; enough of them in a row mean the child is wedged: restart it.
+    pub(super) fn note_call_timeout(&mut self) {
+        self.life.consecutive_timeouts += 1;
+        let n = self.life.consecutive_timeouts;
+        if n >= WEDGED_AFTER_TIMEOUTS && self.life.child.is_some() {
+            tracing::warn!(upstream = %self.name, "{n} calls in a row timed out; restarting the upstream");
+            self.life.stop_reason = Some(format!(
+                "{n} calls in a row timed out, so coogle restarted it"
+            ));
+            self.life.consecutive_timeouts = 0;
+            self.kill_child();
+        }
+    }
+}

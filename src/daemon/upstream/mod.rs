@@ -1,0 +1,484 @@
+//! One upstream MCP server and everything routed through it: the child process, the sessions
+//! bound to it, the router and the fair call queue.
+//!
+//! Each upstream is an actor: one task owns all of its state and handles one event at a time
+//! (a session's line, a child's line, a child's exit, a control command, a deadline), so routing
+//! needs no locks. The router reads only what [`request`] classifies and the few notification
+//! fields it routes by; every other byte is forwarded as it came. It must never block on a
+//! session: a session that stops reading is disconnected rather than allowed to stall everyone
+//! else.
+//!
+//! The parts, each in its own file:
+//! - [`lifecycle`]: start, initialize, exit, backoff, restart, shutdown; [`child_io`] the pipes;
+//! - [`from_sessions`] and [`from_child`]: the router, both directions;
+//! - [`inflight`]: the one table of requests the child is working on;
+//! - [`sessions`], [`tasks`], [`subscriptions`], [`server_requests`], [`log_level`],
+//!   [`sign_in`]: what belongs to whom;
+//! - [`cache`]: the child's answers kept for instant starts; [`status`] and [`coogle_call`].
+
+mod cache;
+mod child_io;
+mod coogle_call;
+mod from_child;
+mod from_sessions;
+mod inflight;
+mod lifecycle;
+mod log_level;
+mod request;
+mod server_requests;
+mod sessions;
+mod sign_in;
+mod status;
+mod subscriptions;
+mod tasks;
+#[cfg(test)]
+mod tests;
+
+use std::collections::{HashMap, VecDeque};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use serde_json::value::RawValue;
+use serde_json::{Value, json};
+use tokio::net::unix::OwnedWriteHalf;
+use tokio::sync::{mpsc, oneshot};
+
+use super::SessionId;
+use super::coogle_tool::{self, Operations};
+use super::outbox::Outbox;
+use super::scheduler::{FairQueue, QueueKey};
+use super::stats::CallStats;
+use crate::config::ServerConfig;
+use crate::wire::{
+    self, ErrorCode, Hello, UpstreamStatus, WireError, error_line, raw, response_line, rpc_code,
+};
+use cache::Cache;
+use inflight::InFlight;
+use lifecycle::{Life, RestartWaiter};
+use request::Request;
+use server_requests::ServerRequests;
+use sessions::Session;
+use sign_in::SignIns;
+use subscriptions::Subscriptions;
+use tasks::Tasks;
+
+/// Control-mode calls each get their own queue key from this range, so they share fairly too.
+const CONTROL_KEY_BASE: QueueKey = 1 << 48;
+
+/// Events the actor handles, one at a time.
+pub(crate) enum Event {
+    SessionOpen {
+        id: SessionId,
+        hello: Hello,
+        out: Outbox<OwnedWriteHalf>,
+    },
+    SessionLine {
+        id: SessionId,
+        line: Vec<u8>,
+    },
+    SessionClosed {
+        id: SessionId,
+    },
+    /// A line for the session from its own connection (an error about what it sent).
+    SessionReply {
+        id: SessionId,
+        line: Vec<u8>,
+    },
+    Child {
+        generation: u64,
+        event: ChildEvent,
+    },
+    Control(ControlCmd),
+}
+
+pub(crate) enum ChildEvent {
+    Line(Vec<u8>),
+    LineTooLong,
+    Exited(String),
+}
+
+/// Where a control request's answer goes.
+type ControlReply = oneshot::Sender<Result<Box<RawValue>, WireError>>;
+
+pub(crate) enum ControlCmd {
+    Status(oneshot::Sender<UpstreamStatus>),
+    /// A request on behalf of a control connection (`tools/list`, `tools/call`).
+    Request {
+        method: String,
+        params: Value,
+        reply: ControlReply,
+    },
+    Restart(oneshot::Sender<Result<Value, WireError>>),
+    Shutdown {
+        grace: Duration,
+        done: oneshot::Sender<()>,
+    },
+}
+
+/// The cheap, cloneable way to talk to an upstream's actor.
+#[derive(Clone)]
+pub(crate) struct UpstreamHandle {
+    pub name: String,
+    tx: mpsc::Sender<Event>,
+}
+
+fn gone() -> WireError {
+    WireError::new(ErrorCode::ShuttingDown, "the upstream has stopped")
+}
+
+impl UpstreamHandle {
+    pub async fn send(&self, event: Event) -> bool {
+        self.tx.send(event).await.is_ok()
+    }
+
+    pub async fn status(&self) -> UpstreamStatus {
+        let (tx, rx) = oneshot::channel();
+        if !self.send(Event::Control(ControlCmd::Status(tx))).await {
+            return UpstreamStatus::stopped(&self.name);
+        }
+        rx.await
+            .unwrap_or_else(|_| UpstreamStatus::stopped(&self.name))
+    }
+
+    pub async fn request(&self, method: &str, params: Value) -> Result<Box<RawValue>, WireError> {
+        let (tx, rx) = oneshot::channel();
+        let cmd = ControlCmd::Request {
+            method: method.to_string(),
+            params,
+            reply: tx,
+        };
+        if !self.send(Event::Control(cmd)).await {
+            return Err(gone());
+        }
+        rx.await.unwrap_or_else(|_| Err(gone()))
+    }
+
+    pub async fn restart(&self) -> Result<Value, WireError> {
+        let (tx, rx) = oneshot::channel();
+        if !self.send(Event::Control(ControlCmd::Restart(tx))).await {
+            return Err(gone());
+        }
+        rx.await.unwrap_or_else(|_| Err(gone()))
+    }
+
+    pub async fn shutdown(&self, grace: Duration) {
+        let (tx, rx) = oneshot::channel();
+        if self
+            .send(Event::Control(ControlCmd::Shutdown { grace, done: tx }))
+            .await
+        {
+            let _ = rx.await;
+        }
+    }
+}
+
+/// Start an upstream's actor; it spawns the child at once.
+pub(crate) fn start(
+    config: ServerConfig,
+    record_path: PathBuf,
+    max_line: usize,
+    coogle_tool: bool,
+) -> UpstreamHandle {
+    let (tx, rx) = mpsc::channel(4096);
+    let name = config.name.clone();
+    let mut actor = Upstream::new(config, record_path, max_line, tx.clone());
+    actor.coogle_tool = coogle_tool;
+    actor.cache.load();
+    tokio::spawn(actor.run(rx));
+    UpstreamHandle { name, tx }
+}
+
+/// Requests the daemon makes of the child for itself.
+enum Internal {
+    Initialize,
+    ToolsList,
+    /// Bookkeeping (log level, subscriptions, cancelling a gone session's tasks): the answer
+    /// only gets logged.
+    Housekeeping,
+}
+
+/// Who is waiting for a request's answer.
+enum Origin {
+    Session {
+        id: SessionId,
+        client_id: Box<RawValue>,
+    },
+    Control(ControlReply),
+    Internal(Internal),
+    /// A call started with the `coogle` tool's `start_call`: its result is kept for `wait`.
+    Operation(String),
+}
+
+impl Origin {
+    fn session(&self) -> Option<SessionId> {
+        match self {
+            Origin::Session { id, .. } => Some(*id),
+            _ => None,
+        }
+    }
+
+    fn matches_client(&self, sid: SessionId, key: &str) -> bool {
+        matches!(self, Origin::Session { id, client_id } if *id == sid && wire::id_key(client_id) == key)
+    }
+}
+
+/// A call waiting for a free slot.
+struct Queued {
+    origin: Origin,
+    req: Request,
+    enqueued: Instant,
+}
+
+struct Upstream {
+    name: String,
+    config: ServerConfig,
+    tx: mpsc::Sender<Event>,
+    life: Life,
+    cache: Cache,
+    inflight: InFlight,
+    queue: FairQueue<Queued>,
+    /// Requests waiting for the child to be ready.
+    held: VecDeque<(QueueKey, Origin, Request)>,
+    next_control_key: QueueKey,
+    sessions: HashMap<SessionId, Session>,
+    server_requests: ServerRequests,
+    subscriptions: Subscriptions,
+    tasks: Tasks,
+    sign_ins: SignIns,
+    /// The log level the child was last asked for (the most verbose any session wants).
+    child_log_level: Option<u8>,
+    /// Whether the `coogle` tool is offered (config `coogleTool`).
+    coogle_tool: bool,
+    ops: Operations,
+    stats: CallStats,
+}
+
+pub(super) fn ms(d: Duration) -> u64 {
+    d.as_millis().min(u64::MAX as u128) as u64
+}
+
+impl Upstream {
+    fn new(
+        config: ServerConfig,
+        record_path: PathBuf,
+        max_line: usize,
+        tx: mpsc::Sender<Event>,
+    ) -> Self {
+        Upstream {
+            name: config.name.clone(),
+            cache: Cache::new(&config.name, &config.cache_key()),
+            life: Life::new(record_path, max_line),
+            tx,
+            inflight: InFlight::default(),
+            queue: FairQueue::default(),
+            held: VecDeque::new(),
+            next_control_key: CONTROL_KEY_BASE,
+            sessions: HashMap::new(),
+            server_requests: ServerRequests::default(),
+            subscriptions: Subscriptions::default(),
+            tasks: Tasks::default(),
+            sign_ins: SignIns::default(),
+            child_log_level: None,
+            coogle_tool: false,
+            ops: Operations::default(),
+            stats: CallStats::default(),
+            config,
+        }
+    }
+
+    async fn run(mut self, mut rx: mpsc::Receiver<Event>) {
+        self.start_child();
+        loop {
+            let wake = self.next_wakeup();
+            tokio::select! {
+                event = rx.recv() => match event {
+                    Some(event) => self.handle(event),
+                    None => break,
+                },
+                _ = sleep_until(wake) => self.on_timer(),
+            }
+            if self.life.state == wire::UpstreamState::Stopped && self.life.shutting_down() {
+                if let Some((_, Some(done))) = self.life.shutdown.take() {
+                    let _ = done.send(());
+                }
+                break;
+            }
+        }
+        super::child::remove_record(&self.life.record_path);
+        tracing::debug!(upstream = %self.name, "upstream actor stopped");
+    }
+
+    fn next_wakeup(&self) -> Option<Instant> {
+        let shutdown = self.life.shutdown.as_ref().map(|(t, _)| *t);
+        [
+            self.inflight.next_deadline(),
+            self.life.restart_at,
+            shutdown,
+            self.ops.next_deadline(),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+    }
+
+    fn handle(&mut self, event: Event) {
+        match event {
+            Event::SessionOpen { id, hello, out } => self.on_session_open(id, hello, out),
+            Event::SessionLine { id, line } => self.on_session_line(id, &line),
+            Event::SessionClosed { id } => self.on_session_closed(id),
+            Event::SessionReply { id, line } => self.send_to_session(id, line),
+            Event::Child { generation, event } => {
+                if generation != self.life.generation {
+                    return;
+                }
+                match event {
+                    ChildEvent::Line(line) => self.on_child_line(&line),
+                    ChildEvent::LineTooLong => {
+                        let msg = format!(
+                            "the upstream wrote a line over {} bytes; restarting it",
+                            self.life.max_line
+                        );
+                        tracing::error!(upstream = %self.name, "{msg}");
+                        self.life.stop_reason = Some(msg);
+                        self.kill_child();
+                    }
+                    ChildEvent::Exited(status) => self.on_child_exit(status),
+                }
+            }
+            Event::Control(cmd) => self.on_control(cmd),
+        }
+    }
+
+    fn on_control(&mut self, cmd: ControlCmd) {
+        match cmd {
+            ControlCmd::Status(reply) => {
+                let _ = reply.send(self.status());
+            }
+            ControlCmd::Request {
+                method,
+                params,
+                reply,
+            } => self.on_control_request(&method, &params, reply),
+            ControlCmd::Restart(reply) => self.request_restart(RestartWaiter::Control(reply)),
+            ControlCmd::Shutdown { grace, done } => self.begin_shutdown(grace, done),
+        }
+    }
+
+    fn on_timer(&mut self) {
+        let now = Instant::now();
+        for w in self.ops.expire(now) {
+            let still = coogle_tool::running(&w.operation);
+            self.send_to_session(w.session, response_line(&w.client_id, &raw(&still)));
+        }
+        while let Some(uid) = self.inflight.first_expired(now) {
+            self.on_timeout(uid);
+            // A timeout handler that could not remove the entry must not spin here.
+            if self.inflight.get(uid).is_some() {
+                self.inflight.remove(uid);
+            }
+        }
+        if self.life.restart_at.is_some_and(|t| t <= now) {
+            self.on_restart_due();
+        }
+        if self.life.shutdown.as_ref().is_some_and(|(t, _)| *t <= now) {
+            self.finish_shutdown();
+        }
+    }
+
+    /// A request of the daemon's own.
+    fn send_internal(&mut self, what: Internal, method: &str, params: &Value) {
+        let uid = self.inflight.take_uid();
+        self.to_child(wire::request_line(&raw(&uid), method, params));
+        let now = Instant::now();
+        self.inflight.insert(
+            uid,
+            inflight::Pending {
+                origin: Origin::Internal(what),
+                is_call: false,
+                tool: None,
+                started: now,
+                deadline: now + self.config.call_timeout,
+                token: None,
+                task: tasks::TaskRole::None,
+                account: None,
+                first_tools_page: false,
+            },
+        );
+    }
+
+    fn to_child(&self, line: Vec<u8>) {
+        if let Some(c) = &self.life.child {
+            // A child that closed its stdin is about to be reported as exited.
+            let _ = c.writer.send(line);
+        }
+    }
+
+    fn reply_ok(&mut self, origin: Origin, result: &RawValue) {
+        match origin {
+            Origin::Session { id, client_id } => {
+                self.send_to_session(id, response_line(&client_id, result))
+            }
+            Origin::Control(reply) => {
+                let _ = reply.send(Ok(result.to_owned()));
+            }
+            Origin::Operation(op) => self.finish_operation(&op, result.to_owned()),
+            Origin::Internal(_) => {}
+        }
+    }
+
+    /// Answer a request the daemon could not get answered: a tool result with `isError` for
+    /// calls (the agent reads why), a JSON-RPC error for other requests.
+    fn reply_error(&mut self, origin: Origin, is_call: bool, code: ErrorCode, text: &str) {
+        match origin {
+            Origin::Session { id, client_id } => {
+                let line = if is_call {
+                    response_line(&client_id, &raw(&wire::tool_error_result(text)))
+                } else {
+                    let rpc = if code == ErrorCode::Timeout {
+                        rpc_code::REQUEST_TIMEOUT
+                    } else {
+                        rpc_code::UPSTREAM_UNAVAILABLE
+                    };
+                    error_line(Some(&client_id), rpc, text)
+                };
+                self.send_to_session(id, line);
+            }
+            Origin::Control(reply) => {
+                let _ = reply.send(Err(WireError::new(code, text)));
+            }
+            Origin::Operation(op) => {
+                self.finish_operation(&op, raw(&wire::tool_error_result(text)));
+            }
+            Origin::Internal(_) => {}
+        }
+    }
+
+    /// Ask the child for the most verbose level any session wants; each session still gets
+    /// only what its own level admits, so no session silences another.
+    fn sync_child_log_level(&mut self) {
+        let wanted = log_level::wanted(self.sessions.values().map(|s| s.log_level));
+        if wanted.is_none() || wanted == self.child_log_level || !self.life.is_ready() {
+            return;
+        }
+        self.child_log_level = wanted;
+        if let Some(level) = wanted.and_then(log_level::name) {
+            let params = json!({"level": level});
+            self.send_internal(Internal::Housekeeping, "logging/setLevel", &params);
+        }
+    }
+
+    /// After a respawn the new child knows nothing of the sessions' subscriptions.
+    fn resubscribe(&mut self) {
+        for uri in self.subscriptions.uris() {
+            let params = json!({"uri": uri});
+            self.send_internal(Internal::Housekeeping, "resources/subscribe", &params);
+        }
+    }
+}
+
+async fn sleep_until(t: Option<Instant>) {
+    match t {
+        Some(t) => tokio::time::sleep_until(t.into()).await,
+        None => std::future::pending().await,
+    }
+}

@@ -1,0 +1,196 @@
+//! What the router needs to know of a request, read once when it arrives.
+//!
+//! A request is classified into a [`Request`]: its method, its id, and the handful of params the
+//! router acts on (the tool and account of a call, a task id, a subscription URI, a log level,
+//! the progress token). `params` is scanned once, as raw top-level fields; the tool's arguments
+//! are only skimmed for the Google account. The message itself is kept as it came, so whatever
+//! is forwarded is forwarded byte for byte.
+
+use indexmap::IndexMap;
+use serde_json::value::RawValue;
+
+use crate::wire::{Message, raw};
+
+/// The methods the router treats differently; everything else is forwarded as it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Method {
+    Initialize,
+    Ping,
+    SetLevel,
+    ToolsCall,
+    ToolsList,
+    TasksList,
+    /// `tasks/get`, `tasks/result`, `tasks/cancel`: they name a task, which has one owner.
+    TaskOp,
+    Subscribe,
+    Unsubscribe,
+    Other,
+}
+
+impl Method {
+    fn of(name: &str) -> Method {
+        match name {
+            "initialize" => Method::Initialize,
+            "ping" => Method::Ping,
+            "logging/setLevel" => Method::SetLevel,
+            "tools/call" => Method::ToolsCall,
+            "tools/list" => Method::ToolsList,
+            "tasks/list" => Method::TasksList,
+            "tasks/get" | "tasks/result" | "tasks/cancel" => Method::TaskOp,
+            "resources/subscribe" => Method::Subscribe,
+            "resources/unsubscribe" => Method::Unsubscribe,
+            _ => Method::Other,
+        }
+    }
+}
+
+/// One request, classified.
+pub(super) struct Request {
+    pub msg: Message,
+    pub method: Method,
+    /// The method's name as sent.
+    pub name: String,
+    /// The id as the sender wrote it (`null` when it had none).
+    pub id: Box<RawValue>,
+    /// `tools/call`: the tool (`params.name`), "" when missing.
+    pub tool: String,
+    /// `tools/call`: the Google account the call is for (`arguments.user_google_email`), ""
+    /// when unnamed.
+    pub account: String,
+    /// `params.cursor` is present: a later page of a list.
+    pub has_cursor: bool,
+    /// `params.task` is present: a task-augmented request (its answer names a new task).
+    pub creates_task: bool,
+    /// `params.taskId`, for the requests that name a task.
+    pub task_id: Option<String>,
+    /// `params.uri`, for subscriptions.
+    pub uri: Option<String>,
+    /// `params.level`, for `logging/setLevel`.
+    pub level: Option<String>,
+    /// `params._meta.progressToken`, raw.
+    pub progress_token: Option<Box<RawValue>>,
+    /// `tools/call`: `params.arguments`, raw (the `coogle` tool reads its own).
+    pub arguments: Option<Box<RawValue>>,
+}
+
+impl Request {
+    /// Classify a message that is a request (it has a method).
+    pub fn classify(msg: Message) -> Request {
+        let name = msg.method().unwrap_or_default();
+        let method = Method::of(&name);
+        let id = msg.id().map(|i| i.to_owned()).unwrap_or_else(|| raw(&()));
+        let mut params: IndexMap<String, Box<RawValue>> = msg
+            .params()
+            .and_then(|p| serde_json::from_str(p.get()).ok())
+            .unwrap_or_default();
+        let text = |params: &IndexMap<String, Box<RawValue>>, key: &str| -> Option<String> {
+            params
+                .get(key)
+                .and_then(|v| serde_json::from_str::<String>(v.get()).ok())
+        };
+        let progress_token = params.get("_meta").and_then(|m| {
+            serde_json::from_str::<IndexMap<String, Box<RawValue>>>(m.get())
+                .ok()?
+                .shift_remove("progressToken")
+        });
+        let (mut tool, mut account, mut arguments) = (String::new(), String::new(), None);
+        if method == Method::ToolsCall {
+            tool = text(&params, "name").unwrap_or_default();
+            arguments = params.shift_remove("arguments");
+            account = arguments
+                .as_ref()
+                .and_then(|a| serde_json::from_str::<Account>(a.get()).ok())
+                .and_then(|a| a.user_google_email)
+                .unwrap_or_default();
+        }
+        let only = |m: &[Method], key: &str| {
+            if m.contains(&method) {
+                text(&params, key)
+            } else {
+                None
+            }
+        };
+        Request {
+            task_id: only(&[Method::TaskOp], "taskId"),
+            uri: only(&[Method::Subscribe, Method::Unsubscribe], "uri"),
+            level: only(&[Method::SetLevel], "level"),
+            has_cursor: params.contains_key("cursor"),
+            creates_task: params.contains_key("task"),
+            method,
+            name,
+            id,
+            tool,
+            account,
+            progress_token,
+            arguments,
+            msg,
+        }
+    }
+
+    /// A first page of `tools/list`: what a session believes the tools are.
+    pub fn is_first_tools_page(&self) -> bool {
+        self.method == Method::ToolsList && !self.has_cursor
+    }
+}
+
+/// Only the account of a call's arguments; every other argument is skipped unparsed.
+#[derive(serde::Deserialize)]
+struct Account {
+    #[serde(default)]
+    user_google_email: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn classify(line: &str) -> Request {
+        Request::classify(Message::parse(line.as_bytes()).unwrap())
+    }
+
+    #[test]
+    fn a_call_is_read_once_for_tool_account_and_token() {
+        let r = classify(
+            r#"{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"send","arguments":{"body":{"x":[1,2]},"user_google_email":"me@x.org"},"_meta":{"progressToken":7}}}"#,
+        );
+        assert_eq!(r.method, Method::ToolsCall);
+        assert_eq!(r.id.get(), "\"a\"");
+        assert_eq!(r.tool, "send");
+        assert_eq!(r.account, "me@x.org");
+        assert_eq!(r.progress_token.unwrap().get(), "7");
+        assert!(!r.creates_task);
+    }
+
+    #[test]
+    fn lists_tasks_subscriptions_and_levels() {
+        assert!(
+            classify(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#).is_first_tools_page()
+        );
+        assert!(
+            !classify(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"cursor":null}}"#)
+                .is_first_tools_page()
+        );
+        let t = classify(
+            r#"{"jsonrpc":"2.0","id":1,"method":"tasks/result","params":{"taskId":"t1"}}"#,
+        );
+        assert_eq!(
+            (t.method, t.task_id.as_deref()),
+            (Method::TaskOp, Some("t1"))
+        );
+        let s = classify(
+            r#"{"jsonrpc":"2.0","id":1,"method":"resources/subscribe","params":{"uri":"u"}}"#,
+        );
+        assert_eq!(s.uri.as_deref(), Some("u"));
+        let l = classify(
+            r#"{"jsonrpc":"2.0","id":1,"method":"logging/setLevel","params":{"level":"info"}}"#,
+        );
+        assert_eq!(l.level.as_deref(), Some("info"));
+        let c = classify(
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":{},"task":{}}}"#,
+        );
+        assert!(c.creates_task);
+        assert_eq!(c.account, "");
+        let odd = classify(r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":[1]}"#);
+        assert_eq!((odd.tool.as_str(), odd.account.as_str()), ("", ""));
+    }
+}

@@ -1,0 +1,95 @@
+//! Requests the child sent to a client (sampling, elicitation, roots) and which session each
+//! was handed to. The session sees the daemon's own id (`coogle-s<n>`), never the child's, so
+//! ids of different children or generations cannot collide in a session, and an answer is
+//! accepted only from the session the request went to.
+
+use std::collections::HashMap;
+
+use serde_json::value::RawValue;
+
+use crate::daemon::SessionId;
+use crate::wire::{id_key, raw};
+
+pub(super) struct ServerRequest {
+    pub session: SessionId,
+    /// The id the child used, restored on the answer.
+    pub child_id: Box<RawValue>,
+}
+
+#[derive(Default)]
+pub(super) struct ServerRequests {
+    /// Canonical text of the daemon's id → the request.
+    by_id: HashMap<String, ServerRequest>,
+    next: u64,
+}
+
+impl ServerRequests {
+    /// Register a request for `session`; returns the id to show the session.
+    pub fn insert(&mut self, session: SessionId, child_id: Box<RawValue>) -> Box<RawValue> {
+        self.next += 1;
+        let id = raw(&format!("coogle-s{}", self.next));
+        self.by_id
+            .insert(id_key(&id), ServerRequest { session, child_id });
+        id
+    }
+
+    /// The request a session's answer (with id `key`) is for, if it went to that session.
+    pub fn take_answer(&mut self, session: SessionId, key: &str) -> Option<ServerRequest> {
+        match self.by_id.get(key) {
+            Some(r) if r.session == session => self.by_id.remove(key),
+            _ => None,
+        }
+    }
+
+    /// The child cancelled its request `child_key`: forget it; returns the session it went to
+    /// and the id that session knows it by.
+    pub fn cancelled_by_child(&mut self, child_key: &str) -> Option<(SessionId, Box<RawValue>)> {
+        let key = self
+            .by_id
+            .iter()
+            .find(|(_, r)| id_key(&r.child_id) == child_key)
+            .map(|(k, _)| k.clone())?;
+        let r = self.by_id.remove(&key)?;
+        let id = RawValue::from_string(key).ok()?;
+        Some((r.session, id))
+    }
+
+    /// A session went away: its unanswered requests, so the child can be told.
+    pub fn remove_session(&mut self, session: SessionId) -> Vec<ServerRequest> {
+        let keys: Vec<String> = self
+            .by_id
+            .iter()
+            .filter(|(_, r)| r.session == session)
+            .map(|(k, _)| k.clone())
+            .collect();
+        keys.into_iter()
+            .filter_map(|k| self.by_id.remove(&k))
+            .collect()
+    }
+
+    pub fn clear(&mut self) {
+        self.by_id.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_chosen_session_may_answer() {
+        let mut r = ServerRequests::default();
+        let id = r.insert(1, raw(&7));
+        assert_eq!(id.get(), "\"coogle-s1\"");
+        let key = id_key(&id);
+        assert!(r.take_answer(2, &key).is_none(), "another session's answer");
+        let got = r.take_answer(1, &key).unwrap();
+        assert_eq!(got.child_id.get(), "7");
+        assert!(r.take_answer(1, &key).is_none(), "answered once");
+        let id = r.insert(3, raw(&"c"));
+        let (s, shown) = r.cancelled_by_child("\"c\"").unwrap();
+        assert_eq!((s, shown.get()), (3, id.get()));
+        r.insert(4, raw(&1));
+        assert_eq!(r.remove_session(4).len(), 1);
+    }
+}

@@ -1,0 +1,109 @@
+//! The upstream's `status`: filled in from the actor's state, and told to an agent in words by
+//! the `coogle` tool. Other sessions appear only as what an operator needs (ids, clients,
+//! counts); nothing a session sent is shown.
+
+use std::time::{Instant, UNIX_EPOCH};
+
+use super::{Upstream, ms};
+use crate::daemon::child;
+use crate::wire::{SessionStatus, SignInStatus, UpstreamStatus};
+
+impl Upstream {
+    pub(super) fn status(&self) -> UpstreamStatus {
+        let now = Instant::now();
+        let since_epoch =
+            |t: std::time::SystemTime| t.duration_since(UNIX_EPOCH).map(ms).unwrap_or(0);
+        let mut ids: Vec<_> = self.sessions.keys().copied().collect();
+        ids.sort();
+        let sessions = ids
+            .into_iter()
+            .map(|id| {
+                let s = &self.sessions[&id];
+                SessionStatus {
+                    id,
+                    client_info: s.client_info.clone(),
+                    claude_session_id: s.hello.claude_session_id.clone(),
+                    pid: s.hello.pid,
+                    client: s.hello.client.clone(),
+                    version: s.hello.version.clone(),
+                    protocol_version: s.protocol_version.clone(),
+                    connected_at_ms: since_epoch(s.connected_at),
+                    uptime_ms: ms(s.connected.elapsed()),
+                    queued: self.queue.len_of(id),
+                    in_flight: self.inflight.of_session_count(id),
+                    stats: s.stats.to_status(),
+                }
+            })
+            .collect();
+        let server_info = self
+            .cache
+            .init_result
+            .as_ref()
+            .and_then(|r| serde_json::from_str::<serde_json::Value>(r.get()).ok())
+            .and_then(|v| v.get("serverInfo").cloned());
+        UpstreamStatus {
+            name: self.name.clone(),
+            state: self.life.state,
+            command: child::display_command(&self.config),
+            pid: self.life.child.as_ref().map(|c| c.pid),
+            uptime_ms: self.life.child.as_ref().map(|c| ms(c.started.elapsed())),
+            restarts: self.life.restarts,
+            consecutive_failures: self.life.consecutive_failures,
+            next_restart_in_ms: self
+                .life
+                .restart_at
+                .map(|t| ms(t.saturating_duration_since(now))),
+            last_error: self.life.last_error.clone(),
+            queue: self.queue.len(),
+            in_flight: self.inflight.calls(),
+            max_concurrent: self.config.max_concurrent,
+            call_timeout_ms: ms(self.config.call_timeout),
+            tools: self.cache.tools_count,
+            server_info,
+            stats: self.stats.to_status(),
+            sign_in: self
+                .sign_ins
+                .iter()
+                .map(|(account, s)| SignInStatus {
+                    account: account.clone(),
+                    url: s.url.clone(),
+                    since_ms: since_epoch(s.at),
+                })
+                .collect(),
+            sessions,
+        }
+    }
+}
+
+/// `status` for an agent to read.
+pub(super) fn status_text(s: &UpstreamStatus) -> String {
+    let pid = s.pid.map_or_else(|| "null".to_string(), |p| p.to_string());
+    let mut t = format!(
+        "Server `{}` is {} (pid {pid}, restarts {}, queue {}, in flight {}/{}).",
+        s.name,
+        s.state.as_str(),
+        s.restarts,
+        s.queue,
+        s.in_flight,
+        s.max_concurrent
+    );
+    if let Some(e) = &s.last_error {
+        t.push_str(&format!("\nLast error: {e}"));
+    }
+    if let Some(ms) = s.next_restart_in_ms {
+        t.push_str(&format!(
+            "\nNext start attempt in {:.1} s.",
+            ms as f64 / 1000.0
+        ));
+    }
+    for si in &s.sign_in {
+        let account = if si.account.is_empty() {
+            String::new()
+        } else {
+            format!(" for {}", si.account)
+        };
+        t.push_str(&format!("\nGoogle sign-in required{account}: {}", si.url));
+    }
+    t.push_str(&format!("\n{} session(s) share it.", s.sessions.len()));
+    t
+}

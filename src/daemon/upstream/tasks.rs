@@ -1,0 +1,129 @@
+//! MCP tasks (protocol 2025-11-25): each task belongs to the session whose request created it,
+//! and no other session may see it, fetch its result, cancel it, or answer its requests.
+//!
+//! This module owns the task → session table and reading task ids out of messages; the router
+//! decides what to do with an owner.
+
+use std::collections::HashMap;
+
+use serde_json::Value;
+
+use crate::daemon::SessionId;
+use crate::wire::{Message, raw};
+
+/// The metadata key that ties a server request or notification to a task.
+const RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
+
+/// How a request relates to tasks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum TaskRole {
+    None,
+    /// Task-augmented (`params.task`): its answer names a task this session now owns.
+    Creates,
+    /// `tasks/list`: its answer is filtered to the session's own tasks.
+    Lists,
+}
+
+#[derive(Default)]
+pub(super) struct Tasks {
+    owners: HashMap<String, SessionId>,
+}
+
+impl Tasks {
+    pub fn owner(&self, task: &str) -> Option<SessionId> {
+        self.owners.get(task).copied()
+    }
+
+    /// Record the task a `CreateTaskResult` names as `session`'s.
+    pub fn created(&mut self, session: SessionId, answer: &Message) {
+        if let Some(task) = created_task_id(answer) {
+            self.owners.insert(task, session);
+        }
+    }
+
+    /// Forget a session's tasks; returns them, so the child can be told to cancel them.
+    pub fn remove_session(&mut self, session: SessionId) -> Vec<String> {
+        let owned: Vec<String> = self
+            .owners
+            .iter()
+            .filter(|(_, owner)| **owner == session)
+            .map(|(t, _)| t.clone())
+            .collect();
+        for t in &owned {
+            self.owners.remove(t);
+        }
+        owned
+    }
+
+    /// Keep only `session`'s own tasks in a `tasks/list` answer.
+    pub fn filter_list(&self, session: SessionId, msg: &mut Message) {
+        let Some(result) = msg.field("result") else {
+            return;
+        };
+        let Ok(mut result) = serde_json::from_str::<Value>(result.get()) else {
+            return;
+        };
+        if let Some(tasks) = result.get_mut("tasks").and_then(|t| t.as_array_mut()) {
+            tasks.retain(|t| {
+                t.get("taskId")
+                    .and_then(|id| id.as_str())
+                    .is_some_and(|id| self.owner(id) == Some(session))
+            });
+        }
+        msg.set_field("result", raw(&result));
+    }
+}
+
+/// The task a `CreateTaskResult` names.
+fn created_task_id(msg: &Message) -> Option<String> {
+    let result: Value = serde_json::from_str(msg.field("result")?.get()).ok()?;
+    result
+        .get("task")?
+        .get("taskId")?
+        .as_str()
+        .map(String::from)
+}
+
+/// The task a server request says it belongs to (`params._meta[RELATED_TASK].taskId`).
+pub(super) fn related_task(msg: &Message) -> Option<String> {
+    let meta: Value = serde_json::from_str(msg.params_field("_meta")?.get()).ok()?;
+    meta.get(RELATED_TASK)?
+        .get("taskId")?
+        .as_str()
+        .map(String::from)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn msg(line: &str) -> Message {
+        Message::parse(line.as_bytes()).unwrap()
+    }
+
+    #[test]
+    fn a_task_is_listed_only_to_its_creator() {
+        let mut t = Tasks::default();
+        t.created(
+            1,
+            &msg(r#"{"jsonrpc":"2.0","id":1,"result":{"task":{"taskId":"a"}}}"#),
+        );
+        t.created(
+            2,
+            &msg(r#"{"jsonrpc":"2.0","id":1,"result":{"task":{"taskId":"b"}}}"#),
+        );
+        let mut list =
+            msg(r#"{"jsonrpc":"2.0","id":1,"result":{"tasks":[{"taskId":"a"},{"taskId":"b"}]}}"#);
+        t.filter_list(2, &mut list);
+        assert_eq!(
+            list.field("result").unwrap().get(),
+            r#"{"tasks":[{"taskId":"b"}]}"#
+        );
+        assert_eq!(t.remove_session(1), vec!["a".to_string()]);
+        assert_eq!((t.owner("a"), t.owner("b")), (None, Some(2)));
+        let req = msg(
+            r#"{"jsonrpc":"2.0","id":1,"method":"elicitation/create","params":{"_meta":{"io.modelcontextprotocol/related-task":{"taskId":"b"}}}}"#,
+        );
+        assert_eq!(related_task(&req).as_deref(), Some("b"));
+    }
+}

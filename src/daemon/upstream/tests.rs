@@ -1,0 +1,356 @@
+//! The actor's routing rules, checked by feeding it events directly: a pipe stands in for the
+//! child's stdin and socket pairs for the sessions, so every rule is tested without a process.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::net::UnixStream;
+use tokio::net::unix::pipe;
+use tokio::sync::{mpsc, watch};
+
+use super::child_io::ChildHandle;
+use super::*;
+use crate::daemon::outbox::Outbox;
+
+/// An actor with a fake child and sessions, driven one event at a time.
+struct Harness {
+    actor: Upstream,
+    _events: mpsc::Receiver<Event>,
+    child: BufReader<pipe::Receiver>,
+    sessions: HashMap<SessionId, BufReader<UnixStream>>,
+}
+
+fn config(extra: Value) -> ServerConfig {
+    let mut server = json!({"command": "/bin/false", "credentials": {"source": "none"}});
+    for (k, v) in extra.as_object().cloned().unwrap_or_default() {
+        server[k] = v;
+    }
+    let cfg = crate::config::Config::from_value(json!({"servers": {"t": server}}), None).unwrap();
+    cfg.servers["t"].clone()
+}
+
+impl Harness {
+    /// A ready upstream (its fake child answered `initialize` and the first `tools/list`).
+    async fn ready(extra: Value) -> Harness {
+        let (tx, rx) = mpsc::channel(64);
+        let mut actor = Upstream::new(config(extra), "/nonexistent/rec".into(), 1 << 20, tx);
+        // Never read or write a real cache in unit tests.
+        actor.cache = Cache::new("t", &format!("unit-test-{}", std::process::id()));
+        let (writer, reader) = pipe::pipe().unwrap();
+        let (_, exited) = watch::channel(false);
+        actor.on_spawned(ChildHandle {
+            pid: 0,
+            started: Instant::now(),
+            writer: Outbox::new(writer).0,
+            exited,
+        });
+        let mut h = Harness {
+            actor,
+            _events: rx,
+            child: BufReader::new(reader),
+            sessions: HashMap::new(),
+        };
+        let init = h.child_reads().await;
+        assert_eq!(init["method"], "initialize");
+        h.child_says(json!({"jsonrpc": "2.0", "id": init["id"], "result": {
+            "protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+            "serverInfo": {"name": "fake", "version": "1"}}}));
+        assert_eq!(h.child_reads().await["method"], "notifications/initialized");
+        let list = h.child_reads().await;
+        assert_eq!(list["method"], "tools/list");
+        h.child_says(
+            json!({"jsonrpc": "2.0", "id": list["id"], "result": {"tools": [{"name": "echo"}]}}),
+        );
+        assert!(h.actor.life.is_ready());
+        h
+    }
+
+    /// Connect a session that declares `capabilities` and has initialized.
+    async fn session(&mut self, id: SessionId, capabilities: Value) {
+        let (ours, theirs) = UnixStream::pair().unwrap();
+        let (_, w) = ours.into_split();
+        let hello = crate::wire::Hello::mcp(Some("t".into()));
+        self.actor.handle(Event::SessionOpen {
+            id,
+            hello,
+            out: Outbox::new(w).0,
+        });
+        self.sessions.insert(id, BufReader::new(theirs));
+        self.says(
+            id,
+            json!({"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": capabilities,
+            "clientInfo": {"name": format!("client{id}"), "version": "1"}}}),
+        );
+        assert_eq!(self.reads(id).await["id"], "init");
+        self.says(
+            id,
+            json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        );
+    }
+
+    fn says(&mut self, id: SessionId, msg: Value) {
+        let line = serde_json::to_vec(&msg).unwrap();
+        self.actor.handle(Event::SessionLine { id, line });
+    }
+
+    fn child_says(&mut self, msg: Value) {
+        let line = serde_json::to_vec(&msg).unwrap();
+        let generation = self.actor.life.generation;
+        self.actor.handle(Event::Child {
+            generation,
+            event: ChildEvent::Line(line),
+        });
+    }
+
+    async fn reads(&mut self, id: SessionId) -> Value {
+        read_line(self.sessions.get_mut(&id).unwrap()).await
+    }
+
+    async fn child_reads(&mut self) -> Value {
+        read_line(&mut self.child).await
+    }
+
+    /// Nothing more arrives for session `id` within a short while.
+    async fn reads_nothing(&mut self, id: SessionId) {
+        let r = self.sessions.get_mut(&id).unwrap();
+        let mut line = String::new();
+        let got = tokio::time::timeout(Duration::from_millis(50), r.read_line(&mut line)).await;
+        assert!(got.is_err(), "session {id} unexpectedly read {line}");
+    }
+
+    async fn child_reads_nothing(&mut self) {
+        let mut line = String::new();
+        let got =
+            tokio::time::timeout(Duration::from_millis(50), self.child.read_line(&mut line)).await;
+        assert!(got.is_err(), "the child unexpectedly read {line}");
+    }
+}
+
+async fn read_line<R: tokio::io::AsyncBufRead + Unpin>(r: &mut R) -> Value {
+    let mut line = String::new();
+    tokio::time::timeout(Duration::from_secs(5), r.read_line(&mut line))
+        .await
+        .expect("a line within 5 s")
+        .unwrap();
+    serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"))
+}
+
+fn call(id: Value, tool: &str, extra_params: Value) -> Value {
+    let mut params = json!({"name": tool, "arguments": {}});
+    for (k, v) in extra_params.as_object().cloned().unwrap_or_default() {
+        params[k] = v;
+    }
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params})
+}
+
+#[tokio::test]
+async fn the_same_id_from_two_sessions_comes_back_to_each() {
+    let mut h = Harness::ready(json!({"maxConcurrent": 2})).await;
+    h.session(1, json!({})).await;
+    h.session(2, json!({})).await;
+    h.says(1, call(json!(7), "echo", json!({})));
+    h.says(2, call(json!(7), "echo", json!({})));
+    let (a, b) = (h.child_reads().await, h.child_reads().await);
+    assert_ne!(a["id"], b["id"], "the child sees distinct ids");
+    // Answer out of order, each with a result naming who asked.
+    h.child_says(json!({"jsonrpc": "2.0", "id": b["id"], "result": {"who": 2}}));
+    h.child_says(json!({"jsonrpc": "2.0", "id": a["id"], "result": {"who": 1}}));
+    let (r1, r2) = (h.reads(1).await, h.reads(2).await);
+    assert_eq!(
+        (r1["id"].clone(), r1["result"]["who"].clone()),
+        (json!(7), json!(1))
+    );
+    assert_eq!(
+        (r2["id"].clone(), r2["result"]["who"].clone()),
+        (json!(7), json!(2))
+    );
+    assert_eq!(h.actor.inflight.calls(), 0);
+}
+
+#[tokio::test]
+async fn progress_reaches_only_the_tokens_owner_under_its_own_token() {
+    let mut h = Harness::ready(json!({"maxConcurrent": 2})).await;
+    h.session(1, json!({})).await;
+    h.session(2, json!({})).await;
+    let meta = json!({"_meta": {"progressToken": "p"}});
+    h.says(1, call(json!(1), "echo", meta.clone()));
+    h.says(2, call(json!(1), "echo", meta));
+    let (a, b) = (h.child_reads().await, h.child_reads().await);
+    let token_b = b["params"]["_meta"]["progressToken"].clone();
+    assert_ne!(a["params"]["_meta"]["progressToken"], token_b);
+    h.child_says(json!({"jsonrpc": "2.0", "method": "notifications/progress",
+        "params": {"progressToken": token_b, "progress": 1}}));
+    let p = h.reads(2).await;
+    assert_eq!(p["params"]["progressToken"], "p");
+    h.reads_nothing(1).await;
+}
+
+#[tokio::test]
+async fn a_cancel_reaches_the_child_and_the_late_answer_is_dropped() {
+    let mut h = Harness::ready(json!({})).await;
+    h.session(1, json!({})).await;
+    h.says(1, call(json!("c"), "echo", json!({})));
+    let sent = h.child_reads().await;
+    h.says(
+        1,
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": "c", "reason": "changed my mind"}}),
+    );
+    let cancel = h.child_reads().await;
+    assert_eq!(cancel["method"], "notifications/cancelled");
+    assert_eq!(cancel["params"]["requestId"], sent["id"]);
+    h.child_says(json!({"jsonrpc": "2.0", "id": sent["id"], "result": {}}));
+    h.reads_nothing(1).await;
+    assert_eq!(h.actor.stats.cancelled, 1);
+}
+
+#[tokio::test]
+async fn calls_queue_fairly_under_max_concurrent() {
+    let mut h = Harness::ready(json!({"maxConcurrent": 1})).await;
+    h.session(1, json!({})).await;
+    h.session(2, json!({})).await;
+    for i in 0..3 {
+        h.says(1, call(json!(format!("a{i}")), "echo", json!({})));
+    }
+    h.says(2, call(json!("b0"), "echo", json!({})));
+    let first = h.child_reads().await;
+    h.child_reads_nothing().await;
+    assert_eq!(h.actor.queue.len(), 3);
+    h.child_says(json!({"jsonrpc": "2.0", "id": first["id"], "result": {}}));
+    assert_eq!(h.reads(1).await["id"], "a0");
+    // Session 1's turn came first (a1 was queued before b0), then session 2's, then 1's again.
+    for (session, id) in [(1, "a1"), (2, "b0"), (1, "a2")] {
+        let next = h.child_reads().await;
+        h.child_says(json!({"jsonrpc": "2.0", "id": next["id"], "result": {}}));
+        assert_eq!(h.reads(session).await["id"], id);
+    }
+}
+
+#[tokio::test]
+async fn a_child_request_goes_to_the_one_busy_session_and_is_refused_when_ambiguous() {
+    let mut h = Harness::ready(json!({"maxConcurrent": 2})).await;
+    let roots = json!({"roots": {}});
+    h.session(1, roots.clone()).await;
+    h.session(2, roots).await;
+    h.says(1, call(json!(1), "ask", json!({})));
+    h.child_reads().await;
+    h.child_says(json!({"jsonrpc": "2.0", "id": 900, "method": "roots/list"}));
+    let asked = h.reads(1).await;
+    assert_eq!(asked["method"], "roots/list");
+    assert_ne!(asked["id"], 900, "the session sees the daemon's id");
+    h.reads_nothing(2).await;
+    // Another session may not answer it.
+    h.says(
+        2,
+        json!({"jsonrpc": "2.0", "id": asked["id"], "result": {"roots": ["evil"]}}),
+    );
+    h.child_reads_nothing().await;
+    h.says(
+        1,
+        json!({"jsonrpc": "2.0", "id": asked["id"], "result": {"roots": []}}),
+    );
+    let answer = h.child_reads().await;
+    assert_eq!(
+        (answer["id"].clone(), answer["result"].clone()),
+        (json!(900), json!({"roots": []}))
+    );
+
+    // With both sessions busy, nobody is asked.
+    h.says(2, call(json!(2), "ask", json!({})));
+    h.child_reads().await;
+    h.child_says(json!({"jsonrpc": "2.0", "id": 901, "method": "roots/list"}));
+    let refused = h.child_reads().await;
+    assert_eq!(refused["id"], 901);
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("ambiguous")
+    );
+    h.reads_nothing(1).await;
+    h.reads_nothing(2).await;
+}
+
+#[tokio::test]
+async fn a_task_is_visible_only_to_its_creator() {
+    let mut h = Harness::ready(json!({})).await;
+    h.session(1, json!({})).await;
+    h.session(2, json!({})).await;
+    h.says(1, call(json!(1), "echo", json!({"task": {"ttl": 1000}})));
+    let sent = h.child_reads().await;
+    h.child_says(json!({"jsonrpc": "2.0", "id": sent["id"], "result": {"task": {"taskId": "T"}}}));
+    h.reads(1).await;
+    h.says(
+        2,
+        json!({"jsonrpc": "2.0", "id": 5, "method": "tasks/result", "params": {"taskId": "T"}}),
+    );
+    let refused = h.reads(2).await;
+    assert_eq!(refused["error"]["code"], -32602);
+    h.child_reads_nothing().await;
+    h.says(
+        1,
+        json!({"jsonrpc": "2.0", "id": 6, "method": "tasks/get", "params": {"taskId": "T"}}),
+    );
+    assert_eq!(h.child_reads().await["method"], "tasks/get");
+}
+
+#[tokio::test]
+async fn each_session_gets_only_the_logs_its_level_admits() {
+    let mut h = Harness::ready(json!({})).await;
+    h.session(1, json!({})).await;
+    h.session(2, json!({})).await;
+    h.says(1, json!({"jsonrpc": "2.0", "id": 1, "method": "logging/setLevel", "params": {"level": "error"}}));
+    h.reads(1).await;
+    h.says(2, json!({"jsonrpc": "2.0", "id": 1, "method": "logging/setLevel", "params": {"level": "debug"}}));
+    h.reads(2).await;
+    // The child is asked for the most verbose level any session wants.
+    let asked: Vec<Value> = vec![h.child_reads().await, h.child_reads().await];
+    assert_eq!(asked[1]["params"]["level"], "debug");
+    h.child_says(json!({"jsonrpc": "2.0", "method": "notifications/message",
+        "params": {"level": "info", "data": "x"}}));
+    assert_eq!(h.reads(2).await["params"]["data"], "x");
+    h.reads_nothing(1).await;
+}
+
+#[tokio::test]
+async fn a_first_tools_page_comes_from_the_cache_with_the_coogle_tool() {
+    let mut h = Harness::ready(json!({})).await;
+    h.actor.coogle_tool = true;
+    h.session(1, json!({})).await;
+    h.says(
+        1,
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list"}),
+    );
+    let listed = h.reads(1).await;
+    let names: Vec<&str> = listed["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, vec!["echo", "coogle"]);
+    h.child_reads_nothing().await;
+    // A later page goes to the child.
+    h.says(
+        1,
+        json!({"jsonrpc": "2.0", "id": 4, "method": "tools/list", "params": {"cursor": "c"}}),
+    );
+    assert_eq!(h.child_reads().await["params"]["cursor"], "c");
+}
+
+#[tokio::test]
+async fn a_closed_session_cancels_its_calls_upstream() {
+    let mut h = Harness::ready(json!({"maxConcurrent": 1})).await;
+    h.session(1, json!({})).await;
+    h.says(1, call(json!(1), "echo", json!({})));
+    h.says(1, call(json!(2), "echo", json!({})));
+    let sent = h.child_reads().await;
+    h.actor.handle(Event::SessionClosed { id: 1 });
+    let cancel = h.child_reads().await;
+    assert_eq!(cancel["params"]["requestId"], sent["id"]);
+    assert_eq!((h.actor.queue.len(), h.actor.inflight.calls()), (0, 0));
+    h.child_reads_nothing().await;
+}

@@ -1,0 +1,372 @@
+//! The minimal JSON-RPC envelope the router reads: a message as its top-level fields, each kept
+//! as raw JSON text, plus the few lines the daemon writes itself. It must never interpret MCP
+//! beyond what routing needs: what the router does not touch is written out byte for byte as
+//! it came in.
+
+use indexmap::IndexMap;
+use serde::Serialize;
+use serde_json::value::RawValue;
+
+use super::to_line;
+
+/// JSON-RPC error codes the daemon uses itself.
+pub mod rpc_code {
+    pub const PARSE_ERROR: i64 = -32700;
+    pub const INVALID_REQUEST: i64 = -32600;
+    pub const METHOD_NOT_FOUND: i64 = -32601;
+    pub const INVALID_PARAMS: i64 = -32602;
+    pub const INTERNAL_ERROR: i64 = -32603;
+    /// Implementation-defined: the upstream is unavailable.
+    pub const UPSTREAM_UNAVAILABLE: i64 = -32000;
+    /// Implementation-defined: the request timed out.
+    pub const REQUEST_TIMEOUT: i64 = -32001;
+}
+
+/// A JSON-RPC message seen as its top-level fields, each kept as raw JSON text.
+///
+/// Only `id`, `method` and `params._meta.progressToken` are ever rewritten; every other byte is
+/// written back exactly as it was read.
+#[derive(Debug, Clone)]
+pub struct Message {
+    fields: IndexMap<String, Box<RawValue>>,
+}
+
+/// What a message is, by the JSON-RPC rules.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Request,
+    Notification,
+    Response,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum EnvelopeError {
+    #[error("parse error: {0}")]
+    Parse(String),
+    #[error("invalid request: {0}")]
+    Invalid(String),
+}
+
+impl EnvelopeError {
+    pub fn rpc_code(&self) -> i64 {
+        match self {
+            EnvelopeError::Parse(_) => rpc_code::PARSE_ERROR,
+            EnvelopeError::Invalid(_) => rpc_code::INVALID_REQUEST,
+        }
+    }
+}
+
+impl Message {
+    pub fn parse(line: &[u8]) -> Result<Message, EnvelopeError> {
+        let text = std::str::from_utf8(line)
+            .map_err(|e| EnvelopeError::Parse(format!("not UTF-8: {e}")))?;
+        let trimmed = text.trim_start();
+        if !trimmed.starts_with('{') {
+            // Validate it is JSON at all, to choose between parse error and invalid request.
+            return match serde_json::from_str::<serde::de::IgnoredAny>(text) {
+                Ok(_) => Err(EnvelopeError::Invalid(
+                    "a message must be a JSON object (batches are not supported)".into(),
+                )),
+                Err(e) => Err(EnvelopeError::Parse(e.to_string())),
+            };
+        }
+        let fields: IndexMap<String, Box<RawValue>> =
+            serde_json::from_str(text).map_err(|e| EnvelopeError::Parse(e.to_string()))?;
+        let msg = Message { fields };
+        if msg.fields.contains_key("method") && msg.method().is_none() {
+            return Err(EnvelopeError::Invalid("method must be a string".into()));
+        }
+        if !msg.fields.contains_key("method")
+            && !msg.fields.contains_key("result")
+            && !msg.fields.contains_key("error")
+        {
+            return Err(EnvelopeError::Invalid(
+                "a message needs a method, a result or an error".into(),
+            ));
+        }
+        Ok(msg)
+    }
+
+    pub fn kind(&self) -> Kind {
+        if self.fields.contains_key("method") {
+            if self.has_id() {
+                Kind::Request
+            } else {
+                Kind::Notification
+            }
+        } else {
+            Kind::Response
+        }
+    }
+
+    fn has_id(&self) -> bool {
+        self.fields.get("id").is_some_and(|id| id.get() != "null")
+    }
+
+    pub fn id(&self) -> Option<&RawValue> {
+        self.fields.get("id").map(|b| &**b)
+    }
+
+    pub fn set_id(&mut self, id: Box<RawValue>) {
+        self.fields.insert("id".to_string(), id);
+    }
+
+    pub fn method(&self) -> Option<String> {
+        self.fields
+            .get("method")
+            .and_then(|m| serde_json::from_str::<String>(m.get()).ok())
+    }
+
+    pub fn field(&self, name: &str) -> Option<&RawValue> {
+        self.fields.get(name).map(|b| &**b)
+    }
+
+    pub fn set_field(&mut self, name: &str, value: Box<RawValue>) {
+        self.fields.insert(name.to_string(), value);
+    }
+
+    pub fn params(&self) -> Option<&RawValue> {
+        self.field("params")
+    }
+
+    /// `params` parsed as a JSON value (for the few methods the daemon reads).
+    pub fn params_value(&self) -> serde_json::Value {
+        self.params()
+            .and_then(|p| serde_json::from_str(p.get()).ok())
+            .unwrap_or(serde_json::Value::Null)
+    }
+
+    /// `params._meta.progressToken`, raw.
+    pub fn progress_token(&self) -> Option<Box<RawValue>> {
+        let params = self.params()?;
+        let params: IndexMap<String, Box<RawValue>> = serde_json::from_str(params.get()).ok()?;
+        let meta = params.get("_meta")?;
+        let meta: IndexMap<String, Box<RawValue>> = serde_json::from_str(meta.get()).ok()?;
+        meta.get("progressToken").cloned()
+    }
+
+    /// Replace `params._meta.progressToken`, leaving every other byte of params as it was.
+    pub fn set_progress_token(&mut self, token: Box<RawValue>) {
+        self.rewrite_params(|params| {
+            let Some(meta) = params.get("_meta") else {
+                return;
+            };
+            let Ok(mut meta) = serde_json::from_str::<IndexMap<String, Box<RawValue>>>(meta.get())
+            else {
+                return;
+            };
+            meta.insert("progressToken".to_string(), token);
+            params.insert("_meta".to_string(), raw(&meta));
+        });
+    }
+
+    /// For notifications whose params name a token or a request (`progressToken`, `requestId`):
+    /// read that top-level params field.
+    pub fn params_field(&self, name: &str) -> Option<Box<RawValue>> {
+        let params = self.params()?;
+        let params: IndexMap<String, Box<RawValue>> = serde_json::from_str(params.get()).ok()?;
+        params.get(name).cloned()
+    }
+
+    pub fn set_params_field(&mut self, name: &str, value: Box<RawValue>) {
+        let name = name.to_string();
+        self.rewrite_params(move |params| {
+            params.insert(name, value);
+        });
+    }
+
+    fn rewrite_params(&mut self, f: impl FnOnce(&mut IndexMap<String, Box<RawValue>>)) {
+        let Some(params) = self.fields.get("params") else {
+            return;
+        };
+        let Ok(mut params) = serde_json::from_str::<IndexMap<String, Box<RawValue>>>(params.get())
+        else {
+            return;
+        };
+        f(&mut params);
+        self.fields.insert("params".to_string(), raw(&params));
+    }
+
+    /// The `error` of a response, parsed, if it is one.
+    pub fn error_message(&self) -> Option<String> {
+        let e = self.field("error")?;
+        let v: serde_json::Value = serde_json::from_str(e.get()).ok()?;
+        Some(
+            v.get("message")
+                .and_then(|m| m.as_str())
+                .unwrap_or("error")
+                .to_string(),
+        )
+    }
+
+    pub fn is_error_response(&self) -> bool {
+        self.fields.contains_key("error")
+    }
+
+    /// The message as one line, with its newline.
+    pub fn to_line(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.fields.values().map(|v| v.get().len() + 8).sum());
+        out.push(b'{');
+        for (i, (k, v)) in self.fields.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            // Keys are plain strings; serializing a &str cannot fail.
+            out.extend_from_slice(&serde_json::to_vec(k).unwrap_or_default());
+            out.push(b':');
+            out.extend_from_slice(v.get().as_bytes());
+        }
+        out.extend_from_slice(b"}\n");
+        out
+    }
+}
+
+/// Serialize a value to a boxed raw value (cannot fail for the plain types used here).
+pub fn raw<T: Serialize + ?Sized>(value: &T) -> Box<RawValue> {
+    serde_json::value::to_raw_value(value)
+        .unwrap_or_else(|_| RawValue::from_string("null".into()).expect("null is JSON"))
+}
+
+/// A JSON-RPC success response line.
+pub fn response_line(id: &RawValue, result: &RawValue) -> Vec<u8> {
+    let mut out = Vec::with_capacity(id.get().len() + result.get().len() + 40);
+    out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+    out.extend_from_slice(id.get().as_bytes());
+    out.extend_from_slice(b",\"result\":");
+    out.extend_from_slice(result.get().as_bytes());
+    out.extend_from_slice(b"}\n");
+    out
+}
+
+/// A JSON-RPC error response line.
+pub fn error_line(id: Option<&RawValue>, code: i64, message: &str) -> Vec<u8> {
+    let id = id.map(|i| i.get()).unwrap_or("null");
+    let mut out = format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"error\":").into_bytes();
+    out.extend_from_slice(
+        &serde_json::to_vec(&serde_json::json!({"code": code, "message": message}))
+            .unwrap_or_default(),
+    );
+    out.extend_from_slice(b"}\n");
+    out
+}
+
+/// A JSON-RPC notification line.
+pub fn notification_line(method: &str, params: Option<&serde_json::Value>) -> Vec<u8> {
+    let mut v = serde_json::json!({"jsonrpc": "2.0", "method": method});
+    if let Some(p) = params {
+        v["params"] = p.clone();
+    }
+    to_line(&v)
+}
+
+/// A JSON-RPC request line.
+pub fn request_line(id: &RawValue, method: &str, params: &serde_json::Value) -> Vec<u8> {
+    let mut out = format!("{{\"jsonrpc\":\"2.0\",\"id\":{},\"method\":", id.get()).into_bytes();
+    out.extend_from_slice(&serde_json::to_vec(method).unwrap_or_default());
+    out.extend_from_slice(b",\"params\":");
+    out.extend_from_slice(&serde_json::to_vec(params).unwrap_or_default());
+    out.extend_from_slice(b"}\n");
+    out
+}
+
+/// A tool result that reports a failure the agent should read (STYLE rule 8).
+pub fn tool_error_result(text: &str) -> serde_json::Value {
+    serde_json::json!({
+        "content": [{"type": "text", "text": text}],
+        "isError": true
+    })
+}
+
+/// Canonical text of a JSON-RPC id, so the same id written differently (`1`, `1.0` aside:
+/// whitespace, escapes) still matches.
+pub fn id_key(id: &RawValue) -> String {
+    serde_json::from_str::<serde_json::Value>(id.get())
+        .map(|v| v.to_string())
+        .unwrap_or_else(|_| id.get().to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn message_round_trips_untouched_fields_byte_for_byte() {
+        let line = br#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"x","arguments":{"b":1,"a":[1.50,"\u00e9"]},"_meta":{"progressToken":"p1","other":true}}}"#;
+        let mut m = Message::parse(line).unwrap();
+        assert_eq!(m.kind(), Kind::Request);
+        assert_eq!(m.method().as_deref(), Some("tools/call"));
+        assert_eq!(m.progress_token().unwrap().get(), "\"p1\"");
+        m.set_id(raw(&42u64));
+        m.set_progress_token(raw("u42"));
+        let out = String::from_utf8(m.to_line()).unwrap();
+        assert_eq!(
+            out,
+            "{\"jsonrpc\":\"2.0\",\"id\":42,\"method\":\"tools/call\",\"params\":{\"name\":\"x\",\"arguments\":{\"b\":1,\"a\":[1.50,\"\\u00e9\"]},\"_meta\":{\"progressToken\":\"u42\",\"other\":true}}}\n"
+        );
+    }
+
+    #[test]
+    fn kinds_and_errors() {
+        assert_eq!(
+            Message::parse(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#)
+                .unwrap()
+                .kind(),
+            Kind::Notification
+        );
+        assert_eq!(
+            Message::parse(br#"{"jsonrpc":"2.0","id":"a","result":{}}"#)
+                .unwrap()
+                .kind(),
+            Kind::Response
+        );
+        assert!(matches!(
+            Message::parse(b"{not json"),
+            Err(EnvelopeError::Parse(_))
+        ));
+        assert!(matches!(
+            Message::parse(b"[1,2]"),
+            Err(EnvelopeError::Invalid(_))
+        ));
+        assert!(matches!(
+            Message::parse(br#"{"id":1}"#),
+            Err(EnvelopeError::Invalid(_))
+        ));
+        assert!(matches!(
+            Message::parse(br#"{"id":1,"method":5}"#),
+            Err(EnvelopeError::Invalid(_))
+        ));
+    }
+
+    #[test]
+    fn helper_lines_are_valid_json() {
+        let id = raw(&"abc");
+        for line in [
+            response_line(&id, &raw(&serde_json::json!({"x": 1}))),
+            error_line(Some(&id), rpc_code::PARSE_ERROR, "bad \"thing\""),
+            error_line(None, rpc_code::INVALID_REQUEST, "x"),
+            notification_line("notifications/tools/list_changed", None),
+            request_line(&id, "ping", &serde_json::json!({})),
+        ] {
+            let v: serde_json::Value = serde_json::from_slice(&line).unwrap();
+            assert_eq!(v["jsonrpc"], "2.0");
+            assert_eq!(*line.last().unwrap(), b'\n');
+        }
+    }
+
+    #[test]
+    fn ids_compare_canonically() {
+        assert_eq!(
+            id_key(&raw(&1)),
+            id_key(&RawValue::from_string("1".into()).unwrap())
+        );
+        assert_eq!(
+            id_key(&RawValue::from_string("\"a\"".into()).unwrap()),
+            "\"a\""
+        );
+        assert_eq!(
+            id_key(&RawValue::from_string(" \"\\u0061\"".into()).unwrap()),
+            "\"a\""
+        );
+        assert_ne!(id_key(&raw(&1)), id_key(&raw(&"1")));
+    }
+}

@@ -1,0 +1,241 @@
+//! What `info` and `status` answer, typed once for the daemon that fills them in and for every
+//! reader (the CLI, doctor, setup, the `coogle` tool). The JSON field names are part of the
+//! documented control protocol (`coogle status --json`, `nc -U`): renaming one is a breaking
+//! change. Every field has a default, so a reader also accepts an older daemon's answer.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// `info`: the daemon itself.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase", default)]
+pub struct Info {
+    pub pid: u32,
+    pub version: String,
+    pub uptime_ms: u64,
+    pub socket: PathBuf,
+    pub config_file: Option<PathBuf>,
+    pub log_file: Option<PathBuf>,
+    pub upstreams: Vec<String>,
+    /// A newer coogle asked for this daemon to be replaced once idle.
+    pub replace_pending: bool,
+}
+
+/// `status`: the daemon, then each upstream in config order.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase", default)]
+pub struct Status {
+    pub daemon: Info,
+    pub upstreams: Vec<UpstreamStatus>,
+}
+
+impl Status {
+    /// Every upstream is ready.
+    pub fn healthy(&self) -> bool {
+        self.upstreams
+            .iter()
+            .all(|u| u.state == UpstreamState::Ready)
+    }
+}
+
+/// Where an upstream's child is in its life.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum UpstreamState {
+    Starting,
+    Initializing,
+    Ready,
+    /// It crashed; a respawn is scheduled.
+    Restarting,
+    /// It could not start; retried on demand and on schedule.
+    Failed,
+    Stopping,
+    #[default]
+    Stopped,
+}
+
+impl UpstreamState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            UpstreamState::Starting => "starting",
+            UpstreamState::Initializing => "initializing",
+            UpstreamState::Ready => "ready",
+            UpstreamState::Restarting => "restarting",
+            UpstreamState::Failed => "failed",
+            UpstreamState::Stopping => "stopping",
+            UpstreamState::Stopped => "stopped",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase", default)]
+pub struct UpstreamStatus {
+    pub name: String,
+    pub state: UpstreamState,
+    pub command: String,
+    pub pid: Option<u32>,
+    pub uptime_ms: Option<u64>,
+    pub restarts: u64,
+    pub consecutive_failures: u32,
+    pub next_restart_in_ms: Option<u64>,
+    pub last_error: Option<String>,
+    /// Calls waiting for a free slot.
+    pub queue: usize,
+    /// Calls the child is working on.
+    pub in_flight: usize,
+    pub max_concurrent: usize,
+    pub call_timeout_ms: u64,
+    /// How many tools the child lists (first page), once known.
+    pub tools: Option<usize>,
+    /// The child's `serverInfo`, as it answered `initialize`.
+    pub server_info: Option<Value>,
+    pub stats: Stats,
+    /// Google sign-ins the upstream is waiting for.
+    pub sign_in: Vec<SignInStatus>,
+    pub sessions: Vec<SessionStatus>,
+}
+
+impl UpstreamStatus {
+    /// What is known of an upstream whose actor is gone.
+    pub fn stopped(name: &str) -> UpstreamStatus {
+        UpstreamStatus {
+            name: name.to_string(),
+            ..UpstreamStatus::default()
+        }
+    }
+}
+
+/// Call counters and recent latency.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase", default)]
+pub struct Stats {
+    pub calls: u64,
+    pub ok: u64,
+    pub errors: u64,
+    pub timeouts: u64,
+    pub cancelled: u64,
+    pub p50_ms: Option<f64>,
+    pub p99_ms: Option<f64>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase", default)]
+pub struct SignInStatus {
+    /// The Google account, "" when the call named none.
+    pub account: String,
+    pub url: String,
+    /// When the upstream asked for it, in ms since the Unix epoch.
+    pub since_ms: u64,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase", default)]
+pub struct SessionStatus {
+    pub id: u64,
+    /// The client's `clientInfo`, as it sent it in `initialize`.
+    pub client_info: Option<Value>,
+    /// Claude Code's session id, from the shim's environment.
+    pub claude_session_id: Option<String>,
+    /// The shim's pid.
+    pub pid: Option<u32>,
+    /// What the client is when it is not an agent's shim (`cli`, `setup`).
+    pub client: Option<String>,
+    /// The shim's coogle version.
+    pub version: String,
+    pub protocol_version: Option<String>,
+    pub connected_at_ms: u64,
+    pub uptime_ms: u64,
+    pub queued: usize,
+    pub in_flight: usize,
+    pub stats: Stats,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn field_names_are_the_documented_ones() {
+        let mut s = Status::default();
+        s.upstreams.push(UpstreamStatus {
+            state: UpstreamState::Restarting,
+            sessions: vec![SessionStatus::default()],
+            sign_in: vec![SignInStatus::default()],
+            ..UpstreamStatus::stopped("google")
+        });
+        let v = serde_json::to_value(&s).unwrap();
+        for key in [
+            "pid",
+            "version",
+            "uptimeMs",
+            "socket",
+            "configFile",
+            "logFile",
+            "replacePending",
+        ] {
+            assert!(v["daemon"].get(key).is_some(), "daemon.{key}");
+        }
+        let u = &v["upstreams"][0];
+        assert_eq!(u["state"], "restarting");
+        for key in [
+            "name",
+            "command",
+            "pid",
+            "uptimeMs",
+            "restarts",
+            "consecutiveFailures",
+            "nextRestartInMs",
+            "lastError",
+            "queue",
+            "inFlight",
+            "maxConcurrent",
+            "callTimeoutMs",
+            "tools",
+            "serverInfo",
+            "stats",
+            "signIn",
+            "sessions",
+        ] {
+            assert!(u.get(key).is_some(), "upstream.{key}");
+        }
+        for key in ["sinceMs", "account", "url"] {
+            assert!(u["signIn"][0].get(key).is_some(), "signIn.{key}");
+        }
+        for key in [
+            "id",
+            "clientInfo",
+            "claudeSessionId",
+            "pid",
+            "client",
+            "version",
+            "protocolVersion",
+            "connectedAtMs",
+            "uptimeMs",
+            "queued",
+            "inFlight",
+            "stats",
+        ] {
+            assert!(u["sessions"][0].get(key).is_some(), "session.{key}");
+        }
+        for key in [
+            "calls",
+            "ok",
+            "errors",
+            "timeouts",
+            "cancelled",
+            "p50Ms",
+            "p99Ms",
+        ] {
+            assert!(u["stats"].get(key).is_some(), "stats.{key}");
+        }
+        assert!(!s.healthy());
+        let back: Status = serde_json::from_value(v).unwrap();
+        assert_eq!(back, s);
+        // An answer with fields missing still reads.
+        let old: UpstreamStatus = serde_json::from_str(r#"{"name":"g","state":"ready"}"#).unwrap();
+        assert_eq!(old.state, UpstreamState::Ready);
+    }
+}
