@@ -147,16 +147,59 @@ impl Message {
 
     /// Replace `params._meta.progressToken`, leaving every other byte of params as it was.
     pub fn set_progress_token(&mut self, token: Box<RawValue>) {
-        self.rewrite_params(|params| {
-            let Some(meta) = params.get("_meta") else {
+        self.set_meta_fields(vec![("progressToken", token)]);
+    }
+
+    /// Set fields of `params._meta` (creating `params` and `_meta` when absent), leaving every
+    /// other byte of params as it was. A `params` that is not an object is left alone.
+    pub fn set_meta_fields(&mut self, fields: Vec<(&str, Box<RawValue>)>) {
+        self.set_meta_fields_of("params", fields);
+    }
+
+    /// `params._meta.<name>`, raw.
+    pub fn meta_field(&self, name: &str) -> Option<Box<RawValue>> {
+        let meta = self.params_field("_meta")?;
+        let mut meta: IndexMap<String, Box<RawValue>> = serde_json::from_str(meta.get()).ok()?;
+        meta.shift_remove(name)
+    }
+
+    /// Set fields of `<object>._meta` for a top-level object field (`params`, `result`).
+    pub fn set_meta_fields_of(&mut self, object: &str, fields: Vec<(&str, Box<RawValue>)>) {
+        self.rewrite_object(object, true, |obj| {
+            let mut meta: IndexMap<String, Box<RawValue>> = obj
+                .get("_meta")
+                .and_then(|m| serde_json::from_str(m.get()).ok())
+                .unwrap_or_default();
+            for (k, v) in fields {
+                meta.insert(k.to_string(), v);
+            }
+            obj.insert("_meta".to_string(), raw(&meta));
+        });
+    }
+
+    /// Remove a field of `params._meta`, and `_meta` itself when that leaves it empty.
+    pub fn remove_meta_field(&mut self, name: &str) {
+        self.rewrite_object("params", false, |obj| {
+            let Some(mut meta) = obj.get("_meta").and_then(|m| {
+                serde_json::from_str::<IndexMap<String, Box<RawValue>>>(m.get()).ok()
+            }) else {
                 return;
             };
-            let Ok(mut meta) = serde_json::from_str::<IndexMap<String, Box<RawValue>>>(meta.get())
-            else {
-                return;
-            };
-            meta.insert("progressToken".to_string(), token);
-            params.insert("_meta".to_string(), raw(&meta));
+            meta.shift_remove(name);
+            if meta.is_empty() {
+                obj.shift_remove("_meta");
+            } else {
+                obj.insert("_meta".to_string(), raw(&meta));
+            }
+        });
+    }
+
+    /// Set top-level fields of `params` (creating it when absent).
+    pub fn set_params_fields(&mut self, fields: Vec<(&str, Box<RawValue>)>) {
+        self.rewrite_object("params", true, |obj| {
+            for (k, v) in fields {
+                obj.insert(k.to_string(), v);
+            }
         });
     }
 
@@ -169,22 +212,26 @@ impl Message {
     }
 
     pub fn set_params_field(&mut self, name: &str, value: Box<RawValue>) {
-        let name = name.to_string();
-        self.rewrite_params(move |params| {
-            params.insert(name, value);
-        });
+        self.set_params_fields(vec![(name, value)]);
     }
 
-    fn rewrite_params(&mut self, f: impl FnOnce(&mut IndexMap<String, Box<RawValue>>)) {
-        let Some(params) = self.fields.get("params") else {
-            return;
+    /// Rewrite a top-level object field in place; with `create`, an absent one starts as `{}`.
+    fn rewrite_object(
+        &mut self,
+        field: &str,
+        create: bool,
+        f: impl FnOnce(&mut IndexMap<String, Box<RawValue>>),
+    ) {
+        let mut obj: IndexMap<String, Box<RawValue>> = match self.fields.get(field) {
+            Some(v) => match serde_json::from_str(v.get()) {
+                Ok(o) => o,
+                Err(_) => return,
+            },
+            None if create => IndexMap::new(),
+            None => return,
         };
-        let Ok(mut params) = serde_json::from_str::<IndexMap<String, Box<RawValue>>>(params.get())
-        else {
-            return;
-        };
-        f(&mut params);
-        self.fields.insert("params".to_string(), raw(&params));
+        f(&mut obj);
+        self.fields.insert(field.to_string(), raw(&obj));
     }
 
     /// The `error` of a response, parsed, if it is one.
@@ -240,12 +287,18 @@ pub fn response_line(id: &RawValue, result: &RawValue) -> Vec<u8> {
 
 /// A JSON-RPC error response line.
 pub fn error_line(id: Option<&RawValue>, code: i64, message: &str) -> Vec<u8> {
-    let id = id.map(|i| i.get()).unwrap_or("null");
-    let mut out = format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"error\":").into_bytes();
-    out.extend_from_slice(
-        &serde_json::to_vec(&serde_json::json!({"code": code, "message": message}))
-            .unwrap_or_default(),
-    );
+    let error = raw(&serde_json::json!({"code": code, "message": message}));
+    response_error_line(id.unwrap_or(&raw(&())), &error)
+}
+
+/// A JSON-RPC error response line with a whole `error` object (one with `data`, or a child's
+/// own error passed on as it was).
+pub fn response_error_line(id: &RawValue, error: &RawValue) -> Vec<u8> {
+    let mut out = Vec::with_capacity(id.get().len() + error.get().len() + 40);
+    out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+    out.extend_from_slice(id.get().as_bytes());
+    out.extend_from_slice(b",\"error\":");
+    out.extend_from_slice(error.get().as_bytes());
     out.extend_from_slice(b"}\n");
     out
 }

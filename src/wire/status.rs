@@ -40,6 +40,26 @@ impl Status {
     }
 }
 
+/// An MCP protocol era: the handshake era (`initialize`, up to 2025-11-25) or the stateless
+/// one (2026-07-28: `server/discover`, an envelope on every request).
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Era {
+    /// `initialize` first; capabilities, log level and subscriptions are connection state.
+    Legacy,
+    /// 2026-07-28 and later: each request says who asks and what it can do.
+    Modern,
+}
+
+impl Era {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Era::Legacy => "legacy",
+            Era::Modern => "modern",
+        }
+    }
+}
+
 /// Where an upstream's child is in its life.
 #[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
@@ -90,8 +110,14 @@ pub struct UpstreamStatus {
     pub call_timeout_ms: u64,
     /// How many tools the child lists (first page), once known.
     pub tools: Option<usize>,
-    /// The child's `serverInfo`, as it answered `initialize`.
+    /// The child's `serverInfo`, as it answered `initialize` or `server/discover`.
     pub server_info: Option<Value>,
+    /// The era the child is spoken to in, once known.
+    pub era: Option<Era>,
+    /// Whose capabilities the child sees: `session` (2026-07-28 child: each request carries its
+    /// session's own) or `config` (a handshake-era child: `clientCapabilities` from config, one
+    /// set for everyone).
+    pub capabilities_from: Option<String>,
     pub stats: Stats,
     /// Google sign-ins the upstream is waiting for.
     pub sign_in: Vec<SignInStatus>,
@@ -146,6 +172,8 @@ pub struct SessionStatus {
     /// The shim's coogle version.
     pub version: String,
     pub protocol_version: Option<String>,
+    /// The era the session speaks, once its first request said.
+    pub era: Option<Era>,
     pub connected_at_ms: u64,
     pub uptime_ms: u64,
     pub queued: usize,

@@ -1,31 +1,98 @@
-//! What the daemon knows of its child's answers: the initialize result and the first page of
-//! the tool list, kept in memory and on disk between daemon runs, so a new session gets
-//! `initialize` and `tools/list` answered at once while a slow child (uvx: seconds) is still
-//! starting. A cache that cannot be read or written costs only speed, so failures are logged,
+//! What the daemon knows of its child's answers, kept in memory and on disk between daemon
+//! runs: the child's era and how it answers `server/discover` and `initialize`, and the first
+//! page of its tool list for each set of client capabilities it was asked with (a child's list
+//! may depend on what the client can do). A new session is answered from here at once while a
+//! slow child (uvx: seconds) is still starting; once the child is up, its own cache hints
+//! (`ttlMs`) decide how long an answer is reused, and the daemon revalidates what it served from
+//! disk. A cache that cannot be read or written costs only speed, so failures are logged,
 //! never fatal, and a home directory that is gone is never recreated for it.
 
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
+use indexmap::IndexMap;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
+use super::era::Era;
 use crate::daemon::coogle_tool;
 use crate::wire;
 
-/// The file's shape.
+/// Tool lists kept for this many distinct capability sets at the most.
+const MAX_TOOL_LISTS: usize = 8;
+
+/// The file's shape. Fields added after 0.1.0 are optional, so an old file still loads (as a
+/// handshake-era child's).
 #[derive(serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
 struct CacheFile {
     version: String,
-    initialize: Box<RawValue>,
-    tools: Box<RawValue>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    era: Option<Era>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    initialize: Option<Box<RawValue>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    discover: Option<Box<RawValue>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    discover_error: Option<Box<RawValue>>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    probe_kills: bool,
+    /// 0.1.0's single tool list (the config's capabilities).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    tools: Option<Box<RawValue>>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    tool_lists: Vec<StoredTools>,
+}
+
+#[derive(serde::Serialize, serde::Deserialize)]
+struct StoredTools {
+    key: String,
+    capabilities: Box<RawValue>,
+    result: Box<RawValue>,
+}
+
+/// One tool list (first page).
+pub(super) struct Tools {
+    /// The capabilities it was asked with, to ask again when revalidating.
+    pub capabilities: Box<RawValue>,
+    pub result: Box<RawValue>,
+    /// When the live child gave it; `None` for a list read from disk.
+    fetched: Option<Instant>,
+    /// How long the child said it may be reused; `None`: until the child says it changed (a
+    /// handshake-era child, which has no cache hints but does send `list_changed`).
+    ttl: Option<Duration>,
+}
+
+impl Tools {
+    /// Whether it may answer a session now. While the child is not up, anything known serves
+    /// (the cold-start window); once it is, only a list the live child gave, within its TTL.
+    fn usable(&self, child_up: bool, now: Instant) -> bool {
+        if !child_up {
+            return true;
+        }
+        match (self.fetched, self.ttl) {
+            (None, _) => false,
+            (Some(_), None) => true,
+            (Some(at), Some(ttl)) => now < at + ttl,
+        }
+    }
 }
 
 pub(super) struct Cache {
     path: PathBuf,
     upstream: String,
+    pub era: Option<Era>,
+    /// A handshake-era child's answer to `initialize`.
     pub init_result: Option<Box<RawValue>>,
-    /// The first page of `tools/list`, as the child answered it.
-    pub tools: Option<Box<RawValue>>,
+    /// A 2026-07-28 child's DiscoverResult.
+    pub discover: Option<Box<RawValue>>,
+    /// How a handshake-era child answered `server/discover` (its `error` object), to answer a
+    /// probing client exactly as the child would.
+    pub discover_error: Option<Box<RawValue>>,
+    /// The child exits when probed with `server/discover` (rmcp before 3.0 does): start it with
+    /// `initialize` directly.
+    pub probe_kills: bool,
+    tool_lists: IndexMap<String, Tools>,
     pub tools_count: Option<usize>,
     /// The child has a tool named `coogle` itself (then the daemon does not add its own).
     pub upstream_has_coogle: bool,
@@ -36,63 +103,172 @@ impl Cache {
         Cache {
             path: crate::paths::cache_dir().join(format!("upstream-{upstream}-{cache_key}.json")),
             upstream: upstream.to_string(),
+            era: None,
             init_result: None,
-            tools: None,
+            discover: None,
+            discover_error: None,
+            probe_kills: false,
+            tool_lists: IndexMap::new(),
             tools_count: None,
             upstream_has_coogle: false,
         }
     }
 
-    pub fn load(&mut self) {
+    pub fn load(&mut self, config_capabilities_key: &str, config_capabilities: &Value) {
         let Ok(bytes) = std::fs::read(&self.path) else {
             return;
         };
-        match serde_json::from_slice::<CacheFile>(&bytes) {
-            Ok(c) => {
-                tracing::debug!(upstream = %self.upstream, path = %self.path.display(), "answering new sessions from the cached initialize result and tool list until the child is ready");
-                self.init_result = Some(c.initialize);
-                self.remember_tools(c.tools);
-            }
+        let c = match serde_json::from_slice::<CacheFile>(&bytes) {
+            Ok(c) => c,
             Err(e) => {
-                tracing::warn!(path = %self.path.display(), "ignoring an unreadable upstream cache: {e}")
+                tracing::warn!(path = %self.path.display(), "ignoring an unreadable upstream cache: {e}");
+                return;
             }
+        };
+        tracing::debug!(upstream = %self.upstream, path = %self.path.display(), "answering new sessions from the cache until the child is ready");
+        self.era = c.era.or(c.initialize.as_ref().map(|_| Era::Legacy));
+        self.init_result = c.initialize;
+        self.discover = c.discover;
+        self.discover_error = c.discover_error;
+        self.probe_kills = c.probe_kills;
+        if let Some(tools) = c.tools {
+            let caps = wire::raw(config_capabilities);
+            self.remember(config_capabilities_key.to_string(), caps, tools, None, None);
+        }
+        for t in c.tool_lists {
+            self.remember(t.key, t.capabilities, t.result, None, None);
         }
     }
 
-    /// A live tool list arrived: keep it (and write it down). True when it differs from the
-    /// list sessions were shown before, so they must hear `list_changed`.
-    pub fn set_tools(&mut self, result: Box<RawValue>) -> bool {
+    /// The tool list for a capability set, if it may answer a session now.
+    pub fn tools(&self, key: &str, child_up: bool) -> Option<&RawValue> {
+        self.tool_lists
+            .get(key)
+            .filter(|t| t.usable(child_up, Instant::now()))
+            .map(|t| &*t.result)
+    }
+
+    /// A live tool list arrived for `key`: keep it (and write it down). True when it differs
+    /// from the list sessions were shown before for that key, so they must hear `list_changed`.
+    pub fn set_tools(
+        &mut self,
+        key: String,
+        capabilities: Box<RawValue>,
+        result: Box<RawValue>,
+    ) -> bool {
         let changed = self
-            .tools
-            .as_ref()
-            .is_some_and(|old| old.get() != result.get());
+            .tool_lists
+            .get(&key)
+            .is_some_and(|old| !same_tools(&old.result, &result));
         if changed {
-            tracing::info!(upstream = %self.upstream, before = ?self.tools.as_deref().and_then(tool_names), after = ?tool_names(&result), "the tool list changed");
+            let before = self
+                .tool_lists
+                .get(&key)
+                .and_then(|t| tool_names(&t.result));
+            tracing::info!(upstream = %self.upstream, ?before, after = ?tool_names(&result), "the tool list changed");
         }
-        self.remember_tools(result);
+        let ttl = ttl_of(&result, self.era);
+        self.remember(key, capabilities, result, Some(Instant::now()), ttl);
         self.save();
         changed
     }
 
-    fn remember_tools(&mut self, tools: Box<RawValue>) {
-        self.tools_count = count_tools(&tools);
-        self.upstream_has_coogle = coogle_tool::inject(&tools, &self.upstream).is_none();
-        self.tools = Some(tools);
+    fn remember(
+        &mut self,
+        key: String,
+        capabilities: Box<RawValue>,
+        result: Box<RawValue>,
+        fetched: Option<Instant>,
+        ttl: Option<Duration>,
+    ) {
+        self.tools_count = count_tools(&result);
+        self.upstream_has_coogle = coogle_tool::inject(&result, &self.upstream).is_none();
+        self.tool_lists.shift_remove(&key);
+        self.tool_lists.insert(
+            key,
+            Tools {
+                capabilities,
+                result,
+                fetched,
+                ttl,
+            },
+        );
+        while self.tool_lists.len() > MAX_TOOL_LISTS {
+            self.tool_lists.shift_remove_index(0);
+        }
     }
 
-    fn save(&self) {
-        let (Some(initialize), Some(tools)) = (&self.init_result, &self.tools) else {
-            return;
-        };
+    /// The child said its tools changed: nothing cached may answer until it is asked again.
+    pub fn invalidate_tools(&mut self) {
+        for t in self.tool_lists.values_mut() {
+            t.fetched = None;
+        }
+    }
+
+    /// The capability sets with a known list, to revalidate once the child is up.
+    pub fn tool_keys(&self) -> Vec<(String, Box<RawValue>)> {
+        self.tool_lists
+            .iter()
+            .map(|(k, t)| (k.clone(), t.capabilities.clone()))
+            .collect()
+    }
+
+    /// Write down what is known; a failure costs only speed.
+    pub fn save(&self) {
         let file = CacheFile {
             version: wire::VERSION.to_string(),
-            initialize: initialize.clone(),
-            tools: tools.clone(),
+            era: self.era,
+            initialize: self.init_result.clone(),
+            discover: self.discover.clone(),
+            discover_error: self.discover_error.clone(),
+            probe_kills: self.probe_kills,
+            tools: None,
+            tool_lists: self
+                .tool_lists
+                .iter()
+                .map(|(k, t)| StoredTools {
+                    key: k.clone(),
+                    capabilities: t.capabilities.clone(),
+                    result: t.result.clone(),
+                })
+                .collect(),
         };
         if let Err(e) = write(&self.path, &serde_json::to_vec(&file).unwrap_or_default()) {
             tracing::warn!(path = %self.path.display(), "could not save the upstream cache: {e}");
         }
     }
+}
+
+/// A 2026-07-28 list's `ttlMs` (absent or negative: 0, as the spec says); a handshake-era
+/// child's lists have none and live until its `list_changed`.
+fn ttl_of(result: &RawValue, era: Option<Era>) -> Option<Duration> {
+    if era != Some(Era::Modern) {
+        return None;
+    }
+    #[derive(serde::Deserialize)]
+    struct Hint {
+        #[serde(rename = "ttlMs", default)]
+        ttl_ms: Option<i64>,
+    }
+    let ms = serde_json::from_str::<Hint>(result.get())
+        .ok()
+        .and_then(|h| h.ttl_ms)
+        .unwrap_or(0)
+        .max(0);
+    Some(Duration::from_millis(ms as u64))
+}
+
+/// Two lists are the same when their tools are, whatever the cache hints say.
+fn same_tools(a: &RawValue, b: &RawValue) -> bool {
+    if a.get() == b.get() {
+        return true;
+    }
+    let tools = |r: &RawValue| {
+        serde_json::from_str::<Value>(r.get())
+            .ok()
+            .and_then(|v| v.get("tools").cloned())
+    };
+    tools(a).is_some() && tools(a) == tools(b)
 }
 
 fn write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
@@ -126,4 +302,62 @@ fn count_tools(result: &RawValue) -> Option<usize> {
         .get("tools")?
         .as_array()
         .map(Vec::len)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::raw;
+    use serde_json::json;
+
+    #[test]
+    fn a_live_list_serves_within_its_ttl_and_a_disk_list_only_while_the_child_is_down() {
+        let mut c = Cache::new("t", &format!("unit-{}", std::process::id()));
+        c.path =
+            std::env::temp_dir().join(format!("coogle-cache-unit-{}.json", std::process::id()));
+        c.era = Some(Era::Modern);
+        let caps = raw(&json!({}));
+        c.remember(
+            "k".into(),
+            caps.clone(),
+            raw(&json!({"tools": []})),
+            None,
+            None,
+        );
+        assert!(
+            c.tools("k", false).is_some(),
+            "cold start: the disk list serves"
+        );
+        assert!(c.tools("k", true).is_none(), "child up: revalidate first");
+        let fresh = raw(&json!({"tools": [], "ttlMs": 60000}));
+        assert!(
+            !c.set_tools("k".into(), caps.clone(), fresh),
+            "same tools: no change"
+        );
+        assert!(c.tools("k", true).is_some());
+        c.set_tools(
+            "k".into(),
+            caps.clone(),
+            raw(&json!({"tools": [], "ttlMs": 0})),
+        );
+        assert!(c.tools("k", true).is_none(), "ttl 0: never reused");
+        assert!(c.set_tools("k".into(), caps, raw(&json!({"tools": [{"name": "x"}]}))));
+        let _ = std::fs::remove_file(&c.path);
+    }
+
+    #[test]
+    fn a_0_1_0_cache_file_loads_as_a_handshake_era_childs() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = Cache::new("t", "k");
+        c.path = dir.path().join("c.json");
+        std::fs::write(
+            &c.path,
+            r#"{"version":"0.1.0","initialize":{"protocolVersion":"2025-11-25"},"tools":{"tools":[{"name":"a"}]}}"#,
+        )
+        .unwrap();
+        c.load("cfg", &json!({"roots": {}}));
+        assert_eq!(c.era, Some(Era::Legacy));
+        assert!(c.tools("cfg", false).is_some());
+        assert_eq!(c.tools_count, Some(1));
+    }
 }

@@ -7,9 +7,10 @@
 
 use serde_json::json;
 
+use super::era::{Era, META_SUBSCRIPTION};
 use super::inflight::Pending;
 use super::tasks::{TaskRole, related_task};
-use super::{Internal, Origin, Upstream, log_level};
+use super::{Internal, Origin, Upstream, log_level, mrtr};
 use crate::daemon::SessionId;
 use crate::daemon::stats::Outcome;
 use crate::wire::{
@@ -45,8 +46,16 @@ impl Upstream {
     }
 
     /// The child answered request `p`: account for it and hand the answer to its origin.
-    fn complete(&mut self, p: Pending, mut msg: Message) {
+    fn complete(&mut self, mut p: Pending, mut msg: Message) {
         let latency = p.started.elapsed();
+        if let Some(retry) = p.retry.take()
+            && mrtr::is_input_required(&msg)
+        {
+            // A handshake-era session's call, and the child wants input: ask the session.
+            self.start_round(p, retry, &msg);
+            self.pump();
+            return;
+        }
         if p.is_call {
             self.life.consecutive_timeouts = 0;
             let outcome = if msg.is_error_response() || result_is_error(&msg) {
@@ -58,6 +67,15 @@ impl Upstream {
             self.count_session_outcome(&p.origin, outcome, latency);
             if let Some(account) = &p.account {
                 self.track_sign_in(account, &msg);
+            }
+        }
+        if let Some((key, caps)) = p.tools_key.take()
+            && let Some(result) = msg.field("result")
+        {
+            let live_refresh = matches!(p.origin, Origin::Internal(Internal::ToolsList));
+            if self.cache.set_tools(key, caps, result.to_owned()) {
+                // The daemon's own look found a change sessions may not have heard of.
+                self.announce_tools_changed(live_refresh);
             }
         }
         match p.origin {
@@ -73,11 +91,18 @@ impl Upstream {
                     let listed = self.tools_for_session(result);
                     msg.set_field("result", listed);
                 }
+                if p.listen.is_some() && msg.field("result").is_some() {
+                    // The child ended the subscription: its result names it by the session's id.
+                    msg.set_meta_fields_of("result", vec![(META_SUBSCRIPTION, client_id.clone())]);
+                }
                 msg.set_id(client_id);
                 self.send_to_session(id, msg.to_line());
             }
             Origin::Control(reply) => {
                 let result = match msg.field("result") {
+                    _ if mrtr::is_input_required(&msg) => {
+                        Err(WireError::new(ErrorCode::UpstreamError, NEEDS_INPUT))
+                    }
                     Some(r) => Ok(r.to_owned()),
                     None => Err(WireError::new(
                         ErrorCode::UpstreamError,
@@ -89,6 +114,9 @@ impl Upstream {
             }
             Origin::Operation(op) => {
                 let result = match msg.field("result") {
+                    _ if mrtr::is_input_required(&msg) => {
+                        raw(&wire::tool_error_result(NEEDS_INPUT))
+                    }
                     Some(r) => r.to_owned(),
                     None => raw(&wire::tool_error_result(
                         &msg.error_message()
@@ -97,10 +125,12 @@ impl Upstream {
                 };
                 self.finish_operation(&op, result);
             }
+            Origin::Internal(Internal::Discover) => self.on_discovered(&msg),
             Origin::Internal(Internal::Initialize) => self.on_initialized(&msg),
-            Origin::Internal(Internal::ToolsList) => {
-                if let Some(result) = msg.field("result") {
-                    self.set_tools_cache(result.to_owned());
+            Origin::Internal(Internal::ToolsList) => {}
+            Origin::Internal(Internal::Listen) => {
+                if self.own_listen.is_some_and(|_| msg.id().is_some()) {
+                    tracing::debug!(upstream = %self.name, "the upstream ended the daemon's subscription");
                 }
             }
             Origin::Internal(Internal::Housekeeping) => {
@@ -114,6 +144,11 @@ impl Upstream {
     }
 
     fn on_child_notification(&mut self, method: &str, msg: &mut Message) {
+        // A 2026-07-28 child tags what it sends on a subscription with the listen's id.
+        if let Some(tag) = msg.meta_field(META_SUBSCRIPTION) {
+            self.on_tagged(&tag, method, msg);
+            return;
+        }
         match method {
             "notifications/progress" => {
                 let token = msg
@@ -132,7 +167,11 @@ impl Upstream {
                     .and_then(|l| serde_json::from_str::<String>(l.get()).ok())
                     .and_then(|l| log_level::rank(&l))
                     .unwrap_or(0);
-                self.fan_out_log(level, &msg.to_line());
+                if self.child_era() == Some(Era::Modern) {
+                    self.route_request_log(level, &msg.to_line());
+                } else {
+                    self.fan_out_log(level, &msg.to_line());
+                }
             }
             "notifications/tasks/status" => {
                 let owner = msg
@@ -154,10 +193,17 @@ impl Upstream {
                 }
             }
             "notifications/cancelled" => {
-                // The child cancels a request it sent: the session knows it by the daemon's id.
-                let Some(child_key) = msg.params_field("requestId").map(|r| id_key(&r)) else {
+                let Some(request) = msg.params_field("requestId") else {
                     return;
                 };
+                // A 2026-07-28 child ends a subscription it tore down.
+                if let Ok(uid) = serde_json::from_str::<u64>(request.get())
+                    && self.on_child_cancelled_listen(uid, msg)
+                {
+                    return;
+                }
+                // The child cancels a request it sent: the session knows it by the daemon's id.
+                let child_key = id_key(&request);
                 let Some((sid, shown)) = self.server_requests.cancelled_by_child(&child_key) else {
                     return;
                 };
@@ -167,9 +213,9 @@ impl Upstream {
             _ => {
                 if method == "notifications/tools/list_changed" {
                     // Serve the next tools/list live, and refresh the cache.
-                    self.cache.tools = None;
+                    self.cache.invalidate_tools();
                     if self.life.is_ready() {
-                        self.send_internal(Internal::ToolsList, "tools/list", &json!({}));
+                        self.refresh_tools();
                     }
                 }
                 self.broadcast(&msg.to_line());
@@ -186,12 +232,19 @@ impl Upstream {
             self.to_child(response_line(&child_id, &raw(&json!({}))));
             return;
         }
+        if self.child_era() == Some(Era::Modern) {
+            // 2026-07-28 servers must not send requests on stdio; they ask with input_required.
+            let text = "coogle: a 2026-07-28 server asks for input with input_required results, not requests";
+            self.to_child(error_line(Some(&child_id), rpc_code::INVALID_REQUEST, text));
+            return;
+        }
         let capability = method.split('/').next().unwrap_or_default();
         let target = self.caller_of(&msg).filter(|id| {
             self.sessions.get(id).is_some_and(|s| {
-                s.capabilities
-                    .as_ref()
-                    .is_some_and(|c| c.get(capability).is_some())
+                s.era != Some(Era::Modern)
+                    && s.capabilities
+                        .as_ref()
+                        .is_some_and(|c| c.get(capability).is_some())
             })
         });
         let Some(sid) = target else {
@@ -241,15 +294,23 @@ impl Upstream {
         }
     }
 
-    fn set_tools_cache(&mut self, result: Box<serde_json::value::RawValue>) {
-        if self.cache.set_tools(result) {
-            self.broadcast(&wire::notification_line(
-                "notifications/tools/list_changed",
-                None,
-            ));
+    /// A 2026-07-28 child's log message names no request: it belongs to the one session with
+    /// requests in flight that asked for logs at that level. When more than one did, it cannot
+    /// be told whose it is, and no session gets it (logs are not worth another's leaking).
+    fn route_request_log(&mut self, level: u8, line: &[u8]) {
+        match self.inflight.log_listeners(level).as_slice() {
+            [sid] => self.send_to_session(*sid, line.to_vec()),
+            [] => {}
+            _ => {
+                self.unattributed_logs += 1;
+                tracing::debug!(upstream = %self.name, "dropped a log message that more than one session could have asked for");
+            }
         }
     }
 }
+
+/// What a control connection or a background operation gets when the child asks for input.
+const NEEDS_INPUT: &str = "coogle: the server asked for input (an elicitation, a sampling or the roots) that only an agent session can give; call this tool from an agent session";
 
 /// A `tools/call` result that reports failure.
 fn result_is_error(msg: &Message) -> bool {

@@ -2,25 +2,37 @@
 //! then answered by the daemon, held until the child is ready, queued (calls), served from
 //! the cache (a first-page tool list) or forwarded with the daemon's own id.
 //!
-//! Session-local requests never reach the child: `initialize` (answered from the child's own
-//! result), `ping`, `logging/setLevel` (fanned in, see [`super::log_level`]), subscriptions
-//! after the first, and requests for another session's task. Nothing a session sends can make
-//! the daemon act for another session.
+//! Session-local requests never reach the child: `initialize` (answered from what the child
+//! said, in the session's own version), `server/discover` (the child's own answer, kept),
+//! and for a handshake-era session `ping`, `logging/setLevel` and subscriptions after the
+//! first. A 2026-07-28 session's requests carry their own envelope and pass as they are; a
+//! handshake-era session's requests to a 2026-07-28 child get the envelope its `initialize`
+//! described (see [`super::era`]). Nothing a session sends can make the daemon act for another
+//! session.
 
 use std::time::{Duration, Instant};
 
 use serde_json::json;
+use serde_json::value::RawValue;
 
+use super::era::{self, Era};
+use super::inflight::{Pending, Retry};
+use super::listen::ListenFilter;
 use super::request::{Method, Request};
+use super::server_requests::Target;
 use super::tasks::TaskRole;
-use super::{Origin, Queued, Upstream, inflight::Pending, log_level};
+use super::{Origin, Queued, Upstream, log_level};
 use crate::daemon::SessionId;
 use crate::daemon::coogle_tool;
 use crate::daemon::scheduler::QueueKey;
 use crate::daemon::stats::Outcome;
 use crate::wire::{
-    self, ErrorCode, Kind, Message, error_line, id_key, raw, response_line, rpc_code,
+    self, ErrorCode, Kind, Message, error_line, id_key, raw, response_error_line, response_line,
+    rpc_code,
 };
+
+/// The methods whose answer a 2026-07-28 child may make `input_required`.
+const ASKS_FOR_INPUT: [&str; 3] = ["tools/call", "prompts/get", "resources/read"];
 
 impl Upstream {
     pub(super) fn on_session_line(&mut self, sid: SessionId, line: &[u8]) {
@@ -39,16 +51,52 @@ impl Upstream {
             Kind::Notification => self.on_session_notification(sid, msg),
             Kind::Response => {
                 let key = msg.id().map(id_key).unwrap_or_default();
-                if let Some(r) = self.server_requests.take_answer(sid, &key) {
-                    let mut msg = msg;
-                    msg.set_id(r.child_id);
-                    self.to_child(msg.to_line());
+                let Some(r) = self.server_requests.take_answer(sid, &key) else {
+                    return;
+                };
+                match r.target {
+                    Target::Child(child_id) => {
+                        let mut msg = msg;
+                        msg.set_id(child_id);
+                        self.to_child(msg.to_line());
+                    }
+                    Target::Round { round, key } => self.on_round_answer(round, key, msg),
                 }
             }
         }
     }
 
-    fn on_session_request(&mut self, sid: SessionId, req: Request) {
+    /// The child's era as far as the daemon knows it: the live child's, else what the cache
+    /// remembers of it. `None` only on a first start with nothing cached.
+    pub(super) fn child_era(&self) -> Option<Era> {
+        self.cache.era
+    }
+
+    pub(super) fn on_session_request(&mut self, sid: SessionId, req: Request) {
+        // Much of what a request means depends on the child's era: until it is known, wait.
+        let Some(child_era) = self.child_era() else {
+            self.waiting_era.push_back((sid, req));
+            self.demand();
+            return;
+        };
+        if let Some(s) = self.sessions.get_mut(&sid)
+            && s.era.is_none()
+            && req.envelope.is_some()
+            && req.method != Method::Discover
+        {
+            s.era = Some(Era::Modern);
+        }
+        let modern = req.envelope.is_some();
+        if modern && child_era == Era::Legacy && req.method != Method::Discover {
+            let line = era::handshake_only_line(
+                &req.id,
+                &self.name,
+                &self.child_version(),
+                req.envelope.as_ref().map_or("", |e| e.version.as_str()),
+            );
+            self.send_to_session(sid, line);
+            return;
+        }
         let answer = |this: &mut Self, line: Vec<u8>| this.send_to_session(sid, line);
         match req.method {
             Method::ToolsCall
@@ -61,23 +109,11 @@ impl Upstream {
                     .unwrap_or_else(|| json!({}));
                 self.coogle_call(sid, req.id, &args);
             }
-            Method::Initialize => self.on_session_initialize(sid, req),
-            Method::Ping => answer(self, response_line(&req.id, &raw(&json!({})))),
-            Method::SetLevel => {
-                let Some(level) = req.level.as_deref().and_then(log_level::rank) else {
-                    let usage = log_level::USAGE;
-                    answer(
-                        self,
-                        error_line(Some(&req.id), rpc_code::INVALID_PARAMS, usage),
-                    );
-                    return;
-                };
-                if let Some(s) = self.sessions.get_mut(&sid) {
-                    s.log_level = Some(level);
-                }
-                answer(self, response_line(&req.id, &raw(&json!({}))));
-                self.sync_child_log_level();
-            }
+            Method::Initialize => self.on_session_initialize(sid, req, child_era),
+            Method::Discover => self.on_session_discover(sid, req, child_era),
+            Method::Ping if !modern => answer(self, response_line(&req.id, &raw(&json!({})))),
+            Method::SetLevel if !modern => self.on_set_level(sid, req),
+            Method::Subscribe | Method::Unsubscribe if !modern => self.on_subscribe(sid, req),
             Method::TaskOp => {
                 let task_id = req.task_id.clone().unwrap_or_default();
                 if self.tasks.owner(&task_id) != Some(sid) {
@@ -92,55 +128,119 @@ impl Upstream {
                 }
                 self.forward_for(sid, req);
             }
-            Method::Subscribe | Method::Unsubscribe => {
-                let Some(uri) = req.uri.clone() else {
-                    let text = format!("{} needs params.uri", req.name);
-                    answer(
-                        self,
-                        error_line(Some(&req.id), rpc_code::INVALID_PARAMS, &text),
-                    );
-                    return;
-                };
-                // The child hears the first subscribe and the last unsubscribe of each URI.
-                let tell_child = if req.method == Method::Subscribe {
-                    self.subscriptions.subscribe(sid, &uri)
-                } else {
-                    self.subscriptions.unsubscribe(sid, &uri)
-                };
-                if tell_child {
-                    self.forward_for(sid, req);
-                } else {
-                    answer(self, response_line(&req.id, &raw(&json!({}))));
-                }
-            }
             _ => self.forward_for(sid, req),
         }
     }
 
-    fn on_session_initialize(&mut self, sid: SessionId, req: Request) {
+    /// `initialize` is never forwarded: the child was initialized (or discovered) once, by the
+    /// daemon. The session gets the child's answer in the version it asked for, when the
+    /// daemon can serve that version.
+    fn on_session_initialize(&mut self, sid: SessionId, req: Request, child_era: Era) {
         let params = req.msg.params_value();
+        let requested = params
+            .get("protocolVersion")
+            .and_then(|v| v.as_str())
+            .map(String::from);
         if let Some(s) = self.sessions.get_mut(&sid) {
             s.client_info = params.get("clientInfo").cloned();
             s.capabilities = params.get("capabilities").cloned();
-            s.protocol_version = params
-                .get("protocolVersion")
-                .and_then(|v| v.as_str())
-                .map(String::from);
+            s.protocol_version = requested.clone();
+            s.era = Some(Era::Legacy);
         }
-        match &self.cache.init_result {
-            Some(init) => {
-                let line = response_line(&req.id, init);
-                self.send_to_session(sid, line);
+        let result = match child_era {
+            Era::Legacy => self.cache.init_result.as_ref().map(|init| {
+                let version = era::negotiate(requested.as_deref(), &self.child_version());
+                with_version(init, &version)
+            }),
+            Era::Modern => self.cache.discover.as_ref().map(|d| {
+                let version = era::negotiate(requested.as_deref(), era::latest_handshake());
+                era::initialize_from_discover(d, &version)
+            }),
+        };
+        match result {
+            Some(result) => {
+                if let Some(s) = self.sessions.get_mut(&sid) {
+                    s.protocol_version = version_of(&result);
+                }
+                self.send_to_session(sid, response_line(&req.id, &result));
             }
             None => {
-                let origin = Origin::Session {
-                    id: sid,
-                    client_id: req.id.clone(),
-                };
-                self.held.push_back((sid, origin, req));
+                self.waiting_era.push_back((sid, req));
                 self.demand();
             }
         }
+    }
+
+    /// `server/discover`, answered at once from what the child said when the daemon asked it:
+    /// its DiscoverResult, or the error a handshake-era child gave (so a probing client falls
+    /// back to `initialize` without waiting for anything).
+    fn on_session_discover(&mut self, sid: SessionId, req: Request, child_era: Era) {
+        let line = match (child_era, &self.cache.discover, &self.cache.discover_error) {
+            (Era::Modern, Some(d), _) => {
+                let supported = era::supported_versions(d);
+                match &req.envelope {
+                    Some(e) if supported.contains(&e.version) => response_line(&req.id, d),
+                    Some(e) => era::unsupported_version_line(&req.id, &supported, &e.version),
+                    None => error_line(
+                        Some(&req.id),
+                        rpc_code::INVALID_PARAMS,
+                        "server/discover needs the 2026-07-28 envelope in params._meta (io.modelcontextprotocol/protocolVersion and io.modelcontextprotocol/clientCapabilities)",
+                    ),
+                }
+            }
+            (Era::Legacy, _, Some(e)) => response_error_line(&req.id, e),
+            (Era::Legacy, _, None) => error_line(
+                Some(&req.id),
+                rpc_code::METHOD_NOT_FOUND,
+                "Method not found",
+            ),
+            (Era::Modern, None, _) => {
+                self.waiting_era.push_back((sid, req));
+                self.demand();
+                return;
+            }
+        };
+        self.send_to_session(sid, line);
+    }
+
+    /// A handshake-era session's `logging/setLevel`: its own level, never another's.
+    fn on_set_level(&mut self, sid: SessionId, req: Request) {
+        let Some(level) = req.level.as_deref().and_then(log_level::rank) else {
+            let usage = log_level::USAGE;
+            let line = error_line(Some(&req.id), rpc_code::INVALID_PARAMS, usage);
+            self.send_to_session(sid, line);
+            return;
+        };
+        if let Some(s) = self.sessions.get_mut(&sid) {
+            s.log_level = Some(level);
+        }
+        self.send_to_session(sid, response_line(&req.id, &raw(&json!({}))));
+        self.sync_child_log_level();
+    }
+
+    /// A handshake-era session's `resources/subscribe` or `unsubscribe`. A handshake-era child
+    /// hears the first subscribe and the last unsubscribe of each URI; on a 2026-07-28 child
+    /// the daemon's own listen follows the set of URIs.
+    fn on_subscribe(&mut self, sid: SessionId, req: Request) {
+        let Some(uri) = req.uri.clone() else {
+            let text = format!("{} needs params.uri", req.name);
+            let line = error_line(Some(&req.id), rpc_code::INVALID_PARAMS, &text);
+            self.send_to_session(sid, line);
+            return;
+        };
+        let changed = if req.method == Method::Subscribe {
+            self.subscriptions.subscribe(sid, &uri)
+        } else {
+            self.subscriptions.unsubscribe(sid, &uri)
+        };
+        if self.child_era() == Some(Era::Legacy) && changed {
+            self.forward_for(sid, req);
+            return;
+        }
+        if changed && self.child_is_modern() {
+            self.open_own_listen();
+        }
+        self.send_to_session(sid, response_line(&req.id, &raw(&json!({}))));
     }
 
     fn forward_for(&mut self, sid: SessionId, req: Request) {
@@ -174,15 +274,16 @@ impl Upstream {
             self.pump();
             return;
         }
-        if req.is_first_tools_page()
-            && let Some(cache) = &self.cache.tools
-        {
-            let listed = match origin {
-                Origin::Session { .. } => self.tools_for_session(cache),
-                _ => cache.clone(),
-            };
-            self.reply_ok(origin, &listed);
-            return;
+        if req.is_first_tools_page() {
+            let (cache_key, _) = self.tools_key(&origin, &req);
+            if let Some(cached) = self.cache.tools(&cache_key, self.life.is_ready()) {
+                let listed = match origin {
+                    Origin::Session { .. } => self.tools_for_session(cached),
+                    _ => cached.to_owned(),
+                };
+                self.reply_ok(origin, &listed);
+                return;
+            }
         }
         if self.life.is_ready() {
             self.dispatch(origin, req);
@@ -192,22 +293,85 @@ impl Upstream {
         }
     }
 
+    /// The capabilities the child sees for a request, and the cache key they give: a
+    /// handshake-era child sees the config's for everyone; a 2026-07-28 child sees each
+    /// request's own (a handshake-era session's from its `initialize`).
+    pub(super) fn tools_key(&self, origin: &Origin, req: &Request) -> (String, Box<RawValue>) {
+        let config = || raw(&self.config.client_capabilities);
+        let caps = match (self.child_era(), &req.envelope, origin) {
+            (Some(Era::Legacy) | None, _, _) => return ("config".to_string(), config()),
+            (_, Some(e), _) => e.capabilities.clone().unwrap_or_else(|| raw(&json!({}))),
+            (_, None, Origin::Session { id, .. }) => self
+                .sessions
+                .get(id)
+                .and_then(|s| s.capabilities.as_ref())
+                .map(raw)
+                .unwrap_or_else(|| raw(&json!({}))),
+            _ => config(),
+        };
+        (era::capabilities_key(Some(&caps)), caps)
+    }
+
     /// Send a request to the child under a fresh id, and remember who asked.
-    fn dispatch(&mut self, origin: Origin, mut req: Request) {
+    fn dispatch(&mut self, origin: Origin, req: Request) {
+        self.dispatch_with(origin, req, None);
+    }
+
+    /// Send a call again, with the input the child asked for (see `mrtr`).
+    pub(super) fn dispatch_retry(&mut self, origin: Origin, req: Request, retry: Retry) {
+        self.dispatch_with(origin, req, Some(retry));
+    }
+
+    fn dispatch_with(&mut self, origin: Origin, mut req: Request, mut retry: Option<Retry>) {
         let uid = self.inflight.take_uid();
-        let from_session = matches!(origin, Origin::Session { .. });
+        let session = origin.session();
+        let child_modern = self.child_era() == Some(Era::Modern);
+        let tools_key = req
+            .is_first_tools_page()
+            .then(|| self.tools_key(&origin, &req));
+        let mut meta = Vec::new();
         let mut token = None;
-        if from_session && let Some(t) = req.progress_token.take() {
-            req.msg.set_progress_token(raw(&uid));
+        if session.is_some()
+            && let Some(t) = req.progress_token.take()
+        {
+            meta.push(("progressToken", raw(&uid)));
             token = Some(t);
         }
+        let mut log_level = None;
+        if child_modern {
+            match &req.envelope {
+                Some(e) => log_level = e.log_level.as_deref().and_then(log_level::rank),
+                None => {
+                    let (fields, level) = self.envelope_for(&origin);
+                    meta.extend(fields);
+                    log_level = level;
+                    if session.is_some()
+                        && retry.is_none()
+                        && ASKS_FOR_INPUT.contains(&req.name.as_str())
+                    {
+                        retry = Some(Retry {
+                            msg: req.msg.clone(),
+                            rounds: 0,
+                        });
+                    }
+                }
+            }
+        }
         let task = match req.method {
-            _ if !from_session => TaskRole::None,
+            _ if session.is_none() => TaskRole::None,
+            // The tasks extension lets a 2026-07-28 child turn any call into a task.
+            Method::ToolsCall if req.creates_task || (child_modern && req.envelope.is_some()) => {
+                TaskRole::Creates
+            }
             _ if req.creates_task => TaskRole::Creates,
             Method::TasksList => TaskRole::Lists,
             _ => TaskRole::None,
         };
         let is_call = req.method == Method::ToolsCall;
+        let listen = (req.method == Method::Listen).then(|| ListenFilter::of(&req));
+        if !meta.is_empty() {
+            req.msg.set_meta_fields(meta);
+        }
         req.msg.set_id(raw(&uid));
         self.to_child(req.msg.to_line());
         let now = Instant::now();
@@ -217,14 +381,32 @@ impl Upstream {
                 is_call,
                 tool: is_call.then(|| req.tool.clone()),
                 account: is_call.then(|| req.account.clone()),
-                first_tools_page: from_session && req.is_first_tools_page(),
+                first_tools_page: session.is_some() && req.is_first_tools_page(),
+                deadline: listen.is_none().then(|| now + self.config.call_timeout),
                 origin,
                 started: now,
-                deadline: now + self.config.call_timeout,
                 token,
                 task,
+                tools_key,
+                listen,
+                log_level,
+                retry,
             },
         );
+    }
+
+    /// The envelope for a request that came without one, going to a 2026-07-28 child: a
+    /// handshake-era session's own (what its `initialize` said, the level it set), or the
+    /// daemon's (config capabilities). Also the log level it asks for.
+    fn envelope_for(&self, origin: &Origin) -> (Vec<(&'static str, Box<RawValue>)>, Option<u8>) {
+        if let Some(s) = origin.session().and_then(|id| self.sessions.get(&id)) {
+            let level = s.log_level.and_then(log_level::name);
+            let fields = era::envelope(s.capabilities.as_ref(), s.client_info.as_ref(), level);
+            return (fields, s.log_level);
+        }
+        let info = era::daemon_client_info();
+        let fields = era::envelope(Some(&self.config.client_capabilities), Some(&info), None);
+        (fields, None)
     }
 
     /// Start queued calls while there is room under `maxConcurrent`.
@@ -266,6 +448,8 @@ impl Upstream {
                     self.cancel(sid, &id_key(&req), &reason);
                 }
             }
+            // A 2026-07-28 child takes no other notification from a client.
+            _ if self.child_era() == Some(Era::Modern) => {}
             _ => {
                 if self.life.is_ready() {
                     self.to_child(msg.to_line());
@@ -274,7 +458,8 @@ impl Upstream {
         }
     }
 
-    /// Cancel one of a session's requests wherever it is: queued, held or in flight.
+    /// Cancel one of a session's requests wherever it is: queued, held, waiting for input or
+    /// in flight.
     fn cancel(&mut self, sid: SessionId, key: &str, reason: &str) {
         if let Some(q) = self
             .queue
@@ -290,6 +475,17 @@ impl Upstream {
             .position(|(_, o, _)| o.matches_client(sid, key))
         {
             self.held.remove(pos);
+            return;
+        }
+        if let Some(pos) = self
+            .waiting_era
+            .iter()
+            .position(|(s, r)| *s == sid && id_key(&r.id) == key)
+        {
+            self.waiting_era.remove(pos);
+            return;
+        }
+        if self.cancel_round(sid, key) {
             return;
         }
         if let Some(uid) = self.inflight.find_client(sid, key) {
@@ -316,14 +512,21 @@ impl Upstream {
 
     /// A request's deadline passed.
     pub(super) fn on_timeout(&mut self, uid: u64) {
-        let is_init = matches!(
-            self.inflight.get(uid).map(|p| &p.origin),
-            Some(Origin::Internal(super::Internal::Initialize))
-        );
-        if is_init {
-            self.inflight.remove(uid);
-            self.on_initialize_timeout();
-            return;
+        let internal = match self.inflight.get(uid).map(|p| &p.origin) {
+            Some(Origin::Internal(i)) => Some(*i),
+            _ => None,
+        };
+        match internal {
+            Some(super::Internal::Initialize) => {
+                self.inflight.remove(uid);
+                self.on_initialize_timeout();
+                return;
+            }
+            Some(super::Internal::Discover) => {
+                self.on_probe_timeout();
+                return;
+            }
+            _ => {}
         }
         let secs = self.config.call_timeout.as_secs_f64();
         let reason = format!("timed out after {secs} s");
@@ -367,4 +570,41 @@ impl Upstream {
         self.next_control_key += 1;
         self.forward(key, Origin::Control(reply), Request::classify(msg));
     }
+
+    /// The handshake-era version the child speaks (from its `initialize` answer).
+    pub(super) fn child_version(&self) -> String {
+        self.cache
+            .init_result
+            .as_deref()
+            .and_then(version_of)
+            .unwrap_or_else(|| super::lifecycle::DEFAULT_PROTOCOL_VERSION.to_string())
+    }
+}
+
+/// `protocolVersion` of an `initialize` result.
+fn version_of(result: &RawValue) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct V {
+        #[serde(rename = "protocolVersion")]
+        version: String,
+    }
+    serde_json::from_str::<V>(result.get())
+        .ok()
+        .map(|v| v.version)
+}
+
+/// An `initialize` result with `protocolVersion` replaced, every other byte kept.
+fn with_version(result: &RawValue, version: &str) -> Box<RawValue> {
+    if version_of(result).as_deref() == Some(version) {
+        return result.to_owned();
+    }
+    let mut fields: indexmap::IndexMap<String, Box<RawValue>> =
+        match serde_json::from_str(result.get()) {
+            Ok(f) => f,
+            Err(_) => return result.to_owned(),
+        };
+    if fields.contains_key("protocolVersion") {
+        fields.insert("protocolVersion".to_string(), raw(version));
+    }
+    raw(&fields)
 }

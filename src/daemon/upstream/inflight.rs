@@ -13,6 +13,7 @@ use std::time::Instant;
 use serde_json::value::RawValue;
 
 use super::Origin;
+use super::listen::ListenFilter;
 use super::tasks::TaskRole;
 use crate::daemon::SessionId;
 use crate::wire::id_key;
@@ -24,7 +25,8 @@ pub(super) struct Pending {
     /// The tool of a call, for messages.
     pub tool: Option<String>,
     pub started: Instant,
-    pub deadline: Instant,
+    /// `None` for a `subscriptions/listen` stream, which lasts as long as its session wants.
+    pub deadline: Option<Instant>,
     /// The session's own progress token; the child was given the uid instead.
     pub token: Option<Box<RawValue>>,
     pub task: TaskRole,
@@ -32,6 +34,22 @@ pub(super) struct Pending {
     pub account: Option<String>,
     /// A session's first-page `tools/list`: the `coogle` tool is added to the answer.
     pub first_tools_page: bool,
+    /// A first-page `tools/list`: the cache key and capabilities its answer is kept under.
+    pub tools_key: Option<(String, Box<RawValue>)>,
+    /// A session's `subscriptions/listen`: what it asked to hear.
+    pub listen: Option<ListenFilter>,
+    /// The log level this request asked for (2026-07-28 child: logs are request-scoped).
+    pub log_level: Option<u8>,
+    /// A handshake-era session's request to a 2026-07-28 child, as the session sent it, kept
+    /// to retry it with the input the child may ask for (see `mrtr`).
+    pub retry: Option<Retry>,
+}
+
+/// A request kept for a retry with input.
+pub(super) struct Retry {
+    pub msg: crate::wire::Message,
+    /// Input rounds so far.
+    pub rounds: u32,
 }
 
 pub(super) struct InFlight {
@@ -66,7 +84,9 @@ impl InFlight {
     }
 
     pub fn insert(&mut self, uid: u64, p: Pending) {
-        self.deadlines.insert((p.deadline, uid));
+        if let Some(d) = p.deadline {
+            self.deadlines.insert((d, uid));
+        }
         if let Origin::Session { id, client_id } = &p.origin {
             self.by_client.insert((*id, id_key(client_id)), uid);
             *self.per_session.entry(*id).or_default() += 1;
@@ -80,7 +100,9 @@ impl InFlight {
     /// Take an entry out of every index: answered, abandoned, or failed.
     pub fn remove(&mut self, uid: u64) -> Option<Pending> {
         let p = self.pending.remove(&uid)?;
-        self.deadlines.remove(&(p.deadline, uid));
+        if let Some(d) = p.deadline {
+            self.deadlines.remove(&(d, uid));
+        }
         if let Origin::Session { id, client_id } = &p.origin {
             let key = (*id, id_key(client_id));
             // A session that reused an id still in flight owns the newer entry under it.
@@ -140,12 +162,18 @@ impl InFlight {
         self.deadlines.first().map(|(t, _)| *t)
     }
 
-    /// The uid whose deadline passed first, if any has by `now`.
-    pub fn first_expired(&self, now: Instant) -> Option<u64> {
-        self.deadlines
-            .first()
-            .filter(|(t, _)| *t <= now)
-            .map(|(_, uid)| *uid)
+    /// The uid whose deadline passed first, if any has by `now`; its deadline is taken away
+    /// (the entry stays: what a timeout means is the caller's to decide).
+    pub fn expire(&mut self, now: Instant) -> Option<u64> {
+        let &(t, uid) = self.deadlines.first()?;
+        if t > now {
+            return None;
+        }
+        self.deadlines.pop_first();
+        if let Some(p) = self.pending.get_mut(&uid) {
+            p.deadline = None;
+        }
+        Some(uid)
     }
 
     pub fn calls(&self) -> usize {
@@ -154,6 +182,33 @@ impl InFlight {
 
     pub fn of_session_count(&self, session: SessionId) -> usize {
         self.per_session.get(&session).copied().unwrap_or(0)
+    }
+
+    /// The sessions with a request in flight that asked for log messages at or below `level`
+    /// (2026-07-28: a child logs only for requests that asked, on the request's stream, with
+    /// nothing in the message to say which request it was).
+    pub fn log_listeners(&self, level: u8) -> Vec<SessionId> {
+        let mut out: Vec<SessionId> = self
+            .pending
+            .values()
+            .filter(|p| p.log_level.is_some_and(|min| level >= min))
+            .filter_map(|p| p.origin.session())
+            .collect();
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
+    /// Every session's open `subscriptions/listen`: (session, its listen id) and its filter.
+    pub fn listens(&self) -> impl Iterator<Item = ((SessionId, Box<RawValue>), ListenFilter)> + '_ {
+        self.pending
+            .values()
+            .filter_map(|p| match (&p.listen, &p.origin) {
+                (Some(f), Origin::Session { id, client_id }) => {
+                    Some(((*id, client_id.clone()), *f))
+                }
+                _ => None,
+            })
     }
 
     /// The sessions with at least one request in flight.
@@ -174,11 +229,15 @@ mod tests {
             is_call,
             tool: None,
             started: Instant::now(),
-            deadline,
+            deadline: Some(deadline),
             token: Some(raw(&"tok")),
             task: TaskRole::None,
             account: None,
             first_tools_page: false,
+            tools_key: None,
+            listen: None,
+            log_level: None,
+            retry: None,
         }
     }
 
@@ -205,7 +264,10 @@ mod tests {
         assert_eq!(t.calls(), 1);
         assert_eq!(t.find_client(1, "\"x\""), Some(a));
         assert_eq!(t.progress_owner(b).map(|(s, _)| s), Some(2));
-        assert_eq!(t.first_expired(now + Duration::from_secs(1)), Some(b));
+        assert_eq!(t.expire(now), None);
+        assert_eq!(t.expire(now + Duration::from_secs(1)), Some(b));
+        assert_eq!(t.get(b).unwrap().deadline, None);
+        assert_eq!(t.next_deadline(), Some(now + Duration::from_secs(2)));
         let mut busy: Vec<_> = t.busy_sessions().collect();
         busy.sort();
         assert_eq!(busy, vec![1, 2]);

@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 use tokio::sync::oneshot;
 
 use super::child_io::{self, ChildHandle, StderrTail};
+use super::era::{self, Era};
 use super::{Internal, Upstream, ms};
 use crate::daemon::SessionId;
 use crate::daemon::child::{self, ChildRecord};
@@ -26,6 +27,8 @@ pub(crate) const RESPAWN_COOLDOWN: Duration = Duration::from_secs(3);
 const MAX_BACKOFF: Duration = Duration::from_secs(60);
 /// A child that ran at least this long before exiting is not counted as a failing start.
 const HEALTHY_RUN: Duration = Duration::from_secs(10);
+/// How long the `server/discover` probe waits before `initialize` is tried too.
+pub(crate) const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Grace between SIGTERM and SIGKILL when stopping a child.
 const STOP_GRACE: Duration = Duration::from_secs(2);
 
@@ -64,6 +67,12 @@ pub(super) struct Life {
     pub record_path: PathBuf,
     /// The longest line accepted from the child.
     pub max_line: usize,
+    /// The uid of the `server/discover` probe while it is unanswered.
+    pub probe: Option<u64>,
+    pub initialize_sent: bool,
+    /// The last child exited while probed, before answering anything: the next one gets
+    /// `initialize` without a probe, and if that works the child is known to die of probes.
+    pub probe_suspect: bool,
 }
 
 impl Life {
@@ -85,6 +94,9 @@ impl Life {
             stderr_tail: StderrTail::default(),
             record_path,
             max_line,
+            probe: None,
+            initialize_sent: false,
+            probe_suspect: false,
         }
     }
 
@@ -141,47 +153,174 @@ impl Upstream {
         }
     }
 
-    /// A child is running: the daemon sends its own `initialize`.
+    /// A child is running: find out which era it speaks. It is probed with `server/discover`
+    /// (a 2026-07-28 child answers it and is spoken to in that era from then on); an error, or
+    /// no answer within the probe timeout, means `initialize`. A child known to die of the
+    /// probe (rmcp before 3.0 exits on any first request but `initialize`) gets `initialize`
+    /// directly.
     pub(super) fn on_spawned(&mut self, handle: ChildHandle) {
         self.life.child = Some(handle);
         self.life.state = State::Initializing;
+        self.life.initialize_sent = false;
+        self.life.probe = None;
+        if self.cache.probe_kills || self.life.probe_suspect {
+            self.send_initialize();
+            return;
+        }
+        let info = era::daemon_client_info();
+        let caps = self.config.client_capabilities.clone();
+        let meta: serde_json::Map<String, Value> = era::envelope(Some(&caps), Some(&info), None)
+            .into_iter()
+            .map(|(k, v)| {
+                (
+                    k.to_string(),
+                    serde_json::from_str(v.get()).unwrap_or(Value::Null),
+                )
+            })
+            .collect();
+        let params = json!({"_meta": meta});
+        self.life.probe = Some(self.send_internal(Internal::Discover, "server/discover", &params));
+    }
+
+    fn send_initialize(&mut self) {
+        self.life.initialize_sent = true;
         let version = self
             .sessions
             .values()
             .find_map(|s| s.protocol_version.clone())
+            .filter(|v| v.as_str() != era::MODERN_VERSION)
             .unwrap_or_else(|| DEFAULT_PROTOCOL_VERSION.to_string());
         let params = json!({
             "protocolVersion": version,
             "capabilities": self.config.client_capabilities,
-            "clientInfo": {"name": "coogle", "title": "coogle", "version": wire::VERSION},
+            "clientInfo": era::daemon_client_info(),
         });
         self.send_internal(Internal::Initialize, "initialize", &params);
     }
 
-    /// The child answered the daemon's `initialize`: it is ready for everyone.
+    /// The child answered the probe.
+    pub(super) fn on_discovered(&mut self, answer: &wire::Message) {
+        self.life.probe = None;
+        if self.life.is_ready() {
+            // `initialize` already decided (a late answer to a probe that timed out).
+            return;
+        }
+        let modern = answer.field("result").filter(|r| {
+            era::supported_versions(r)
+                .iter()
+                .any(|v| v == era::MODERN_VERSION)
+        });
+        match modern {
+            Some(result) => {
+                self.cache.era = Some(Era::Modern);
+                self.cache.discover = Some(result.to_owned());
+                self.cache.discover_error = None;
+                self.cache.init_result = None;
+                self.cache.save();
+                self.on_ready();
+            }
+            None => {
+                // A handshake-era child: remember how it answers, so probing clients get the
+                // same answer at once.
+                if let Some(e) = answer.field("error") {
+                    self.cache.discover_error = Some(e.to_owned());
+                }
+                if !self.life.initialize_sent {
+                    self.send_initialize();
+                }
+            }
+        }
+    }
+
+    /// The probe went unanswered for the probe timeout: ask with `initialize` too. The probe
+    /// stays pending: a slow 2026-07-28 child reads it first and answers it late, and then its
+    /// answer decides.
+    pub(super) fn on_probe_timeout(&mut self) {
+        tracing::info!(upstream = %self.name, "no answer to server/discover yet; trying initialize");
+        if !self.life.initialize_sent {
+            self.send_initialize();
+        }
+    }
+
+    /// The child answered the daemon's `initialize`: a handshake-era child, ready for everyone.
     pub(super) fn on_initialized(&mut self, answer: &wire::Message) {
+        if self.life.is_ready() {
+            // The probe's late answer already decided: this child speaks 2026-07-28.
+            return;
+        }
         let Some(result) = answer.field("result") else {
+            if self.life.probe.is_some() {
+                // A probe is still out: its answer decides (a 2026-07-28 child that read the
+                // probe first refuses `initialize`).
+                return;
+            }
             let why = answer.error_message().unwrap_or_default();
             self.life.last_error = Some(format!("initialize failed: {why}"));
             tracing::error!(upstream = %self.name, "the upstream refused initialize: {why}");
+            if self.cache.probe_kills || self.life.probe_suspect {
+                // Started without a probe, and it wants one after all.
+                self.cache.probe_kills = false;
+                self.life.probe_suspect = false;
+                self.cache.save();
+            }
             self.kill_child();
             return;
         };
+        if let Some(probe) = self.life.probe.take() {
+            self.inflight.remove(probe);
+        }
+        if self.life.probe_suspect {
+            // It died of the probe and works with `initialize`: remember that.
+            self.life.probe_suspect = false;
+            self.cache.probe_kills = true;
+        }
+        self.cache.era = Some(Era::Legacy);
         self.cache.init_result = Some(result.to_owned());
+        self.cache.discover = None;
+        self.cache.save();
         self.to_child(wire::notification_line("notifications/initialized", None));
+        self.on_ready();
+    }
+
+    /// The child's era is known and it is ready for everyone.
+    fn on_ready(&mut self) {
         self.life.state = State::Ready;
         let ready_pid = self.life.child.as_ref().map(|c| c.pid);
-        tracing::info!(upstream = %self.name, pid = ?ready_pid, "upstream ready");
+        let era = self.cache.era.map_or("?", Era::as_str);
+        tracing::info!(upstream = %self.name, pid = ?ready_pid, era, "upstream ready");
         self.answer_restart_waiters(Ok(json!({"server": self.name, "pid": ready_pid})));
-        self.send_internal(Internal::ToolsList, "tools/list", &json!({}));
-        self.child_log_level = None;
-        self.sync_child_log_level();
-        self.resubscribe();
+        self.refresh_tools();
+        if self.cache.era == Some(Era::Modern) {
+            // What sessions were served from disk is checked against the live child.
+            for (key, caps) in self.cache.tool_keys() {
+                self.send_internal_as(
+                    Internal::ToolsList,
+                    "tools/list",
+                    &json!({}),
+                    Some((key, caps)),
+                );
+            }
+            self.open_own_listen();
+        } else {
+            self.child_log_level = None;
+            self.sync_child_log_level();
+            self.resubscribe();
+        }
+        let waiting: Vec<_> = self.waiting_era.drain(..).collect();
+        for (sid, req) in waiting {
+            self.on_session_request(sid, req);
+        }
         let held: Vec<_> = self.held.drain(..).collect();
         for (key, origin, req) in held {
             self.forward(key, origin, req);
         }
         self.pump();
+    }
+
+    /// Ask the child for its tools with the config's capabilities (for `status` and the
+    /// sessions that see those).
+    pub(super) fn refresh_tools(&mut self) {
+        self.send_internal(Internal::ToolsList, "tools/list", &json!({}));
     }
 
     /// The daemon's `initialize` went unanswered for a whole call timeout.
@@ -246,7 +385,7 @@ impl Upstream {
         let ran = c.started.elapsed();
         let was_ready = self.life.state == State::Ready;
         child::remove_record(&self.life.record_path);
-        self.server_requests.clear();
+        self.server_requests.clear_child();
         let pending = self.inflight.drain();
 
         if self.life.shutting_down() {
@@ -291,7 +430,18 @@ impl Upstream {
             self.start_child();
             return;
         }
+        if !was_ready && self.life.probe.is_some() && !self.life.probe_suspect {
+            // It may have died of the probe (rmcp before 3.0 does): try once with
+            // `initialize` alone, at once.
+            tracing::info!(upstream = %self.name, "the upstream exited when probed with server/discover; starting it again with initialize");
+            self.life.probe = None;
+            self.life.probe_suspect = true;
+            self.life.state = State::Restarting;
+            self.life.restart_at = Some(Instant::now());
+            return;
+        }
         if !was_ready {
+            self.life.probe_suspect = false;
             self.on_start_failed(format!("it exited before answering initialize ({status})"));
             return;
         }

@@ -10,7 +10,8 @@
 //!
 //! The parts, each in its own file:
 //! - [`lifecycle`]: start, initialize, exit, backoff, restart, shutdown; [`child_io`] the pipes;
-//! - [`from_sessions`] and [`from_child`]: the router, both directions;
+//! - [`from_sessions`] and [`from_child`]: the router, both directions; [`era`] the bridge
+//!   between protocol eras, [`listen`] 2026-07-28 subscriptions, [`mrtr`] input rounds;
 //! - [`inflight`]: the one table of requests the child is working on;
 //! - [`sessions`], [`tasks`], [`subscriptions`], [`server_requests`], [`log_level`],
 //!   [`sign_in`]: what belongs to whom;
@@ -19,11 +20,14 @@
 mod cache;
 mod child_io;
 mod coogle_call;
+mod era;
 mod from_child;
 mod from_sessions;
 mod inflight;
 mod lifecycle;
+mod listen;
 mod log_level;
+mod mrtr;
 mod request;
 mod server_requests;
 mod sessions;
@@ -183,15 +187,21 @@ pub(crate) fn start(
     let name = config.name.clone();
     let mut actor = Upstream::new(config, record_path, max_line, tx.clone());
     actor.coogle_tool = coogle_tool;
-    actor.cache.load();
+    let caps = actor.config.client_capabilities.clone();
+    actor.cache.load("config", &caps);
     tokio::spawn(actor.run(rx));
     UpstreamHandle { name, tx }
 }
 
 /// Requests the daemon makes of the child for itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Internal {
+    /// The probe that tells a 2026-07-28 child from a handshake-era one.
+    Discover,
     Initialize,
     ToolsList,
+    /// The daemon's own `subscriptions/listen` on a 2026-07-28 child.
+    Listen,
     /// Bookkeeping (log level, subscriptions, cancelling a gone session's tasks): the answer
     /// only gets logged.
     Housekeeping,
@@ -239,6 +249,11 @@ struct Upstream {
     queue: FairQueue<Queued>,
     /// Requests waiting for the child to be ready.
     held: VecDeque<(QueueKey, Origin, Request)>,
+    /// Session requests that wait to learn the child's era (a first start, nothing cached).
+    waiting_era: VecDeque<(SessionId, Request)>,
+    /// The daemon's own `subscriptions/listen` on a 2026-07-28 child (its uid).
+    own_listen: Option<u64>,
+    rounds: mrtr::Rounds,
     next_control_key: QueueKey,
     sessions: HashMap<SessionId, Session>,
     server_requests: ServerRequests,
@@ -247,6 +262,9 @@ struct Upstream {
     sign_ins: SignIns,
     /// The log level the child was last asked for (the most verbose any session wants).
     child_log_level: Option<u8>,
+    /// Log messages of a 2026-07-28 child that more than one session could have asked for,
+    /// and that no session got.
+    unattributed_logs: u64,
     /// Whether the `coogle` tool is offered (config `coogleTool`).
     coogle_tool: bool,
     ops: Operations,
@@ -272,6 +290,9 @@ impl Upstream {
             inflight: InFlight::default(),
             queue: FairQueue::default(),
             held: VecDeque::new(),
+            waiting_era: VecDeque::new(),
+            own_listen: None,
+            rounds: mrtr::Rounds::default(),
             next_control_key: CONTROL_KEY_BASE,
             sessions: HashMap::new(),
             server_requests: ServerRequests::default(),
@@ -279,6 +300,7 @@ impl Upstream {
             tasks: Tasks::default(),
             sign_ins: SignIns::default(),
             child_log_level: None,
+            unattributed_logs: 0,
             coogle_tool: false,
             ops: Operations::default(),
             stats: CallStats::default(),
@@ -315,6 +337,7 @@ impl Upstream {
             self.life.restart_at,
             shutdown,
             self.ops.next_deadline(),
+            self.rounds.next_due(),
         ]
         .into_iter()
         .flatten()
@@ -370,13 +393,10 @@ impl Upstream {
             let still = coogle_tool::running(&w.operation);
             self.send_to_session(w.session, response_line(&w.client_id, &raw(&still)));
         }
-        while let Some(uid) = self.inflight.first_expired(now) {
+        while let Some(uid) = self.inflight.expire(now) {
             self.on_timeout(uid);
-            // A timeout handler that could not remove the entry must not spin here.
-            if self.inflight.get(uid).is_some() {
-                self.inflight.remove(uid);
-            }
         }
+        self.retry_due_rounds(now);
         if self.life.restart_at.is_some_and(|t| t <= now) {
             self.on_restart_due();
         }
@@ -385,11 +405,65 @@ impl Upstream {
         }
     }
 
-    /// A request of the daemon's own.
-    fn send_internal(&mut self, what: Internal, method: &str, params: &Value) {
+    /// A request of the daemon's own; returns its uid. On a 2026-07-28 child it carries the
+    /// daemon's envelope (unless `params` brings its own).
+    fn send_internal(&mut self, what: Internal, method: &str, params: &Value) -> u64 {
+        self.send_internal_as(what, method, params, None)
+    }
+
+    /// [`Self::send_internal`] with the capabilities to declare (a tool list revalidated for
+    /// the sessions that were shown it) and the cache key its answer goes under.
+    fn send_internal_as(
+        &mut self,
+        what: Internal,
+        method: &str,
+        params: &Value,
+        tools_key: Option<(String, Box<RawValue>)>,
+    ) -> u64 {
         let uid = self.inflight.take_uid();
-        self.to_child(wire::request_line(&raw(&uid), method, params));
+        let mut params = params.clone();
+        if self.cache.era == Some(era::Era::Modern)
+            && params.get("_meta").is_none()
+            && let Some(obj) = params.as_object_mut()
+        {
+            let caps: Option<Value> = tools_key
+                .as_ref()
+                .and_then(|(_, c)| serde_json::from_str(c.get()).ok());
+            let caps = caps.unwrap_or_else(|| self.config.client_capabilities.clone());
+            let info = era::daemon_client_info();
+            let fields = era::envelope(Some(&caps), Some(&info), None);
+            let meta: serde_json::Map<String, Value> = fields
+                .into_iter()
+                .map(|(k, v)| {
+                    (
+                        k.to_string(),
+                        serde_json::from_str(v.get()).unwrap_or(Value::Null),
+                    )
+                })
+                .collect();
+            obj.insert("_meta".into(), Value::Object(meta));
+        }
+        self.to_child(wire::request_line(&raw(&uid), method, &params));
         let now = Instant::now();
+        let deadline = match what {
+            Internal::Listen => None,
+            Internal::Discover => {
+                Some(now + lifecycle::PROBE_TIMEOUT.min(self.config.call_timeout))
+            }
+            _ => Some(now + self.config.call_timeout),
+        };
+        let tools_key = match what {
+            Internal::ToolsList => tools_key.or_else(|| {
+                let caps = raw(&self.config.client_capabilities);
+                let key = if self.cache.era == Some(era::Era::Modern) {
+                    era::capabilities_key(Some(&caps))
+                } else {
+                    "config".to_string()
+                };
+                Some((key, caps))
+            }),
+            _ => None,
+        };
         self.inflight.insert(
             uid,
             inflight::Pending {
@@ -397,13 +471,18 @@ impl Upstream {
                 is_call: false,
                 tool: None,
                 started: now,
-                deadline: now + self.config.call_timeout,
+                deadline,
                 token: None,
                 task: tasks::TaskRole::None,
                 account: None,
                 first_tools_page: false,
+                tools_key,
+                listen: None,
+                log_level: None,
+                retry: None,
             },
         );
+        uid
     }
 
     fn to_child(&self, line: Vec<u8>) {
@@ -457,7 +536,8 @@ impl Upstream {
     /// only what its own level admits, so no session silences another.
     fn sync_child_log_level(&mut self) {
         let wanted = log_level::wanted(self.sessions.values().map(|s| s.log_level));
-        if wanted.is_none() || wanted == self.child_log_level || !self.life.is_ready() {
+        let modern = self.cache.era == Some(era::Era::Modern);
+        if modern || wanted.is_none() || wanted == self.child_log_level || !self.life.is_ready() {
             return;
         }
         self.child_log_level = wanted;

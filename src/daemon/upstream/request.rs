@@ -9,18 +9,24 @@
 use indexmap::IndexMap;
 use serde_json::value::RawValue;
 
+use super::era;
 use crate::wire::{Message, raw};
 
 /// The methods the router treats differently; everything else is forwarded as it is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Method {
     Initialize,
+    /// `server/discover` (2026-07-28): answered by the daemon from what it knows of the child.
+    Discover,
+    /// `subscriptions/listen` (2026-07-28): a long-lived request owned by its session.
+    Listen,
     Ping,
     SetLevel,
     ToolsCall,
     ToolsList,
     TasksList,
-    /// `tasks/get`, `tasks/result`, `tasks/cancel`: they name a task, which has one owner.
+    /// `tasks/get`, `tasks/result`, `tasks/cancel`, `tasks/update`: they name a task, which
+    /// has one owner.
     TaskOp,
     Subscribe,
     Unsubscribe,
@@ -31,12 +37,14 @@ impl Method {
     fn of(name: &str) -> Method {
         match name {
             "initialize" => Method::Initialize,
+            "server/discover" => Method::Discover,
+            "subscriptions/listen" => Method::Listen,
             "ping" => Method::Ping,
             "logging/setLevel" => Method::SetLevel,
             "tools/call" => Method::ToolsCall,
             "tools/list" => Method::ToolsList,
             "tasks/list" => Method::TasksList,
-            "tasks/get" | "tasks/result" | "tasks/cancel" => Method::TaskOp,
+            "tasks/get" | "tasks/result" | "tasks/cancel" | "tasks/update" => Method::TaskOp,
             "resources/subscribe" => Method::Subscribe,
             "resources/unsubscribe" => Method::Unsubscribe,
             _ => Method::Other,
@@ -71,6 +79,15 @@ pub(super) struct Request {
     pub progress_token: Option<Box<RawValue>>,
     /// `tools/call`: `params.arguments`, raw (the `coogle` tool reads its own).
     pub arguments: Option<Box<RawValue>>,
+    /// The 2026-07-28 envelope in `params._meta`, when the request carries one.
+    pub envelope: Option<Envelope>,
+}
+
+/// What a 2026-07-28 request says of its sender in `params._meta`.
+pub(super) struct Envelope {
+    pub version: String,
+    pub capabilities: Option<Box<RawValue>>,
+    pub log_level: Option<String>,
 }
 
 impl Request {
@@ -88,10 +105,19 @@ impl Request {
                 .get(key)
                 .and_then(|v| serde_json::from_str::<String>(v.get()).ok())
         };
-        let progress_token = params.get("_meta").and_then(|m| {
-            serde_json::from_str::<IndexMap<String, Box<RawValue>>>(m.get())
-                .ok()?
-                .shift_remove("progressToken")
+        let mut meta: IndexMap<String, Box<RawValue>> = params
+            .get("_meta")
+            .and_then(|m| serde_json::from_str(m.get()).ok())
+            .unwrap_or_default();
+        let progress_token = meta.shift_remove("progressToken");
+        let meta_text = |meta: &IndexMap<String, Box<RawValue>>, key: &str| {
+            meta.get(key)
+                .and_then(|v| serde_json::from_str::<String>(v.get()).ok())
+        };
+        let envelope = meta_text(&meta, era::META_VERSION).map(|version| Envelope {
+            version,
+            log_level: meta_text(&meta, era::META_LOG_LEVEL),
+            capabilities: meta.shift_remove(era::META_CAPABILITIES),
         });
         let (mut tool, mut account, mut arguments) = (String::new(), String::new(), None);
         if method == Method::ToolsCall {
@@ -123,6 +149,7 @@ impl Request {
             account,
             progress_token,
             arguments,
+            envelope,
             msg,
         }
     }

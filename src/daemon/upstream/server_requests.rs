@@ -1,7 +1,8 @@
-//! Requests the child sent to a client (sampling, elicitation, roots) and which session each
-//! was handed to. The session sees the daemon's own id (`coogle-s<n>`), never the child's, so
-//! ids of different children or generations cannot collide in a session, and an answer is
-//! accepted only from the session the request went to.
+//! Requests to a client that the daemon handed to one session: the child's own (a
+//! handshake-era child's sampling, elicitation, roots) and the input requests of a 2026-07-28
+//! child's `input_required` answer (see `mrtr`). The session sees the daemon's own id
+//! (`coogle-s<n>`), never the child's, so ids of different children or generations cannot
+//! collide in a session, and an answer is accepted only from the session the request went to.
 
 use std::collections::HashMap;
 
@@ -12,8 +13,15 @@ use crate::wire::{id_key, raw};
 
 pub(super) struct ServerRequest {
     pub session: SessionId,
-    /// The id the child used, restored on the answer.
-    pub child_id: Box<RawValue>,
+    pub target: Target,
+}
+
+/// Where the session's answer goes.
+pub(super) enum Target {
+    /// To the child, under the id it used.
+    Child(Box<RawValue>),
+    /// Into an input round, under the key the child gave the input request.
+    Round { round: u64, key: String },
 }
 
 #[derive(Default)]
@@ -24,12 +32,16 @@ pub(super) struct ServerRequests {
 }
 
 impl ServerRequests {
-    /// Register a request for `session`; returns the id to show the session.
+    /// Register a child's request for `session`; returns the id to show the session.
     pub fn insert(&mut self, session: SessionId, child_id: Box<RawValue>) -> Box<RawValue> {
+        self.insert_target(session, Target::Child(child_id))
+    }
+
+    pub fn insert_target(&mut self, session: SessionId, target: Target) -> Box<RawValue> {
         self.next += 1;
         let id = raw(&format!("coogle-s{}", self.next));
         self.by_id
-            .insert(id_key(&id), ServerRequest { session, child_id });
+            .insert(id_key(&id), ServerRequest { session, target });
         id
     }
 
@@ -47,15 +59,16 @@ impl ServerRequests {
         let key = self
             .by_id
             .iter()
-            .find(|(_, r)| id_key(&r.child_id) == child_key)
+            .find(|(_, r)| matches!(&r.target, Target::Child(c) if id_key(c) == child_key))
             .map(|(k, _)| k.clone())?;
         let r = self.by_id.remove(&key)?;
         let id = RawValue::from_string(key).ok()?;
         Some((r.session, id))
     }
 
-    /// A session went away: its unanswered requests, so the child can be told.
-    pub fn remove_session(&mut self, session: SessionId) -> Vec<ServerRequest> {
+    /// A session went away: the child's requests it left unanswered (their ids), so the child
+    /// can be told.
+    pub fn remove_session(&mut self, session: SessionId) -> Vec<Box<RawValue>> {
         let keys: Vec<String> = self
             .by_id
             .iter()
@@ -64,11 +77,17 @@ impl ServerRequests {
             .collect();
         keys.into_iter()
             .filter_map(|k| self.by_id.remove(&k))
+            .filter_map(|r| match r.target {
+                Target::Child(id) => Some(id),
+                Target::Round { .. } => None,
+            })
             .collect()
     }
 
-    pub fn clear(&mut self) {
-        self.by_id.clear();
+    /// The child is gone: its requests can no longer be answered (input rounds can).
+    pub fn clear_child(&mut self) {
+        self.by_id
+            .retain(|_, r| matches!(r.target, Target::Round { .. }));
     }
 }
 
@@ -84,7 +103,7 @@ mod tests {
         let key = id_key(&id);
         assert!(r.take_answer(2, &key).is_none(), "another session's answer");
         let got = r.take_answer(1, &key).unwrap();
-        assert_eq!(got.child_id.get(), "7");
+        assert!(matches!(got.target, Target::Child(c) if c.get() == "7"));
         assert!(r.take_answer(1, &key).is_none(), "answered once");
         let id = r.insert(3, raw(&"c"));
         let (s, shown) = r.cancelled_by_child("\"c\"").unwrap();

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant, SystemTime};
 use serde_json::Value;
 use tokio::net::unix::OwnedWriteHalf;
 
+use super::era::Era;
 use super::{Internal, Origin, Upstream, log_level};
 use crate::daemon::SessionId;
 use crate::daemon::outbox::Outbox;
@@ -29,6 +30,9 @@ pub(super) struct Session {
     pub client_info: Option<Value>,
     pub capabilities: Option<Value>,
     pub protocol_version: Option<String>,
+    /// The era the session speaks: handshake once it sent `initialize`, 2026-07-28 once it
+    /// sent a request with the envelope (a `server/discover` probe alone decides nothing).
+    pub era: Option<Era>,
     pub initialized: bool,
     pub log_level: Option<u8>,
     pub stats: CallStats,
@@ -52,6 +56,7 @@ impl Upstream {
                 client_info: None,
                 capabilities: None,
                 protocol_version: None,
+                era: None,
                 initialized: false,
                 log_level: None,
                 stats: CallStats::default(),
@@ -69,6 +74,8 @@ impl Upstream {
             self.stats.record(Outcome::Cancelled, Duration::ZERO);
         }
         self.held.retain(|(_, o, _)| o.session() != Some(sid));
+        self.waiting_era.retain(|(s, _)| *s != sid);
+        self.forget_rounds(sid);
         self.ops.forget_session(sid);
         let ready = self.life.is_ready();
         for task_id in self.tasks.remove_session(sid) {
@@ -80,21 +87,23 @@ impl Upstream {
                 );
             }
         }
-        for uri in self.subscriptions.remove_session(sid) {
-            if ready {
-                self.send_internal(
-                    Internal::Housekeeping,
-                    "resources/unsubscribe",
-                    &json!({"uri": uri}),
-                );
+        let abandoned = self.subscriptions.remove_session(sid);
+        if ready && !abandoned.is_empty() {
+            if self.child_is_modern() {
+                self.open_own_listen();
+            } else {
+                for uri in abandoned {
+                    let params = json!({"uri": uri});
+                    self.send_internal(Internal::Housekeeping, "resources/unsubscribe", &params);
+                }
             }
         }
         for uid in self.inflight.of_session(sid) {
             self.abandon(uid, "the client disconnected", Outcome::Cancelled);
         }
-        for r in self.server_requests.remove_session(sid) {
+        for child_id in self.server_requests.remove_session(sid) {
             self.to_child(wire::error_line(
-                Some(&r.child_id),
+                Some(&child_id),
                 rpc_code::INTERNAL_ERROR,
                 "coogle: the session this request was routed to disconnected",
             ));

@@ -4,6 +4,7 @@
 
 use std::time::{Instant, UNIX_EPOCH};
 
+use super::era::{Era, META_SERVER_INFO};
 use super::{Upstream, ms};
 use crate::daemon::child;
 use crate::wire::{SessionStatus, SignInStatus, UpstreamStatus};
@@ -27,6 +28,7 @@ impl Upstream {
                     client: s.hello.client.clone(),
                     version: s.hello.version.clone(),
                     protocol_version: s.protocol_version.clone(),
+                    era: s.era,
                     connected_at_ms: since_epoch(s.connected_at),
                     uptime_ms: ms(s.connected.elapsed()),
                     queued: self.queue.len_of(id),
@@ -35,12 +37,7 @@ impl Upstream {
                 }
             })
             .collect();
-        let server_info = self
-            .cache
-            .init_result
-            .as_ref()
-            .and_then(|r| serde_json::from_str::<serde_json::Value>(r.get()).ok())
-            .and_then(|v| v.get("serverInfo").cloned());
+        let server_info = self.server_info();
         UpstreamStatus {
             name: self.name.clone(),
             state: self.life.state,
@@ -60,6 +57,11 @@ impl Upstream {
             call_timeout_ms: ms(self.config.call_timeout),
             tools: self.cache.tools_count,
             server_info,
+            era: self.cache.era,
+            capabilities_from: self.cache.era.map(|e| match e {
+                Era::Modern => "session".to_string(),
+                Era::Legacy => "config".to_string(),
+            }),
             stats: self.stats.to_status(),
             sign_in: self
                 .sign_ins
@@ -72,6 +74,20 @@ impl Upstream {
                 .collect(),
             sessions,
         }
+    }
+}
+
+impl Upstream {
+    /// The child's `serverInfo`: from its `initialize` answer, or its DiscoverResult's `_meta`.
+    fn server_info(&self) -> Option<serde_json::Value> {
+        let parse = |r: &serde_json::value::RawValue| {
+            serde_json::from_str::<serde_json::Value>(r.get()).ok()
+        };
+        if let Some(v) = self.cache.init_result.as_deref().and_then(parse) {
+            return v.get("serverInfo").cloned();
+        }
+        let d = self.cache.discover.as_deref().and_then(parse)?;
+        d.get("_meta")?.get(META_SERVER_INFO).cloned()
     }
 }
 

@@ -11,6 +11,7 @@ use tokio::net::unix::pipe;
 use tokio::sync::{mpsc, watch};
 
 use super::child_io::ChildHandle;
+use super::era;
 use super::*;
 use crate::daemon::outbox::Outbox;
 
@@ -20,6 +21,8 @@ struct Harness {
     _events: mpsc::Receiver<Event>,
     child: BufReader<pipe::Receiver>,
     sessions: HashMap<SessionId, BufReader<UnixStream>>,
+    /// The id of the daemon's own listen on a 2026-07-28 child.
+    own_listen: Value,
 }
 
 fn config(extra: Value) -> ServerConfig {
@@ -32,8 +35,8 @@ fn config(extra: Value) -> ServerConfig {
 }
 
 impl Harness {
-    /// A ready upstream (its fake child answered `initialize` and the first `tools/list`).
-    async fn ready(extra: Value) -> Harness {
+    /// An upstream with a fake child that has not answered anything yet.
+    fn spawned(extra: Value) -> Harness {
         let (tx, rx) = mpsc::channel(64);
         let mut actor = Upstream::new(config(extra), "/nonexistent/rec".into(), 1 << 20, tx);
         // Never read or write a real cache in unit tests.
@@ -46,12 +49,23 @@ impl Harness {
             writer: Outbox::new(writer).0,
             exited,
         });
-        let mut h = Harness {
+        Harness {
             actor,
             _events: rx,
             child: BufReader::new(reader),
             sessions: HashMap::new(),
-        };
+            own_listen: Value::Null,
+        }
+    }
+
+    /// A ready upstream whose fake child speaks only the handshake era: it refused the probe,
+    /// answered `initialize` and the first `tools/list`.
+    async fn ready(extra: Value) -> Harness {
+        let mut h = Harness::spawned(extra);
+        let probe = h.child_reads().await;
+        assert_eq!(probe["method"], "server/discover");
+        h.child_says(json!({"jsonrpc": "2.0", "id": probe["id"],
+            "error": {"code": -32601, "message": "Method not found"}}));
         let init = h.child_reads().await;
         assert_eq!(init["method"], "initialize");
         h.child_says(json!({"jsonrpc": "2.0", "id": init["id"], "result": {
@@ -64,6 +78,29 @@ impl Harness {
             json!({"jsonrpc": "2.0", "id": list["id"], "result": {"tools": [{"name": "echo"}]}}),
         );
         assert!(h.actor.life.is_ready());
+        h
+    }
+
+    /// A ready upstream whose fake child speaks 2026-07-28: it answered the probe, the first
+    /// `tools/list`, and the daemon opened its own subscription.
+    async fn modern(extra: Value) -> Harness {
+        let mut h = Harness::spawned(extra);
+        let probe = h.child_reads().await;
+        assert_eq!(probe["method"], "server/discover");
+        assert_eq!(probe["params"]["_meta"][era::META_VERSION], "2026-07-28");
+        h.child_says(json!({"jsonrpc": "2.0", "id": probe["id"], "result": {
+            "resultType": "complete", "supportedVersions": ["2026-07-28"],
+            "capabilities": {"tools": {"listChanged": true}}, "ttlMs": 0, "cacheScope": "private",
+            "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "fake", "version": "1"}}}}));
+        let list = h.child_reads().await;
+        assert_eq!(list["method"], "tools/list");
+        assert_eq!(list["params"]["_meta"][era::META_VERSION], "2026-07-28");
+        h.child_says(json!({"jsonrpc": "2.0", "id": list["id"], "result": {
+            "resultType": "complete", "tools": [{"name": "echo"}], "ttlMs": 60000, "cacheScope": "private"}}));
+        let listen = h.child_reads().await;
+        assert_eq!(listen["method"], "subscriptions/listen");
+        assert!(h.actor.life.is_ready());
+        h.own_listen = listen["id"].clone();
         h
     }
 
@@ -352,5 +389,284 @@ async fn a_closed_session_cancels_its_calls_upstream() {
     let cancel = h.child_reads().await;
     assert_eq!(cancel["params"]["requestId"], sent["id"]);
     assert_eq!((h.actor.queue.len(), h.actor.inflight.calls()), (0, 0));
+    h.child_reads_nothing().await;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Protocol eras.
+
+/// A 2026-07-28 envelope for a request's `_meta`.
+fn envelope(client: &str, caps: Value) -> Value {
+    json!({
+        era::META_VERSION: "2026-07-28",
+        era::META_CAPABILITIES: caps,
+        era::META_CLIENT_INFO: {"name": client, "version": "1"},
+    })
+}
+
+fn modern_call(id: Value, tool: &str, meta: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+        "params": {"name": tool, "arguments": {}, "_meta": meta}})
+}
+
+impl Harness {
+    /// Connect a session without a handshake (a 2026-07-28 client).
+    fn bare_session(&mut self, id: SessionId) {
+        let (ours, theirs) = UnixStream::pair().unwrap();
+        let (_, w) = ours.into_split();
+        let hello = crate::wire::Hello::mcp(Some("t".into()));
+        self.actor.handle(Event::SessionOpen {
+            id,
+            hello,
+            out: Outbox::new(w).0,
+        });
+        self.sessions.insert(id, BufReader::new(theirs));
+    }
+}
+
+#[tokio::test]
+async fn discover_is_answered_by_the_daemon_with_a_version_check() {
+    let mut h = Harness::modern(json!({})).await;
+    h.bare_session(1);
+    h.says(
+        1,
+        json!({"jsonrpc": "2.0", "id": "server-discover-probe-1", "method": "server/discover",
+        "params": {"_meta": envelope("claude-code", json!({"roots": {"listChanged": true}}))}}),
+    );
+    let d = h.reads(1).await;
+    assert_eq!(d["id"], "server-discover-probe-1");
+    assert_eq!(d["result"]["supportedVersions"], json!(["2026-07-28"]));
+    h.child_reads_nothing().await;
+    let mut old = envelope("x", json!({}));
+    old[era::META_VERSION] = json!("2099-01-01");
+    h.says(
+        1,
+        json!({"jsonrpc": "2.0", "id": 2, "method": "server/discover", "params": {"_meta": old}}),
+    );
+    let e = h.reads(1).await;
+    assert_eq!(e["error"]["code"], -32022);
+    assert_eq!(
+        e["error"]["data"],
+        json!({"supported": ["2026-07-28"], "requested": "2099-01-01"})
+    );
+}
+
+#[tokio::test]
+async fn a_modern_sessions_request_passes_with_its_own_envelope() {
+    let mut h = Harness::modern(json!({"maxConcurrent": 2})).await;
+    h.bare_session(1);
+    h.bare_session(2);
+    let meta_a = envelope("a", json!({"sampling": {}}));
+    let mut meta_b = envelope("b", json!({}));
+    meta_b["progressToken"] = json!(1);
+    h.says(1, modern_call(json!(1), "echo", meta_a.clone()));
+    h.says(2, modern_call(json!(1), "echo", meta_b));
+    let (a, b) = (h.child_reads().await, h.child_reads().await);
+    assert_eq!(a["params"]["_meta"], meta_a, "untouched");
+    assert_eq!(b["params"]["_meta"][era::META_CLIENT_INFO]["name"], "b");
+    assert_ne!(
+        b["params"]["_meta"]["progressToken"], 1,
+        "tokens are still rewritten"
+    );
+    h.child_says(json!({"jsonrpc": "2.0", "id": a["id"], "result": {"resultType": "complete", "content": []}}));
+    assert_eq!(h.reads(1).await["id"], 1);
+    h.reads_nothing(2).await;
+}
+
+#[tokio::test]
+async fn a_handshake_session_on_a_modern_child_is_initialized_and_wrapped() {
+    let mut h = Harness::modern(json!({})).await;
+    h.session(1, json!({"elicitation": {}})).await;
+    h.says(1, json!({"jsonrpc": "2.0", "id": 5, "method": "logging/setLevel", "params": {"level": "warning"}}));
+    h.reads(1).await;
+    h.child_reads_nothing().await;
+    h.says(1, call(json!(9), "echo", json!({})));
+    let sent = h.child_reads().await;
+    let meta = &sent["params"]["_meta"];
+    assert_eq!(meta[era::META_VERSION], "2026-07-28");
+    assert_eq!(meta[era::META_CAPABILITIES], json!({"elicitation": {}}));
+    assert_eq!(meta[era::META_CLIENT_INFO]["name"], "client1");
+    assert_eq!(meta[era::META_LOG_LEVEL], "warning");
+}
+
+#[tokio::test]
+async fn input_required_is_asked_of_the_calling_handshake_session_and_retried() {
+    let mut h = Harness::modern(json!({"maxConcurrent": 2})).await;
+    h.session(1, json!({"elicitation": {}})).await;
+    h.session(2, json!({"elicitation": {}})).await;
+    h.says(1, call(json!("c1"), "ask", json!({})));
+    let first = h.child_reads().await;
+    h.child_says(json!({"jsonrpc": "2.0", "id": first["id"], "result": {"resultType": "input_required",
+        "inputRequests": {"q": {"method": "elicitation/create", "params": {"message": "secret of 1"}}},
+        "requestState": "s1"}}));
+    let asked = h.reads(1).await;
+    assert_eq!(asked["method"], "elicitation/create");
+    assert_eq!(asked["params"]["message"], "secret of 1");
+    h.reads_nothing(2).await;
+    // Another session cannot answer it.
+    h.says(2, json!({"jsonrpc": "2.0", "id": asked["id"], "result": {"action": "accept", "content": {"x": "evil"}}}));
+    h.child_reads_nothing().await;
+    h.says(1, json!({"jsonrpc": "2.0", "id": asked["id"], "result": {"action": "accept", "content": {"x": 1}}}));
+    let retry = h.child_reads().await;
+    assert_ne!(retry["id"], first["id"], "a retry is a new request");
+    assert_eq!(
+        retry["params"]["inputResponses"],
+        json!({"q": {"action": "accept", "content": {"x": 1}}})
+    );
+    assert_eq!(retry["params"]["requestState"], "s1");
+    assert_eq!(retry["params"]["name"], "ask");
+    h.child_says(json!({"jsonrpc": "2.0", "id": retry["id"], "result": {"resultType": "complete", "content": [{"type": "text", "text": "done"}]}}));
+    let done = h.reads(1).await;
+    assert_eq!(
+        (
+            done["id"].clone(),
+            done["result"]["content"][0]["text"].clone()
+        ),
+        (json!("c1"), json!("done"))
+    );
+}
+
+#[tokio::test]
+async fn a_modern_session_gets_input_required_as_it_is() {
+    let mut h = Harness::modern(json!({})).await;
+    h.bare_session(1);
+    h.says(
+        1,
+        modern_call(json!(3), "ask", envelope("m", json!({"elicitation": {}}))),
+    );
+    let sent = h.child_reads().await;
+    let ir = json!({"resultType": "input_required", "inputRequests": {"q": {"method": "elicitation/create", "params": {}}}});
+    h.child_says(json!({"jsonrpc": "2.0", "id": sent["id"], "result": ir}));
+    assert_eq!(h.reads(1).await["result"], ir);
+}
+
+#[tokio::test]
+async fn a_listen_stream_reaches_only_its_session_under_its_own_id() {
+    let mut h = Harness::modern(json!({})).await;
+    h.bare_session(1);
+    h.bare_session(2);
+    h.says(1, json!({"jsonrpc": "2.0", "id": "L", "method": "subscriptions/listen",
+        "params": {"_meta": envelope("a", json!({})), "notifications": {"toolsListChanged": true}}}));
+    let listen = h.child_reads().await;
+    let tag = |id: &Value| json!({"_meta": {era::META_SUBSCRIPTION: id}});
+    h.child_says(json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed", "params": tag(&listen["id"])}));
+    let got = h.reads(1).await;
+    assert_eq!(got["params"]["_meta"][era::META_SUBSCRIPTION], "L");
+    h.reads_nothing(2).await;
+    // Streams never time out; a cancel ends one upstream.
+    h.says(1, json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "L"}}));
+    let cancel = h.child_reads().await;
+    assert_eq!(cancel["params"]["requestId"], listen["id"]);
+}
+
+#[tokio::test]
+async fn the_daemons_own_listen_serves_handshake_sessions() {
+    let mut h = Harness::modern(json!({})).await;
+    h.session(1, json!({})).await;
+    h.bare_session(2);
+    let own = h.own_listen.clone();
+    h.child_says(
+        json!({"jsonrpc": "2.0", "method": "notifications/prompts/list_changed",
+        "params": {"_meta": {era::META_SUBSCRIPTION: own}}}),
+    );
+    let got = h.reads(1).await;
+    assert_eq!(got["method"], "notifications/prompts/list_changed");
+    assert!(
+        got.get("params").is_none() || got["params"].get("_meta").is_none(),
+        "untagged: {got}"
+    );
+    h.reads_nothing(2).await;
+    // A handshake session's subscribe replaces the daemon's listen with one for its URI.
+    h.says(1, json!({"jsonrpc": "2.0", "id": 4, "method": "resources/subscribe", "params": {"uri": "u:1"}}));
+    assert_eq!(h.reads(1).await["id"], 4);
+    assert_eq!(h.child_reads().await["method"], "notifications/cancelled");
+    let relisten = h.child_reads().await;
+    assert_eq!(
+        relisten["params"]["notifications"]["resourceSubscriptions"],
+        json!(["u:1"])
+    );
+}
+
+#[tokio::test]
+async fn a_request_scoped_log_reaches_only_the_session_that_asked() {
+    let mut h = Harness::modern(json!({"maxConcurrent": 3})).await;
+    h.bare_session(1);
+    h.bare_session(2);
+    let mut asks = envelope("a", json!({}));
+    asks[era::META_LOG_LEVEL] = json!("info");
+    h.says(1, modern_call(json!(1), "echo", asks.clone()));
+    h.says(2, modern_call(json!(1), "echo", envelope("b", json!({}))));
+    h.child_reads().await;
+    h.child_reads().await;
+    let log = json!({"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": "a's"}});
+    h.child_says(log.clone());
+    assert_eq!(h.reads(1).await["params"]["data"], "a's");
+    h.reads_nothing(2).await;
+    // When two sessions could have asked, neither gets it.
+    h.says(2, modern_call(json!(2), "echo", asks));
+    h.child_reads().await;
+    h.child_says(log);
+    h.reads_nothing(1).await;
+    h.reads_nothing(2).await;
+    assert_eq!(h.actor.unattributed_logs, 1);
+}
+
+#[tokio::test]
+async fn a_modern_session_on_a_handshake_child_gets_the_childs_answers() {
+    let mut h = Harness::ready(json!({})).await;
+    h.bare_session(1);
+    h.says(
+        1,
+        json!({"jsonrpc": "2.0", "id": "p", "method": "server/discover",
+        "params": {"_meta": envelope("cc", json!({}))}}),
+    );
+    let d = h.reads(1).await;
+    assert_eq!(
+        d["error"],
+        json!({"code": -32601, "message": "Method not found"}),
+        "the child's own answer"
+    );
+    h.says(1, json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {"_meta": envelope("cc", json!({}))}}));
+    let e = h.reads(1).await;
+    assert_eq!(e["error"]["code"], -32022);
+    assert_eq!(e["error"]["data"]["supported"], json!(["2025-11-25"]));
+    h.child_reads_nothing().await;
+}
+
+#[tokio::test]
+async fn tool_lists_follow_each_sessions_capabilities() {
+    let mut h = Harness::modern(json!({})).await;
+    h.bare_session(1);
+    let list = |caps: Value| {
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list",
+        "params": {"_meta": envelope("x", caps)}})
+    };
+    // The daemon's own list (config capabilities, TTL 60 s) does not answer another set.
+    h.says(1, list(json!({"sampling": {}})));
+    let asked = h.child_reads().await;
+    assert_eq!(
+        asked["params"]["_meta"][era::META_CAPABILITIES],
+        json!({"sampling": {}})
+    );
+    h.child_says(
+        json!({"jsonrpc": "2.0", "id": asked["id"], "result": {"resultType": "complete",
+        "tools": [{"name": "echo"}, {"name": "sample"}], "ttlMs": 60000, "cacheScope": "private"}}),
+    );
+    assert_eq!(
+        h.reads(1).await["result"]["tools"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+    // Within its TTL the same capabilities are answered from the cache.
+    h.says(1, list(json!({"sampling": {}})));
+    assert_eq!(
+        h.reads(1).await["result"]["tools"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
     h.child_reads_nothing().await;
 }
