@@ -7,12 +7,36 @@
 //! on its own thread, so several calls can be in flight and be answered out of order. It must
 //! never write anything but whole JSON lines to stdout: diagnostics go to stderr.
 //!
+//! It speaks both protocol eras, and locks each connection to one of them as the official
+//! Python SDK does: the first *request* decides, once. A request whose `params._meta` has
+//! `io.modelcontextprotocol/protocolVersion` (other than `initialize`) makes the connection
+//! modern (2026-07-28: no handshake, a `_meta` envelope on every request, `server/discover`,
+//! `subscriptions/listen`, input_required results instead of server→client requests); anything
+//! else makes it legacy (the `initialize` handshake, 2025-11-25 and earlier). Notifications
+//! before that are just handled. A legacy connection behaves exactly as this server always did.
+//! On a modern one the tools that need the client keep their names but not their mechanics:
+//! `ask` and `sample` answer `input_required` and finish on the retry, `notify` reaches only
+//! the `subscriptions/listen` streams that asked (tagged with their ids), and log messages only
+//! requests whose envelope carries a `logLevel` at or below the message's level.
+//!
 //! Fault injection through the environment (read at startup):
+//! - `FAKE_MCP_ERA`: `dual` (the default: the first request decides), `modern` (2026-07-28
+//!   only: `initialize` gets -32022) or `legacy` (handshake only, as the legacy TS SDK: an
+//!   enveloped request is served with legacy shapes, `server/discover` gets -32601).
+//! - `FAKE_MCP_TTL_MS`: the `ttlMs` cache hint of modern discover, list and read results
+//!   (default 0, what both SDKs send).
+//! - `FAKE_MCP_DISCOVER_DELAY_MS`: answer `server/discover` this late (other requests are not
+//!   held up), to play a server whose start is slower than a client's probe timeout.
+//! - `FAKE_MCP_EXIT_ON_DISCOVER`: exit at once with code 1 when the first message is
+//!   `server/discover`, as rmcp < 3 servers do on any first message but `initialize`.
 //! - `FAKE_MCP_START_DELAY_MS`: sleep this long before reading stdin.
 //! - `FAKE_MCP_EXIT_AT_START`: exit at once with this code.
 //! - `FAKE_MCP_PID_FILE`: append `<pid>\n` to this file (one write), to count spawns.
 //! - `FAKE_MCP_EVENT_LOG`: append `<method> <id|-> <progressToken|->` per received message
-//!   (`notifications/cancelled <requestId>` for cancels), to check what the child received.
+//!   (`notifications/cancelled <requestId>` for cancels), to check what the child received. On
+//!   a modern connection each request's line goes on with ` era=modern` and, when its envelope
+//!   names the client, ` client=<clientInfo.name>`: extra trailing fields, so readers that take
+//!   the first three fields see the same lines in both eras.
 //! - `FAKE_MCP_IGNORE_SIGTERM`: ignore SIGTERM, so escalation to SIGKILL can be checked.
 //! - `FAKE_MCP_EXTRA_TOOL`: list one more tool with this name (a different list after respawn).
 #![allow(clippy::print_stdout, clippy::print_stderr)]
@@ -21,14 +45,69 @@ use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::io::{self, BufRead, Write};
 use std::process::{Command, Stdio};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value, json};
+use sha2::{Digest, Sha256};
 
 const DEFAULT_PROTOCOL_VERSION: &str = "2025-11-25";
+/// The one modern protocol version this server speaks.
+const MODERN_VERSION: &str = "2026-07-28";
 /// argv[1] that turns this binary into a do-nothing grandchild (see the `spawn_grandchild` tool).
 const GRANDCHILD_ARG: &str = "--fake-mcp-grandchild";
+
+/// The `_meta` keys of the 2026-07-28 per-request envelope, and of its answers.
+const META_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+const META_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
+const META_CLIENT: &str = "io.modelcontextprotocol/clientInfo";
+const META_LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
+const META_SUBSCRIPTION: &str = "io.modelcontextprotocol/subscriptionId";
+const META_SERVER: &str = "io.modelcontextprotocol/serverInfo";
+
+/// Log levels from least to most severe (RFC 5424, as MCP names them).
+const LOG_LEVELS: [&str; 8] = [
+    "debug",
+    "info",
+    "notice",
+    "warning",
+    "error",
+    "critical",
+    "alert",
+    "emergency",
+];
+
+/// Modern results that carry the `ttlMs`/`cacheScope` cache hints.
+const CACHEABLE: [&str; 6] = [
+    "server/discover",
+    "tools/list",
+    "prompts/list",
+    "resources/list",
+    "resources/templates/list",
+    "resources/read",
+];
+
+/// The one resource, whose updates the `notify` tool announces.
+const HELLO_URI: &str = "fake://hello";
+
+/// The Python SDK's words for an enveloped request on a connection locked to the handshake.
+const LEGACY_LOCKED: &str = "this connection serves the handshake protocol era; requests carrying the 2026-07-28 envelope are not accepted on it";
+
+/// Which eras this server will speak (`FAKE_MCP_ERA`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum EraMode {
+    Dual,
+    Modern,
+    Legacy,
+}
+
+/// The era a connection is locked to.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Era {
+    Legacy,
+    Modern,
+}
 
 /// State shared by the reader loop and the call threads.
 struct Shared {
@@ -44,15 +123,60 @@ struct Shared {
     /// Requests this server sent to its client (the `ask` tool), by id, with their answers.
     asks: Mutex<HashMap<String, Option<Value>>>,
     answered: Condvar,
-    next_ask: std::sync::atomic::AtomicU64,
+    next_ask: AtomicU64,
+    mode: EraMode,
+    /// Set once, by the first request (or at start when `FAKE_MCP_ERA` allows only one era).
+    era: OnceLock<Era>,
+    /// Whether any message was read yet (`FAKE_MCP_EXIT_ON_DISCOVER` looks at the first).
+    seen_message: AtomicBool,
+    exit_on_discover: bool,
+    discover_delay: Duration,
+    ttl_ms: u64,
+    /// The capabilities of the last legacy `initialize`: the legacy era remembers them for the
+    /// connection, where a modern request carries its own.
+    legacy_capabilities: Mutex<Value>,
+    /// Open `subscriptions/listen` streams, in the order they were opened.
+    subscriptions: Mutex<Vec<Subscription>>,
 }
 
 /// What a request handler decided to send back.
 enum Reply {
     Result(Value),
     Error(i64, String),
+    /// An error with `data` (the 2026-07-28 errors -32021 and -32022 carry some).
+    ErrorData(i64, String, Value),
     /// The request was cancelled: send nothing.
     Nothing,
+}
+
+/// What one request's handler may know of its client. A legacy request gets what the
+/// connection's `initialize` declared; a modern one only what its own envelope says, since a
+/// 2026-07-28 server must not infer capabilities from earlier requests.
+struct Ctx {
+    era: Era,
+    capabilities: Value,
+    /// The envelope's `logLevel` as an index into `LOG_LEVELS`; None in the modern era means
+    /// no log messages at all for this request.
+    log_level: Option<usize>,
+}
+
+impl Ctx {
+    fn declares(&self, capability: &str) -> bool {
+        self.capabilities
+            .get(capability)
+            .is_some_and(|c| !c.is_null())
+    }
+}
+
+/// One open `subscriptions/listen` stream: the listen request's id and what it asked for.
+struct Subscription {
+    /// The listen request's id, kept as sent: tags carry it with the same JSON type.
+    id: Value,
+    key: String,
+    tools: bool,
+    prompts: bool,
+    resources: bool,
+    resource_uris: Option<Vec<String>>,
 }
 
 fn main() {
@@ -97,6 +221,32 @@ fn main() {
         std::process::exit(code);
     }
 
+    let mode = match std::env::var("FAKE_MCP_ERA").as_deref().map(str::trim) {
+        Err(_) | Ok("" | "dual") => EraMode::Dual,
+        Ok("modern") => EraMode::Modern,
+        Ok("legacy") => EraMode::Legacy,
+        Ok(other) => {
+            // A typo must not quietly test the wrong era.
+            eprintln!("fake-mcp: FAKE_MCP_ERA must be dual, modern or legacy, not {other:?}");
+            std::process::exit(2);
+        }
+    };
+    let era = OnceLock::new();
+    match mode {
+        EraMode::Dual => {}
+        EraMode::Modern => {
+            let _ = era.set(Era::Modern);
+        }
+        EraMode::Legacy => {
+            let _ = era.set(Era::Legacy);
+        }
+    }
+    let millis = |name: &str| {
+        std::env::var(name)
+            .ok()
+            .and_then(|s| s.trim().parse::<u64>().ok())
+    };
+
     let event_log =
         std::env::var_os("FAKE_MCP_EVENT_LOG").and_then(|path| {
             match OpenOptions::new().create(true).append(true).open(&path) {
@@ -117,13 +267,18 @@ fn main() {
             .filter(|s| !s.is_empty()),
         asks: Mutex::new(HashMap::new()),
         answered: Condvar::new(),
-        next_ask: std::sync::atomic::AtomicU64::new(1),
+        next_ask: AtomicU64::new(1),
+        mode,
+        era,
+        seen_message: AtomicBool::new(false),
+        exit_on_discover: std::env::var_os("FAKE_MCP_EXIT_ON_DISCOVER").is_some(),
+        discover_delay: Duration::from_millis(millis("FAKE_MCP_DISCOVER_DELAY_MS").unwrap_or(0)),
+        ttl_ms: millis("FAKE_MCP_TTL_MS").unwrap_or(0),
+        legacy_capabilities: Mutex::new(json!({})),
+        subscriptions: Mutex::new(Vec::new()),
     });
 
-    if let Some(ms) = std::env::var("FAKE_MCP_START_DELAY_MS")
-        .ok()
-        .and_then(|s| s.trim().parse::<u64>().ok())
-    {
+    if let Some(ms) = millis("FAKE_MCP_START_DELAY_MS") {
         std::thread::sleep(Duration::from_millis(ms));
     }
 
@@ -140,7 +295,8 @@ fn main() {
             }
         }
     }
-    // Stdin EOF: exit at once, holding the stdout lock so no call thread's line is cut.
+    // Stdin EOF: exit at once, holding the stdout lock so no call thread's line is cut. Open
+    // subscriptions end with the process, as the spec says they do.
     let _out = lock(&shared.stdout);
     std::process::exit(0);
 }
@@ -171,12 +327,55 @@ impl Shared {
         );
     }
 
+    fn reply(&self, id: &Value, reply: Reply) {
+        match reply {
+            Reply::Result(r) => self.send_result(id, r),
+            Reply::Error(code, message) => self.send_error(id, code, &message),
+            Reply::ErrorData(code, message, data) => self.send(&json!({
+                "jsonrpc": "2.0",
+                "id": id,
+                "error": {"code": code, "message": message, "data": data},
+            })),
+            Reply::Nothing => {}
+        }
+    }
+
+    /// Answer `server/discover`, `FAKE_MCP_DISCOVER_DELAY_MS` late. The era was locked when the
+    /// request was read, as a real server locks it before its slow answer goes out; requests
+    /// read meanwhile are served at once under that era.
+    fn answer_discover(self: &Arc<Self>, id: Value, reply: Reply) {
+        if self.discover_delay.is_zero() {
+            self.reply(&id, reply);
+            return;
+        }
+        let shared = Arc::clone(self);
+        std::thread::spawn(move || {
+            std::thread::sleep(shared.discover_delay);
+            shared.reply(&id, reply);
+        });
+    }
+
     fn notify(&self, method: &str, params: Option<Value>) {
         let mut msg = json!({"jsonrpc": "2.0", "method": method});
         if let Some(params) = params {
             msg["params"] = params;
         }
         self.send(&msg);
+    }
+
+    /// Send `method` to every open subscription that `wants` it, tagged with its listen id.
+    fn notify_subscribers(
+        &self,
+        method: &str,
+        wants: impl Fn(&Subscription) -> bool,
+        params: &Map<String, Value>,
+    ) {
+        let subscriptions = lock(&self.subscriptions);
+        for s in subscriptions.iter().filter(|s| wants(s)) {
+            let mut params = params.clone();
+            params.insert("_meta".into(), json!({META_SUBSCRIPTION: s.id}));
+            self.notify(method, Some(Value::Object(params)));
+        }
     }
 
     fn log_event(&self, line: String) {
@@ -215,6 +414,18 @@ impl Shared {
                 .0;
         }
     }
+
+    /// The connection's era for this request: the first request decides it, once, as the
+    /// Python SDK's `serve_dual_era_loop` does. An enveloped `initialize` still means legacy.
+    fn era_for(&self, method: &str, enveloped: bool) -> Era {
+        *self.era.get_or_init(|| {
+            if enveloped && method != "initialize" {
+                Era::Modern
+            } else {
+                Era::Legacy
+            }
+        })
+    }
 }
 
 fn compact(v: &Value) -> String {
@@ -240,6 +451,7 @@ fn handle_line(shared: &Arc<Shared>, raw: &[u8]) {
         );
         return;
     };
+    let first = !shared.seen_message.swap(true, Ordering::Relaxed);
     let id = msg.get("id").cloned();
     let Some(method) = msg.get("method").and_then(Value::as_str) else {
         if let Some(id) = &id
@@ -266,63 +478,317 @@ fn handle_line(shared: &Arc<Shared>, raw: &[u8]) {
         shared.log_event(format!("notifications/cancelled {request_id}"));
         eprintln!("cancelled {request_id}");
         shared.cancel(&request_id);
+        // Cancelling a listen ends its subscription, with no answer.
+        lock(&shared.subscriptions).retain(|s| s.key != request_id);
         return;
     }
-    let token = params
-        .get("_meta")
+    let meta = params.get("_meta").and_then(Value::as_object);
+    let enveloped = meta.is_some_and(|m| m.contains_key(META_VERSION));
+    // Only requests decide the era; notifications before the first one are just handled.
+    let era = id.as_ref().map(|_| shared.era_for(method, enveloped));
+
+    let token = meta
         .and_then(|m| m.get("progressToken"))
         .map_or_else(|| "-".to_string(), compact);
     let id_text = id.as_ref().map_or_else(|| "-".to_string(), compact);
-    shared.log_event(format!("{method} {id_text} {token}"));
+    let mut event = format!("{method} {id_text} {token}");
+    if era == Some(Era::Modern) {
+        event.push_str(" era=modern");
+        if let Some(name) = meta
+            .and_then(|m| m.get(META_CLIENT))
+            .and_then(|c| c.get("name"))
+            .and_then(Value::as_str)
+        {
+            // One field, whatever the name holds: readers split lines on whitespace.
+            let name: String = name
+                .chars()
+                .map(|c| if c.is_whitespace() { '_' } else { c })
+                .collect();
+            event.push_str(&format!(" client={name}"));
+        }
+    }
+    shared.log_event(event);
 
-    let Some(id) = id else {
+    if first && method == "server/discover" && shared.exit_on_discover {
+        eprintln!("Error: ExpectedInitializeRequest(server/discover)");
+        std::process::exit(1);
+    }
+    let (Some(id), Some(era)) = (id, era) else {
         // notifications/initialized and every other notification: nothing to answer.
         return;
     };
-    if method == "tools/call" {
-        start_call(shared, id, params);
-        return;
-    }
-    match handle_request(shared, method, &params) {
-        Reply::Result(r) => shared.send_result(&id, r),
-        Reply::Error(code, message) => shared.send_error(&id, code, &message),
-        Reply::Nothing => {}
+    match era {
+        Era::Legacy => legacy_request(shared, id, method, params, enveloped),
+        Era::Modern => modern_request(shared, id, method, params),
     }
 }
 
-fn handle_request(shared: &Shared, method: &str, params: &Value) -> Reply {
+/// A request on a connection serving the handshake era: exactly what this server always did.
+fn legacy_request(shared: &Arc<Shared>, id: Value, method: &str, params: Value, enveloped: bool) {
+    if shared.mode == EraMode::Dual && enveloped && method != "initialize" {
+        // A dual-era server locked to the handshake refuses the other era, as the Python SDK
+        // does; a legacy-only server knows no envelope and just serves the request.
+        shared.send_error(&id, -32600, LEGACY_LOCKED);
+        return;
+    }
+    if method == "server/discover" {
+        // The legacy TypeScript SDK's answer to a method it does not know.
+        shared.answer_discover(id, Reply::Error(-32601, "Method not found".into()));
+        return;
+    }
+    let ctx = Ctx {
+        era: Era::Legacy,
+        capabilities: lock(&shared.legacy_capabilities).clone(),
+        log_level: None,
+    };
+    if method == "tools/call" {
+        start_call(shared, id, params, ctx);
+        return;
+    }
+    let reply = handle_request(shared, method, &params, &ctx);
+    shared.reply(&id, reply);
+}
+
+/// A request on a connection serving 2026-07-28: checked against its own envelope, removed
+/// methods refused, results marked complete and given cache hints.
+fn modern_request(shared: &Arc<Shared>, id: Value, method: &str, params: Value) {
+    if method == "initialize" {
+        let requested = params
+            .get("protocolVersion")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        shared.reply(
+            &id,
+            unsupported_version(
+                requested,
+                format!(
+                    "this connection serves protocol version {MODERN_VERSION} (supported: {MODERN_VERSION}); the initialize handshake is not accepted"
+                ),
+            ),
+        );
+        return;
+    }
+    let ctx = match modern_ctx(&params) {
+        Ok(ctx) => ctx,
+        Err(reply) => {
+            shared.reply(&id, reply);
+            return;
+        }
+    };
+    match method {
+        "ping" | "logging/setLevel" | "resources/subscribe" | "resources/unsubscribe" => {
+            shared.send_error(&id, -32601, "Method not found");
+        }
+        "server/discover" => shared.answer_discover(id, Reply::Result(discover_result(shared))),
+        "subscriptions/listen" => listen(shared, id, &params),
+        "tools/call" => start_call(shared, id, params, ctx),
+        _ => {
+            let reply = handle_request(shared, method, &params, &ctx);
+            shared.reply(&id, modern_result(method, reply, shared.ttl_ms));
+        }
+    }
+}
+
+/// The request's envelope as a `Ctx`, or the error a 2026-07-28 server answers without one.
+fn modern_ctx(params: &Value) -> Result<Ctx, Reply> {
+    let meta = params.get("_meta").and_then(Value::as_object);
+    let version = meta.and_then(|m| m.get(META_VERSION));
+    let capabilities = meta
+        .and_then(|m| m.get(META_CAPABILITIES))
+        .filter(|c| c.is_object());
+    let (Some(meta), Some(version), Some(capabilities)) = (meta, version, capabilities) else {
+        return Err(Reply::Error(
+            -32602,
+            format!(
+                "params._meta must be an object carrying the required '{META_VERSION}' and '{META_CAPABILITIES}' envelope keys"
+            ),
+        ));
+    };
+    if version.as_str() != Some(MODERN_VERSION) {
+        let requested = version
+            .as_str()
+            .map_or_else(|| compact(version), String::from);
+        return Err(unsupported_version(
+            &requested,
+            "Unsupported protocol version".into(),
+        ));
+    }
+    let log_level = match meta.get(META_LOG_LEVEL) {
+        None | Some(Value::Null) => None,
+        Some(level) => Some(level.as_str().and_then(log_rank).ok_or_else(|| {
+            Reply::Error(
+                -32602,
+                format!(
+                    "invalid params: unknown {META_LOG_LEVEL} {}",
+                    compact(level)
+                ),
+            )
+        })?),
+    };
+    Ok(Ctx {
+        era: Era::Modern,
+        capabilities: capabilities.clone(),
+        log_level,
+    })
+}
+
+fn unsupported_version(requested: &str, message: String) -> Reply {
+    Reply::ErrorData(
+        -32022,
+        message,
+        json!({"supported": [MODERN_VERSION], "requested": requested}),
+    )
+}
+
+fn log_rank(level: &str) -> Option<usize> {
+    LOG_LEVELS.iter().position(|l| *l == level)
+}
+
+/// A 2026-07-28 result: every one says it is complete (unless it asks for input), and the
+/// cacheable ones carry the cache hints both SDKs default to.
+fn modern_result(method: &str, reply: Reply, ttl_ms: u64) -> Reply {
+    let Reply::Result(Value::Object(mut result)) = reply else {
+        return reply;
+    };
+    let complete = !result.contains_key("resultType");
+    if complete {
+        result.insert("resultType".into(), json!("complete"));
+    }
+    if complete && CACHEABLE.contains(&method) {
+        result.insert("ttlMs".into(), json!(ttl_ms));
+        result.insert("cacheScope".into(), json!("private"));
+    }
+    Reply::Result(Value::Object(result))
+}
+
+/// The server's capabilities: the same in `initialize` and `server/discover`.
+fn capabilities() -> Value {
+    json!({
+        "tools": {"listChanged": true},
+        "logging": {},
+        "resources": {"subscribe": true, "listChanged": true},
+        "prompts": {"listChanged": true},
+    })
+}
+
+fn server_info() -> Value {
+    json!({"name": "fake-mcp", "version": "1.0.0", "title": "Fake MCP"})
+}
+
+const INSTRUCTIONS: &str = "A fake MCP server for coogle's tests.";
+
+fn discover_result(shared: &Shared) -> Value {
+    json!({
+        "resultType": "complete",
+        "supportedVersions": [MODERN_VERSION],
+        "capabilities": capabilities(),
+        "instructions": INSTRUCTIONS,
+        "ttlMs": shared.ttl_ms,
+        "cacheScope": "private",
+        "_meta": {META_SERVER: server_info()},
+    })
+}
+
+/// `subscriptions/listen`: acknowledge what is honored (every kind this server declares), then
+/// keep the stream open, unanswered, until the client cancels it or stdin closes.
+fn listen(shared: &Shared, id: Value, params: &Value) {
+    let Some(wanted) = params.get("notifications").and_then(Value::as_object) else {
+        shared.send_error(
+            &id,
+            -32602,
+            "invalid params: subscriptions/listen needs a notifications object",
+        );
+        return;
+    };
+    let flag = |key: &str| wanted.get(key) == Some(&Value::Bool(true));
+    let resource_uris = match wanted.get("resourceSubscriptions") {
+        None | Some(Value::Null) => None,
+        Some(Value::Array(uris)) if uris.iter().all(Value::is_string) => Some(
+            uris.iter()
+                .filter_map(Value::as_str)
+                .map(String::from)
+                .collect::<Vec<_>>(),
+        ),
+        Some(_) => {
+            shared.send_error(
+                &id,
+                -32602,
+                "invalid params: resourceSubscriptions must be an array of URIs",
+            );
+            return;
+        }
+    };
+    let sub = Subscription {
+        key: compact(&id),
+        id,
+        tools: flag("toolsListChanged"),
+        prompts: flag("promptsListChanged"),
+        resources: flag("resourcesListChanged"),
+        resource_uris,
+    };
+    // Only what was asked for and is served: unknown kinds (taskIds, say) are left out.
+    let mut honored = Map::new();
+    for (on, key) in [
+        (sub.tools, "toolsListChanged"),
+        (sub.prompts, "promptsListChanged"),
+        (sub.resources, "resourcesListChanged"),
+    ] {
+        if on {
+            honored.insert(key.into(), json!(true));
+        }
+    }
+    if let Some(uris) = &sub.resource_uris {
+        honored.insert("resourceSubscriptions".into(), json!(uris));
+    }
+    eprintln!("listen {}", sub.key);
+    let mut subscriptions = lock(&shared.subscriptions);
+    // Sent under the lock, so no tagged notification of this subscription can overtake it.
+    shared.notify(
+        "notifications/subscriptions/acknowledged",
+        Some(json!({"_meta": {META_SUBSCRIPTION: sub.id}, "notifications": honored})),
+    );
+    // A listen id reused while still open replaces the old stream.
+    subscriptions.retain(|s| s.key != sub.key);
+    subscriptions.push(sub);
+}
+
+fn handle_request(shared: &Shared, method: &str, params: &Value, ctx: &Ctx) -> Reply {
     match method {
         "initialize" => {
             let version = params
                 .get("protocolVersion")
                 .and_then(Value::as_str)
                 .unwrap_or(DEFAULT_PROTOCOL_VERSION);
+            // The legacy era remembers the client's capabilities for the whole connection.
+            *lock(&shared.legacy_capabilities) =
+                params.get("capabilities").cloned().unwrap_or(json!({}));
             Reply::Result(json!({
                 "protocolVersion": version,
-                "capabilities": {
-                    "tools": {"listChanged": true},
-                    "logging": {},
-                    "resources": {"subscribe": true, "listChanged": true},
-                    "prompts": {"listChanged": true},
-                },
-                "serverInfo": {"name": "fake-mcp", "version": "1.0.0", "title": "Fake MCP"},
-                "instructions": "A fake MCP server for coogle's tests.",
+                "capabilities": capabilities(),
+                "serverInfo": server_info(),
+                "instructions": INSTRUCTIONS,
             }))
         }
         "ping" => Reply::Result(json!({})),
-        "tools/list" => Reply::Result(json!({"tools": tools(shared.extra_tool.as_deref())})),
+        "tools/list" => Reply::Result(json!({
+            "tools": tools(shared.extra_tool.as_deref(), ctx.declares("sampling")),
+        })),
         // Declared capabilities (logging, resource subscriptions) accept their requests.
         "logging/setLevel" | "resources/subscribe" | "resources/unsubscribe" => {
             Reply::Result(json!({}))
         }
         "resources/list" => Reply::Result(json!({
-            "resources": [{"uri": "fake://hello", "name": "hello", "mimeType": "text/plain"}],
+            "resources": [{"uri": HELLO_URI, "name": "hello", "mimeType": "text/plain"}],
         })),
         "resources/templates/list" => Reply::Result(json!({"resourceTemplates": []})),
         "resources/read" => match params.get("uri").and_then(Value::as_str) {
-            Some("fake://hello") => Reply::Result(json!({
-                "contents": [{"uri": "fake://hello", "mimeType": "text/plain", "text": "hello"}],
+            Some(HELLO_URI) => Reply::Result(json!({
+                "contents": [{"uri": HELLO_URI, "mimeType": "text/plain", "text": "hello"}],
             })),
+            // 2026-07-28 retired -32002 (servers must not emit it) for invalid params.
+            Some(uri) if ctx.era == Era::Modern => {
+                Reply::Error(-32602, format!("resource not found: {uri}"))
+            }
             Some(uri) => Reply::Error(-32002, format!("resource not found: {uri}")),
             None => Reply::Error(-32602, "invalid params: resources/read needs a uri".into()),
         },
@@ -357,8 +823,10 @@ fn handle_request(shared: &Shared, method: &str, params: &Value) -> Reply {
     }
 }
 
-/// The tool list; field-rich on purpose so passthrough can be checked field for field.
-fn tools(extra: Option<&str>) -> Vec<Value> {
+/// The tool list; field-rich on purpose so passthrough can be checked field for field. `sample`
+/// is listed only to a client that declared sampling (per connection in the legacy era, per
+/// request in the modern one), so the list without it stays what it always was.
+fn tools(extra: Option<&str>, sampling: bool) -> Vec<Value> {
     let int =
         |description: &str| json!({"type": "integer", "minimum": 0, "description": description});
     let string = |description: &str| json!({"type": "string", "description": description});
@@ -498,6 +966,21 @@ fn tools(extra: Option<&str>) -> Vec<Value> {
             "inputSchema": {"type": "object", "properties": {}, "required": []},
         }),
     ];
+    if sampling {
+        tools.push(json!({
+            "name": "sample",
+            "title": "Sample",
+            "description": "Ask the client's model (sampling/createMessage) and answer with the text it got.",
+            "inputSchema": {
+                "type": "object",
+                "properties": {
+                    "prompt": string("The user message (default \"Say hello\")"),
+                    "maxTokens": int("The token budget (default 16)"),
+                },
+                "required": [],
+            },
+        }));
+    }
     if let Some(name) = extra {
         tools.push(json!({
             "name": name,
@@ -509,7 +992,7 @@ fn tools(extra: Option<&str>) -> Vec<Value> {
     tools
 }
 
-fn start_call(shared: &Arc<Shared>, id: Value, params: Value) {
+fn start_call(shared: &Arc<Shared>, id: Value, params: Value, ctx: Ctx) {
     let Some(name) = params.get("name").and_then(Value::as_str).map(String::from) else {
         shared.send_error(&id, -32602, "invalid params: tools/call needs a tool name");
         return;
@@ -545,15 +1028,17 @@ fn start_call(shared: &Arc<Shared>, id: Value, params: Value) {
             key: &key,
             args: &args,
             token: token.as_ref(),
+            params: &params,
+            ctx: &ctx,
         };
-        let reply = call.run(&name);
+        let mut reply = call.run(&name);
+        if ctx.era == Era::Modern {
+            reply = modern_result("tools/call", reply, shared.ttl_ms);
+        }
         // Remove the call first: from here on a cancel is too late and is ignored.
         let cancelled = lock(&shared.calls).remove(&key).unwrap_or(false);
-        match reply {
-            _ if cancelled => {}
-            Reply::Result(r) => shared.send_result(&id, r),
-            Reply::Error(code, message) => shared.send_error(&id, code, &message),
-            Reply::Nothing => {}
+        if !cancelled {
+            shared.reply(&id, reply);
         }
     });
 }
@@ -564,6 +1049,9 @@ struct Call<'a> {
     key: &'a str,
     args: &'a Map<String, Value>,
     token: Option<&'a Value>,
+    /// The whole params: a modern retry carries `inputResponses` and `requestState` there.
+    params: &'a Value,
+    ctx: &'a Ctx,
 }
 
 fn text_result(text: impl Into<String>) -> Reply {
@@ -610,6 +1098,11 @@ impl Call<'_> {
             "env" => self.env(),
             "notify" => self.notify(),
             "ask" => self.ask(),
+            // Unlisted to a legacy client that did not declare sampling, so unknown to it; a
+            // modern request without the capability gets -32021 from `input_round`.
+            "sample" if self.ctx.era == Era::Modern || self.ctx.declares("sampling") => {
+                self.sample()
+            }
             "spawn_grandchild" => Ok(spawn_grandchild()),
             _ if self.shared.extra_tool.as_deref() == Some(name) => {
                 Ok(text_result(format!("extra tool {name}")))
@@ -701,31 +1194,65 @@ impl Call<'_> {
         Ok(text_result(value))
     }
 
-    /// Send a request to the client (roots/list, sampling/createMessage, elicitation/create)
-    /// and answer with whatever came back, as compact JSON text.
+    /// Put a request to the client (roots/list, sampling/createMessage, elicitation/create)
+    /// and answer with what came back, as compact JSON text: in the legacy era the whole
+    /// JSON-RPC response to a server→client request, in the modern one the client's
+    /// `inputResponses.q` (the result alone: there is no request, so no id or error).
     fn ask(&self) -> Result<Reply, String> {
-        let method = self.string("method", true)?.unwrap_or_default().to_string();
-        let n = self
-            .shared
-            .next_ask
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let id = json!(format!("fake-ask-{n}"));
-        lock(&self.shared.asks).insert(compact(&id), None);
+        let method = self.string("method", true)?.unwrap_or_default();
         let params = self.args.get("params").cloned().unwrap_or(json!({}));
+        match self.ctx.era {
+            Era::Legacy => Ok(match self.ask_client(method, params) {
+                Some(answer) => text_result(compact(&answer)),
+                None => text_error(format!("no answer to {method} within 30 s")),
+            }),
+            Era::Modern => {
+                self.input_round("ask", method, params, |answer| text_result(compact(answer)))
+            }
+        }
+    }
+
+    /// Ask the client's model for a message and answer with its text.
+    fn sample(&self) -> Result<Reply, String> {
+        let prompt = self.string("prompt", false)?.unwrap_or("Say hello");
+        let max_tokens = self.uint("maxTokens", false)?.unwrap_or(16);
+        let params = json!({
+            "messages": [{"role": "user", "content": {"type": "text", "text": prompt}}],
+            "maxTokens": max_tokens,
+        });
+        let method = "sampling/createMessage";
+        match self.ctx.era {
+            Era::Legacy => Ok(match self.ask_client(method, params) {
+                Some(answer) => match answer.get("result") {
+                    Some(result) => sampled_text(result),
+                    None => text_error(compact(&answer)),
+                },
+                None => text_error(format!("no answer to {method} within 30 s")),
+            }),
+            Era::Modern => self.input_round("sample", method, params, sampled_text),
+        }
+    }
+
+    /// Send a server→client request (legacy era only) and wait up to 30 s for its answer.
+    fn ask_client(&self, method: &str, params: Value) -> Option<Value> {
+        let n = self.shared.next_ask.fetch_add(1, Ordering::Relaxed);
+        let id = json!(format!("fake-ask-{n}"));
+        let key = compact(&id);
+        lock(&self.shared.asks).insert(key.clone(), None);
         self.shared
             .send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
-        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        let deadline = Instant::now() + Duration::from_secs(30);
         let mut asks = lock(&self.shared.asks);
         loop {
-            if let Some(Some(answer)) = asks.get(&compact(&id)) {
+            if let Some(Some(answer)) = asks.get(&key) {
                 let answer = answer.clone();
-                asks.remove(&compact(&id));
-                return Ok(text_result(compact(&answer)));
+                asks.remove(&key);
+                return Some(answer);
             }
-            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
-                asks.remove(&compact(&id));
-                return Ok(text_error(format!("no answer to {method} within 30 s")));
+                asks.remove(&key);
+                return None;
             }
             asks = self
                 .shared
@@ -736,21 +1263,222 @@ impl Call<'_> {
         }
     }
 
+    /// One MRTR round of a modern tool that needs the client's input: a first call answers
+    /// input_required with the request under key `q` and a signed `requestState`; the retry
+    /// (same tool and arguments, plus `inputResponses` and the echoed state) is finished with
+    /// the client's response. Nothing is kept between the two: the state carries it all.
+    fn input_round(
+        &self,
+        tool: &str,
+        method: &str,
+        params: Value,
+        finish: impl FnOnce(&Value) -> Reply,
+    ) -> Result<Reply, String> {
+        let responses = self.params.get("inputResponses");
+        let state = self.params.get("requestState");
+        if responses.is_none() && state.is_none() {
+            let Some(capability) = input_capability(method) else {
+                return Err(format!(
+                    "method must be elicitation/create, sampling/createMessage or roots/list in the {MODERN_VERSION} era"
+                ));
+            };
+            // A server must not ask for an input kind the request did not declare.
+            if !self.ctx.declares(capability) {
+                return Ok(Reply::ErrorData(
+                    -32021,
+                    format!("Server requires the {capability} capability for this request"),
+                    json!({"requiredCapabilities": {capability: {}}}),
+                ));
+            }
+            return Ok(Reply::Result(json!({
+                "resultType": "input_required",
+                "inputRequests": {"q": {"method": method, "params": params}},
+                "requestState": request_state(tool, self.args),
+            })));
+        }
+        if !state
+            .and_then(Value::as_str)
+            .is_some_and(|s| verify_request_state(s, tool, self.args))
+        {
+            return Ok(Reply::Error(
+                -32602,
+                format!("invalid params: requestState does not verify for this call of {tool}"),
+            ));
+        }
+        Ok(match responses.and_then(|r| r.get("q")) {
+            Some(answer) => finish(answer),
+            None => Reply::Error(-32602, "invalid params: inputResponses.q is missing".into()),
+        })
+    }
+
+    /// Send one notification, then answer. Besides the advertised kinds (`tools`, `log`,
+    /// `resource`) it takes `prompts` and `resources` (list changes) and, for `log`, a `level`
+    /// (default info): unadvertised, so the legacy tool list stays what it always was.
     fn notify(&self) -> Result<Reply, String> {
-        match self.string("kind", true)? {
-            Some("tools") => self.shared.notify("notifications/tools/list_changed", None),
-            Some("log") => self.shared.notify(
-                "notifications/message",
-                Some(json!({"level": "info", "logger": "fake", "data": "hello from fake"})),
-            ),
-            Some("resource") => self.shared.notify(
-                "notifications/resources/updated",
-                Some(json!({"uri": "fake://hello"})),
-            ),
-            _ => return Err("kind must be \"tools\", \"log\" or \"resource\"".into()),
+        let era = self.ctx.era;
+        let kind = self.string("kind", true)?;
+        // Modern list changes and resource updates go only to the listen streams that asked,
+        // tagged with their ids; the legacy era broadcasts them untagged.
+        let list_changed = |method: &str, wants: fn(&Subscription) -> bool| match era {
+            Era::Legacy => self.shared.notify(method, None),
+            Era::Modern => self.shared.notify_subscribers(method, wants, &Map::new()),
+        };
+        match kind {
+            Some("tools") => list_changed("notifications/tools/list_changed", |s| s.tools),
+            Some("prompts") => list_changed("notifications/prompts/list_changed", |s| s.prompts),
+            Some("resources") => {
+                list_changed("notifications/resources/list_changed", |s| s.resources);
+            }
+            Some("log") => {
+                let level = self.string("level", false)?.unwrap_or("info");
+                let rank = log_rank(level)
+                    .ok_or_else(|| format!("level must be one of {}", LOG_LEVELS.join(", ")))?;
+                // Modern: only for a request that opted in, at or above its level.
+                let wanted = match era {
+                    Era::Legacy => true,
+                    Era::Modern => self.ctx.log_level.is_some_and(|min| rank >= min),
+                };
+                if wanted {
+                    self.shared.notify(
+                        "notifications/message",
+                        Some(json!({"level": level, "logger": "fake", "data": "hello from fake"})),
+                    );
+                }
+            }
+            Some("resource") => {
+                let params = json!({"uri": HELLO_URI});
+                match era {
+                    Era::Legacy => self
+                        .shared
+                        .notify("notifications/resources/updated", Some(params)),
+                    Era::Modern => self.shared.notify_subscribers(
+                        "notifications/resources/updated",
+                        |s| {
+                            s.resource_uris
+                                .as_ref()
+                                .is_some_and(|uris| uris.iter().any(|u| u == HELLO_URI))
+                        },
+                        params.as_object().expect("an object"),
+                    ),
+                }
+            }
+            _ => {
+                return Err(
+                    "kind must be \"tools\", \"prompts\", \"resources\", \"resource\" or \"log\""
+                        .into(),
+                );
+            }
         }
         Ok(text_result("notified"))
     }
+}
+
+/// The client capability an input request needs, for the kinds MRTR allows.
+fn input_capability(method: &str) -> Option<&'static str> {
+    match method {
+        "elicitation/create" => Some("elicitation"),
+        "sampling/createMessage" => Some("sampling"),
+        "roots/list" => Some("roots"),
+        _ => None,
+    }
+}
+
+/// The text of a CreateMessageResult: its content is one block, or (with tools) a list.
+fn sampled_text(result: &Value) -> Reply {
+    let text = match result.get("content") {
+        Some(Value::Array(blocks)) => blocks
+            .iter()
+            .find_map(|b| b.get("text").and_then(Value::as_str)),
+        Some(block) => block.get("text").and_then(Value::as_str),
+        None => None,
+    };
+    match text {
+        Some(text) => text_result(text),
+        None => text_error(format!(
+            "the sampling answer has no text: {}",
+            compact(result)
+        )),
+    }
+}
+
+/// A fixed key, so a respawned server accepts the state its predecessor issued, as a stateless
+/// server must (the spec lets a client retry against a fresh process).
+const STATE_KEY: &str = "fake-mcp requestState v1";
+
+/// The `requestState` of a first round: standard padded base64 of the compact JSON
+/// `{"tool":…,"round":1,"args":{…},"mac":"<16 hex>"}`, where `mac` is SHA-256 over the key and
+/// the compact JSON of the other three fields.
+fn request_state(tool: &str, args: &Map<String, Value>) -> String {
+    let mut state = json!({"tool": tool, "round": 1, "args": args});
+    state["mac"] = json!(state_mac(&state));
+    base64_encode(compact(&state).as_bytes())
+}
+
+fn state_mac(body: &Value) -> String {
+    let digest = Sha256::digest(format!("{STATE_KEY}\n{}", compact(body)).as_bytes());
+    digest[..8].iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Whether `state` is one this server issued for this tool and these arguments.
+fn verify_request_state(state: &str, tool: &str, args: &Map<String, Value>) -> bool {
+    let Some(bytes) = base64_decode(state) else {
+        return false;
+    };
+    let Ok(state) = serde_json::from_slice::<Value>(&bytes) else {
+        return false;
+    };
+    // Rebuilt in the order it was issued in, so the mac covers the same bytes.
+    let body = json!({"tool": state["tool"], "round": state["round"], "args": state["args"]});
+    state["mac"].as_str() == Some(state_mac(&body).as_str())
+        && state["tool"] == tool
+        && state["round"] == 1
+        // Compared as JSON, so a client that reorders the arguments' keys still matches.
+        && state["args"] == Value::Object(args.clone())
+}
+
+const BASE64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+fn base64_encode(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(char::from(BASE64[(n >> (18 - 6 * i) & 63) as usize]));
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+fn base64_decode(text: &str) -> Option<Vec<u8>> {
+    let text = text.as_bytes();
+    if !text.len().is_multiple_of(4) {
+        return None;
+    }
+    let mut out = Vec::with_capacity(text.len() / 4 * 3);
+    for chunk in text.chunks(4) {
+        let pad = chunk.iter().rev().take_while(|&&c| c == b'=').count();
+        if pad > 2 {
+            return None;
+        }
+        let mut n = 0u32;
+        for &c in &chunk[..4 - pad] {
+            let v = BASE64.iter().position(|&a| a == c)?;
+            n = (n << 6) | v as u32;
+        }
+        n <<= 6 * pad;
+        let decoded = [(n >> 16) as u8, (n >> 8) as u8, n as u8];
+        out.extend_from_slice(&decoded[..3 - pad]);
+    }
+    Some(out)
 }
 
 /// Start a copy of this binary that lingers in our process group with no stdio of ours held

@@ -11,6 +11,7 @@ mod distribution;
 mod doctor;
 mod everything_passthrough;
 mod fairness;
+mod fake_eras;
 mod faults;
 mod install_script;
 mod instant_start;
