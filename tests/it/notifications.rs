@@ -1,7 +1,9 @@
 //! Notifications from the child reach the right sessions: `list_changed` everyone, log
 //! messages by each session's own level (and the child is asked for the most verbose level any
 //! session wants), `resources/updated` only the subscribers; the child is subscribed once per
-//! URI and unsubscribed when the last subscriber leaves.
+//! URI and unsubscribed when the last subscriber leaves. These are the handshake era's rules,
+//! checked against a handshake-era child (`FAKE_MCP_ERA=legacy`); `eras.rs` checks what the
+//! same sessions get from a 2026-07-28 child.
 
 use crate::support;
 
@@ -25,7 +27,7 @@ fn no_notification(s: &mut Shim, method: &str) {
 
 #[test]
 fn list_changed_reaches_every_session_and_log_levels_are_per_session() {
-    let (env, events) = Env::with_fake_events(json!({}));
+    let (env, events) = Env::with_fake_events(json!({"env": {"FAKE_MCP_ERA": "legacy"}}));
     let _d = env.daemon();
     let mut a = env.shim();
     let mut b = env.shim();
@@ -62,7 +64,7 @@ fn list_changed_reaches_every_session_and_log_levels_are_per_session() {
 
 #[test]
 fn resource_updates_reach_subscribers_only_and_the_child_is_subscribed_once() {
-    let (env, events) = Env::with_fake_events(json!({}));
+    let (env, events) = Env::with_fake_events(json!({"env": {"FAKE_MCP_ERA": "legacy"}}));
     let _d = env.daemon();
     let mut a = env.shim();
     let mut b = env.shim();

@@ -1,6 +1,8 @@
 //! Requests from the server to the client (roots, sampling, elicitation) reach the session whose
 //! call caused them, with the daemon's own id, and its answer goes back to the child under the
 //! child's id; when no session can take one, the child gets an error at once, never silence.
+//! Such requests exist only in the handshake era, so the child here is a handshake-era one
+//! (`FAKE_MCP_ERA=legacy`); `eras.rs` checks the 2026-07-28 form (`input_required`).
 
 use crate::support;
 
@@ -21,7 +23,7 @@ fn init(s: &mut Shim, capabilities: Value) {
 
 #[test]
 fn a_server_request_reaches_the_calling_session_and_its_answer_the_child() {
-    let env = Env::with_fake(json!({}));
+    let env = Env::with_fake(json!({"env": {"FAKE_MCP_ERA": "legacy"}}));
     let _d = env.daemon();
     let mut a = env.shim();
     let mut other = env.shim();
@@ -49,7 +51,7 @@ fn a_server_request_reaches_the_calling_session_and_its_answer_the_child() {
 
 #[test]
 fn a_request_no_session_can_take_is_refused_at_once() {
-    let env = Env::with_fake(json!({}));
+    let env = Env::with_fake(json!({"env": {"FAKE_MCP_ERA": "legacy"}}));
     let _d = env.daemon();
     let mut s = env.shim();
     init(&mut s, json!({"roots": {}}));

@@ -35,8 +35,6 @@ struct CacheFile {
     discover: Option<Box<RawValue>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     discover_error: Option<Box<RawValue>>,
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    probe_kills: bool,
     /// 0.1.0's single tool list (the config's capabilities).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     tools: Option<Box<RawValue>>,
@@ -89,9 +87,6 @@ pub(super) struct Cache {
     /// How a handshake-era child answered `server/discover` (its `error` object), to answer a
     /// probing client exactly as the child would.
     pub discover_error: Option<Box<RawValue>>,
-    /// The child exits when probed with `server/discover` (rmcp before 3.0 does): start it with
-    /// `initialize` directly.
-    pub probe_kills: bool,
     tool_lists: IndexMap<String, Tools>,
     pub tools_count: Option<usize>,
     /// The child has a tool named `coogle` itself (then the daemon does not add its own).
@@ -107,7 +102,6 @@ impl Cache {
             init_result: None,
             discover: None,
             discover_error: None,
-            probe_kills: false,
             tool_lists: IndexMap::new(),
             tools_count: None,
             upstream_has_coogle: false,
@@ -130,7 +124,6 @@ impl Cache {
         self.init_result = c.initialize;
         self.discover = c.discover;
         self.discover_error = c.discover_error;
-        self.probe_kills = c.probe_kills;
         if let Some(tools) = c.tools {
             let caps = wire::raw(config_capabilities);
             self.remember(config_capabilities_key.to_string(), caps, tools, None, None);
@@ -221,7 +214,6 @@ impl Cache {
             initialize: self.init_result.clone(),
             discover: self.discover.clone(),
             discover_error: self.discover_error.clone(),
-            probe_kills: self.probe_kills,
             tools: None,
             tool_lists: self
                 .tool_lists

@@ -53,9 +53,16 @@ pub(super) fn latest_handshake() -> &'static str {
 /// DiscoverResult: the same capabilities, server info and instructions the child declared.
 pub(super) fn initialize_from_discover(discover: &RawValue, version: &str) -> Box<RawValue> {
     let d: Value = serde_json::from_str(discover.get()).unwrap_or(Value::Null);
+    let mut capabilities = d.get("capabilities").cloned().unwrap_or_else(|| json!({}));
+    if let Some(tools) = capabilities.get_mut("tools").and_then(|t| t.as_object_mut()) {
+        // The daemon tells handshake-era sessions when the tools change (it listens for them,
+        // and compares the list after every respawn), whatever the child declares for its
+        // own streams.
+        tools.insert("listChanged".into(), json!(true));
+    }
     let mut result = json!({
         "protocolVersion": version,
-        "capabilities": d.get("capabilities").cloned().unwrap_or_else(|| json!({})),
+        "capabilities": capabilities,
         "serverInfo": d.pointer(&format!("/_meta/{}", META_SERVER_INFO.replace('/', "~1")))
             .cloned()
             .unwrap_or_else(|| json!({"name": "unknown", "version": "0"})),
@@ -132,6 +139,43 @@ pub(super) fn envelope(
     fields
 }
 
+/// A 2026-07-28 result as a handshake-era client would have had it from a handshake-era child:
+/// without the fields that era does not know (`resultType` of a complete result, the cache
+/// hints). Every other byte is kept.
+pub(super) fn handshake_view(result: &RawValue) -> Box<RawValue> {
+    let Ok(mut fields) =
+        serde_json::from_str::<indexmap::IndexMap<String, Box<RawValue>>>(result.get())
+    else {
+        return result.to_owned();
+    };
+    let complete = fields
+        .get("resultType")
+        .is_some_and(|t| t.get() == "\"complete\"");
+    let mut changed = false;
+    if complete {
+        changed |= fields.shift_remove("resultType").is_some();
+    }
+    changed |= fields.shift_remove("ttlMs").is_some();
+    changed |= fields.shift_remove("cacheScope").is_some();
+    // 2026-07-28 servers name themselves in every result's `_meta`; the handshake era did not.
+    if let Some(meta) = fields.get("_meta")
+        && let Ok(mut meta) =
+            serde_json::from_str::<indexmap::IndexMap<String, Box<RawValue>>>(meta.get())
+        && meta.shift_remove(META_SERVER_INFO).is_some()
+    {
+        changed = true;
+        if meta.is_empty() {
+            fields.shift_remove("_meta");
+        } else {
+            fields.insert("_meta".to_string(), raw(&meta));
+        }
+    }
+    if !changed {
+        return result.to_owned();
+    }
+    raw(&fields)
+}
+
 /// The daemon's own client info, for requests it makes itself.
 pub(super) fn daemon_client_info() -> Value {
     json!({"name": "coogle", "title": "coogle", "version": wire::VERSION})
@@ -183,7 +227,7 @@ mod tests {
     fn initialize_is_built_from_what_the_child_discovered() {
         let d = raw(
             &json!({"resultType": "complete", "supportedVersions": ["2026-07-28"],
-            "capabilities": {"tools": {"listChanged": true}}, "instructions": "hi",
+            "capabilities": {"tools": {"listChanged": false}}, "instructions": "hi",
             "ttlMs": 0, "cacheScope": "private",
             "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "ws", "version": "2.2.1"}}}),
         );
@@ -196,6 +240,22 @@ mod tests {
             "serverInfo": {"name": "ws", "version": "2.2.1"}, "instructions": "hi"})
         );
         assert_eq!(supported_versions(&d), vec!["2026-07-28".to_string()]);
+    }
+
+    #[test]
+    fn a_handshake_view_drops_only_what_that_era_does_not_know() {
+        let r = RawValue::from_string(
+            r#"{"cacheScope":"private","resultType":"complete","tools":[{"name":"a","x":1.50}],"ttlMs":0,"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"s"}}}"#.into(),
+        )
+        .unwrap();
+        assert_eq!(handshake_view(&r).get(), r#"{"tools":[{"name":"a","x":1.50}]}"#);
+        let kept = RawValue::from_string(
+            r#"{"content":[],"_meta":{"io.modelcontextprotocol/serverInfo":{},"k":1}}"#.into(),
+        )
+        .unwrap();
+        assert_eq!(handshake_view(&kept).get(), r#"{"content":[],"_meta":{"k":1}}"#);
+        let ir = RawValue::from_string(r#"{"resultType":"input_required"}"#.into()).unwrap();
+        assert_eq!(handshake_view(&ir).get(), ir.get());
     }
 
     #[test]

@@ -78,6 +78,12 @@ impl Upstream {
                 self.announce_tools_changed(live_refresh);
             }
         }
+        if p.handshake_view
+            && let Some(result) = msg.field("result")
+        {
+            let view = super::era::handshake_view(result);
+            msg.set_field("result", view);
+        }
         match p.origin {
             Origin::Session { id, client_id } => {
                 match p.task {

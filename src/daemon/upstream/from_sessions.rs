@@ -277,9 +277,13 @@ impl Upstream {
         if req.is_first_tools_page() {
             let (cache_key, _) = self.tools_key(&origin, &req);
             if let Some(cached) = self.cache.tools(&cache_key, self.life.is_ready()) {
-                let listed = match origin {
-                    Origin::Session { .. } => self.tools_for_session(cached),
+                let cached = match &req.envelope {
+                    None if self.child_era() == Some(Era::Modern) => era::handshake_view(cached),
                     _ => cached.to_owned(),
+                };
+                let listed = match origin {
+                    Origin::Session { .. } => self.tools_for_session(&cached),
+                    _ => cached,
                 };
                 self.reply_ok(origin, &listed);
                 return;
@@ -338,6 +342,7 @@ impl Upstream {
             token = Some(t);
         }
         let mut log_level = None;
+        let handshake_view = child_modern && req.envelope.is_none();
         if child_modern {
             match &req.envelope {
                 Some(e) => log_level = e.log_level.as_deref().and_then(log_level::rank),
@@ -390,6 +395,7 @@ impl Upstream {
                 tools_key,
                 listen,
                 log_level,
+                handshake_view,
                 retry,
             },
         );
@@ -400,9 +406,12 @@ impl Upstream {
     /// daemon's (config capabilities). Also the log level it asks for.
     fn envelope_for(&self, origin: &Origin) -> (Vec<(&'static str, Box<RawValue>)>, Option<u8>) {
         if let Some(s) = origin.session().and_then(|id| self.sessions.get(&id)) {
-            let level = s.log_level.and_then(log_level::name);
+            // A handshake-era child logs everything to a session that never set a level, so a
+            // session of that era gets the same from a 2026-07-28 child: it asks for debug.
+            let rank = s.log_level.unwrap_or(0);
+            let level = log_level::name(rank);
             let fields = era::envelope(s.capabilities.as_ref(), s.client_info.as_ref(), level);
-            return (fields, s.log_level);
+            return (fields, Some(rank));
         }
         let info = era::daemon_client_info();
         let fields = era::envelope(Some(&self.config.client_capabilities), Some(&info), None);

@@ -40,6 +40,9 @@ pub(super) struct Pending {
     pub listen: Option<ListenFilter>,
     /// The log level this request asked for (2026-07-28 child: logs are request-scoped).
     pub log_level: Option<u8>,
+    /// The request went to a 2026-07-28 child for someone of the handshake era: its answer is
+    /// shown as that era would have it.
+    pub handshake_view: bool,
     /// A handshake-era session's request to a 2026-07-28 child, as the session sent it, kept
     /// to retry it with the input the child may ask for (see `mrtr`).
     pub retry: Option<Retry>,
@@ -237,6 +240,7 @@ mod tests {
             tools_key: None,
             listen: None,
             log_level: None,
+            handshake_view: false,
             retry: None,
         }
     }

@@ -73,6 +73,8 @@ pub(super) struct Life {
     /// The last child exited while probed, before answering anything: the next one gets
     /// `initialize` without a probe, and if that works the child is known to die of probes.
     pub probe_suspect: bool,
+    /// This child dies of the `server/discover` probe: it is started with `initialize`.
+    pub probe_kills: bool,
 }
 
 impl Life {
@@ -97,6 +99,7 @@ impl Life {
             probe: None,
             initialize_sent: false,
             probe_suspect: false,
+            probe_kills: false,
         }
     }
 
@@ -163,7 +166,7 @@ impl Upstream {
         self.life.state = State::Initializing;
         self.life.initialize_sent = false;
         self.life.probe = None;
-        if self.cache.probe_kills || self.life.probe_suspect {
+        if self.life.probe_kills || self.life.probe_suspect {
             self.send_initialize();
             return;
         }
@@ -257,11 +260,10 @@ impl Upstream {
             let why = answer.error_message().unwrap_or_default();
             self.life.last_error = Some(format!("initialize failed: {why}"));
             tracing::error!(upstream = %self.name, "the upstream refused initialize: {why}");
-            if self.cache.probe_kills || self.life.probe_suspect {
+            if self.life.probe_kills || self.life.probe_suspect {
                 // Started without a probe, and it wants one after all.
-                self.cache.probe_kills = false;
+                self.life.probe_kills = false;
                 self.life.probe_suspect = false;
-                self.cache.save();
             }
             self.kill_child();
             return;
@@ -270,9 +272,12 @@ impl Upstream {
             self.inflight.remove(probe);
         }
         if self.life.probe_suspect {
-            // It died of the probe and works with `initialize`: remember that.
+            // It died of the probe and works with `initialize`: remember that for as long as
+            // the daemon runs (not on disk: a child that merely crashed once must not lose its
+            // era for good).
             self.life.probe_suspect = false;
-            self.cache.probe_kills = true;
+            self.life.probe_kills = true;
+            tracing::info!(upstream = %self.name, "the upstream exits when probed with server/discover; it is started with initialize from now on");
         }
         self.cache.era = Some(Era::Legacy);
         self.cache.init_result = Some(result.to_owned());
@@ -363,6 +368,14 @@ impl Upstream {
             let is_call = req.method == super::request::Method::ToolsCall;
             self.reply_error(origin, is_call, code, text);
         }
+        while let Some((sid, req)) = self.waiting_era.pop_front() {
+            let is_call = req.method == super::request::Method::ToolsCall;
+            let origin = super::Origin::Session {
+                id: sid,
+                client_id: req.id,
+            };
+            self.reply_error(origin, is_call, code, text);
+        }
     }
 
     pub(super) fn kill_child(&mut self) {
@@ -430,18 +443,12 @@ impl Upstream {
             self.start_child();
             return;
         }
-        if !was_ready && self.life.probe.is_some() && !self.life.probe_suspect {
-            // It may have died of the probe (rmcp before 3.0 does): try once with
-            // `initialize` alone, at once.
-            tracing::info!(upstream = %self.name, "the upstream exited when probed with server/discover; starting it again with initialize");
-            self.life.probe = None;
-            self.life.probe_suspect = true;
-            self.life.state = State::Restarting;
-            self.life.restart_at = Some(Instant::now());
-            return;
-        }
         if !was_ready {
-            self.life.probe_suspect = false;
+            // A child that exits while probed may have died of the probe (rmcp before 3.0
+            // does): the next start tries `initialize` alone; one that fails that way too is
+            // probed again the time after. Either way the backoff applies.
+            let probed = self.life.probe.take().is_some();
+            self.life.probe_suspect = probed && !self.life.probe_suspect;
             self.on_start_failed(format!("it exited before answering initialize ({status})"));
             return;
         }

@@ -479,6 +479,7 @@ impl Upstream {
                 tools_key,
                 listen: None,
                 log_level: None,
+                handshake_view: false,
                 retry: None,
             },
         );
