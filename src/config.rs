@@ -16,6 +16,8 @@ use std::time::Duration;
 use indexmap::IndexMap;
 use serde_json::{Map, Value, json};
 
+use crate::secret::{Masked, mask};
+
 /// Per-call timeout used when neither the server nor the top level sets `callTimeoutMs`.
 pub const DEFAULT_CALL_TIMEOUT_MS: u64 = 120_000;
 /// Longest JSON-RPC line accepted when `maxLineBytes` is not set.
@@ -234,15 +236,6 @@ impl fmt::Debug for Credentials {
     }
 }
 
-/// Debug-formats as [`mask`] of the string, without quotes.
-struct Masked<'a>(&'a str);
-
-impl fmt::Debug for Masked<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&mask(self.0))
-    }
-}
-
 /// Everything that can go wrong while loading the config or resolving credentials.
 /// Messages name the file and the key; they never contain secret values.
 #[derive(Debug, thiserror::Error)]
@@ -378,15 +371,6 @@ pub fn defaults() -> Value {
         "callTimeoutMs": DEFAULT_CALL_TIMEOUT_MS,
         "logLevel": DEFAULT_LOG_LEVEL,
     })
-}
-
-/// How a secret is shown: its length only (`<35 chars>`), or `<empty>`.
-pub fn mask(secret: &str) -> String {
-    match secret.chars().count() {
-        0 => "<empty>".to_owned(),
-        1 => "<1 char>".to_owned(),
-        n => format!("<{n} chars>"),
-    }
 }
 
 impl Config {
@@ -716,7 +700,7 @@ fn from_value_with(
 /// `.env` file in the working directory or home (what `coogle search-server` reads).
 fn search_key_available(config_key: Option<&str>, host: &Host<'_>) -> bool {
     let config = config_key.map(|k| json!({"search": {"apiKey": k}}));
-    crate::setup::search::find_key(
+    crate::secret::find_key(
         host.env,
         config.as_ref(),
         &host.cwd,
@@ -1964,14 +1948,6 @@ mod tests {
         let shown = format!("{config:?}");
         assert!(!shown.contains("GOCSPX-fake-secret"), "{shown}");
         assert!(shown.contains("<18 chars>"), "{shown}");
-    }
-
-    #[test]
-    fn mask_shows_length_only() {
-        assert_eq!(mask(""), "<empty>");
-        assert_eq!(mask("a"), "<1 char>");
-        assert_eq!(mask("abc"), "<3 chars>");
-        assert_eq!(mask("café"), "<4 chars>");
     }
 
     #[test]

@@ -18,14 +18,13 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use crate::cli::{Cli, Command};
+use crate::installed::managed_by;
 use crate::output::{self, ExitCode};
 use crate::{client, config, paths, wire};
 
 const REPO_OWNER: &str = "coogle-dev";
 const REPO_NAME: &str = "coogle";
 const SUMS: &str = "SHA256SUMS";
-/// Left by `installer` for packaging/macos's pkg (identifier `dev.coogle.pkg`).
-const PKG_RECEIPT: &str = "/var/db/receipts/dev.coogle.pkg.plist";
 /// Environment overrides: the GitHub API base (a mirror, or a test's loopback server) and the
 /// binary to replace (tests; normally this executable).
 const API_URL_VAR: &str = "COOGLE_UPDATE_API_URL";
@@ -99,42 +98,6 @@ fn fail(code: ExitCode, message: impl Into<String>, hint: Option<&str>) -> Failu
         hint: hint.map(str::to_owned),
         code,
     }
-}
-
-/// The package manager that owns a binary at this path, by its path: Homebrew's Cellar or
-/// prefixes, Nix's store, or a system directory a distribution package fills.
-pub fn managed_by(exe: &Path) -> Option<(&'static str, &'static str)> {
-    let s = exe.to_string_lossy();
-    let brew_prefix = std::env::var("HOMEBREW_PREFIX")
-        .ok()
-        .filter(|p| !p.is_empty());
-    let homebrew = s.contains("/Cellar/")
-        || s.starts_with("/opt/homebrew/")
-        || s.starts_with("/home/linuxbrew/.linuxbrew/")
-        || brew_prefix.is_some_and(|p| s.starts_with(&format!("{}/", p.trim_end_matches('/'))));
-    if homebrew {
-        return Some(("Homebrew", "brew upgrade coogle"));
-    }
-    // The macOS installer package puts the binary here and leaves a receipt.
-    if s == "/usr/local/bin/coogle" && Path::new(PKG_RECEIPT).exists() {
-        return Some((
-            "the coogle installer package",
-            "install the newest coogle-<version>.pkg from https://github.com/coogle-dev/coogle/releases",
-        ));
-    }
-    if s.starts_with("/nix/store/") {
-        return Some((
-            "Nix",
-            "update it the way you installed it (nix profile upgrade, home-manager, ...)",
-        ));
-    }
-    if s.starts_with("/usr/bin/") || s.starts_with("/bin/") || s.starts_with("/usr/sbin/") {
-        return Some((
-            "the system package manager",
-            "update it with your package manager",
-        ));
-    }
-    None
 }
 
 fn target_exe() -> Result<PathBuf, Failure> {
@@ -522,8 +485,7 @@ fn run_version(bin: &Path) -> Result<String, Failure> {
                 None,
             )
         })?;
-    let Some(status) = crate::setup::service::wait_or_kill(&mut child, Duration::from_secs(20))
-    else {
+    let Some(status) = crate::process::wait_or_kill(&mut child, Duration::from_secs(20)) else {
         return Err(fail(
             ExitCode::Failure,
             "the downloaded binary did not answer --version; nothing was replaced",
@@ -597,7 +559,7 @@ fn restart_daemon(cli: &Cli, exe: &Path) {
         return;
     };
     let old_pid = info["pid"].as_u64().unwrap_or(0);
-    if let Some(how) = crate::setup::service::restart_installed() {
+    if let Some(how) = crate::service_manager::restart_installed() {
         match how {
             Ok(what) => {
                 output::out(&format!("restarted the daemon through {what}"));
@@ -652,29 +614,6 @@ fn restart_daemon(cli: &Cli, exe: &Path) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn package_manager_paths() {
-        for p in [
-            "/opt/homebrew/Cellar/coogle/0.1.0/bin/coogle",
-            "/usr/local/Cellar/coogle/0.1.0/bin/coogle",
-            "/opt/homebrew/bin/coogle",
-            "/home/linuxbrew/.linuxbrew/bin/coogle",
-        ] {
-            assert_eq!(
-                managed_by(Path::new(p)).map(|m| m.1),
-                Some("brew upgrade coogle"),
-                "{p}"
-            );
-        }
-        assert_eq!(
-            managed_by(Path::new("/nix/store/abc-coogle/bin/coogle")).map(|m| m.0),
-            Some("Nix")
-        );
-        assert!(managed_by(Path::new("/usr/bin/coogle")).is_some());
-        assert_eq!(managed_by(Path::new("/home/ada/.local/bin/coogle")), None);
-        assert_eq!(managed_by(Path::new("/usr/local/bin/coogle")), None);
-    }
 
     #[test]
     fn the_token_stays_with_the_api() {

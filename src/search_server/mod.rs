@@ -23,8 +23,9 @@ use rmcp::service::{RequestContext, RoleServer};
 use serde_json::{Map, Value, json};
 
 use crate::config::{Config, SearchConfig};
+use crate::date::utc_date;
 use crate::output::{self, ExitCode};
-use crate::setup::{fsutil, search as api_key};
+use crate::secret as api_key;
 use answer::Parsed;
 use gemini::{Category, Failure, Gemini};
 
@@ -109,7 +110,8 @@ impl SearchServer {
         let key_source = found.as_ref().map(|f| f.source.to_string());
         let key_problem = found
             .as_ref()
-            .and_then(|f| api_key::check_key(&f.key).err());
+            .and_then(|f| api_key::check_key(&f.key).err())
+            .map(|e| e.to_string());
         let (gemini, init_error) = match found {
             None => (None, None),
             Some(f) => match Gemini::new(
@@ -183,7 +185,7 @@ impl SearchServer {
             "flash-lite" => &self.config.model_flash_lite,
             _ => &self.config.model_pro,
         };
-        let system = SYSTEM_INSTRUCTION.replace("{{CURRENT_DATE}}", &fsutil::utc_date());
+        let system = SYSTEM_INSTRUCTION.replace("{{CURRENT_DATE}}", &utc_date());
         let body = match gemini.ask(model, &system, &request.question).await {
             Ok(body) => body,
             Err(f) => return error_result(f.to_string()),

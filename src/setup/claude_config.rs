@@ -3,7 +3,7 @@
 //! entry and its OAuth client, pointing the client at `coogle mcp`, and undoing exactly that.
 //!
 //! The edits here are pure functions on a parsed document, so they can be checked as
-//! properties; [`patch_file`] and [`revert_file`] put them behind [`super::fsutil`]'s backup,
+//! properties; [`patch_file`] and [`revert_file`] put them behind [`crate::fsutil`]'s backup,
 //! atomic write and re-read. Nothing here touches a key it did not write: every change is
 //! recorded as a [`Change`] (where, what was there, what was written), and a revert only undoes
 //! a change whose value is still the one written.
@@ -13,8 +13,8 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-use super::fsutil::{self, FsError, Mode, Written};
 use crate::config::Credentials;
+use crate::fsutil::{self, FsError, Mode, Written};
 
 pub const CLIENT_ID_VAR: &str = "GOOGLE_OAUTH_CLIENT_ID";
 pub const CLIENT_SECRET_VAR: &str = "GOOGLE_OAUTH_CLIENT_SECRET";

@@ -9,11 +9,13 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::claude_config::{self, ClientKind, Upstream};
-use super::{DoctorArgs, search, service, stable_exe, ui::Ui};
+use super::{DoctorArgs, service, ui::Ui};
 use crate::cli::Cli;
-use crate::config::{Config, mask};
+use crate::config::Config;
+use crate::installed::stable_exe;
 use crate::output::ExitCode;
-use crate::{client, paths, wire};
+use crate::secret::{self as search, mask};
+use crate::{client, paths, service_manager, wire};
 
 #[derive(Default)]
 struct Tally {
@@ -53,7 +55,7 @@ pub fn run(cli: &Cli, args: &DoctorArgs) -> ExitCode {
     let home = paths::home();
 
     // Binary
-    let exe = stable_exe();
+    let exe = stable_exe().path;
     let shim = super::shim_for(cli, Upstream::Google);
     t.ok(
         &ui,
@@ -195,7 +197,7 @@ pub fn run(cli: &Cli, args: &DoctorArgs) -> ExitCode {
     }
 
     // Service
-    let service_path = service::installed_path();
+    let service_path = service_manager::installed_path();
     let service_installed = service_path.exists();
     if service_installed {
         match service::installed_program() {
@@ -218,7 +220,7 @@ pub fn run(cli: &Cli, args: &DoctorArgs) -> ExitCode {
                 "`coogle setup --yes` rewrites it",
             ),
         }
-        match service::is_active() {
+        match service_manager::is_active() {
             Some(true) => t.ok(&ui, "service is loaded and running"),
             Some(false) => t.fail(
                 &ui,

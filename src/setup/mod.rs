@@ -11,8 +11,6 @@
 pub mod claude_cli;
 pub mod claude_config;
 pub mod doctor;
-pub mod fsutil;
-pub mod search;
 pub mod service;
 mod ui;
 
@@ -24,11 +22,14 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::cli::{Cli, Command};
-use crate::config::{self, Config, Credentials, mask};
+use crate::config::{self, Config, Credentials};
+use crate::fsutil::{self, FsError, Mode, Written};
+use crate::installed::stable_exe;
 use crate::output::{self, ExitCode};
+use crate::secret::{self as search, mask};
+use crate::service_manager::ManagerState;
 use crate::{client, paths, wire};
 use claude_config::{Change, ClientKind, Shim, Upstream};
-use fsutil::{FsError, Mode, Written};
 use ui::Ui;
 
 const STEPS: u32 = 8;
@@ -152,42 +153,6 @@ pub fn main(cli: &Cli) -> ExitCode {
     }
 }
 
-/// Homebrew installs into `<prefix>/Cellar/coogle/<version>/bin/coogle` and links
-/// `<prefix>/opt/coogle` to the current version: the `opt` path survives upgrades.
-pub fn stable_path_for(exe: &Path) -> Option<PathBuf> {
-    let parts: Vec<_> = exe.components().collect();
-    let cellar = parts.iter().position(|c| c.as_os_str() == "Cellar")?;
-    let formula = parts.get(cellar + 1)?;
-    // Skip the version directory; keep what follows (bin/coogle).
-    let rest = parts.get(cellar + 3..)?;
-    if rest.is_empty() {
-        return None;
-    }
-    let mut p: PathBuf = parts[..cellar].iter().collect();
-    p.push("opt");
-    p.push(formula);
-    p.extend(rest);
-    Some(p)
-}
-
-/// The path to write into client configs and the service: Homebrew's `opt` symlink when this
-/// binary lives in a Cellar and that link exists, else this executable.
-pub fn stable_exe() -> PathBuf {
-    let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("coogle"));
-    match stable_path_for(&exe) {
-        Some(opt) if opt.exists() => opt,
-        _ => exe,
-    }
-}
-
-/// True when the Homebrew Cellar path was mapped to its `opt` link.
-fn via_homebrew(stable: &Path) -> bool {
-    stable.components().any(|c| c.as_os_str() == "opt")
-        && std::env::current_exe()
-            .map(|e| stable_path_for(&e).as_deref() == Some(stable))
-            .unwrap_or(false)
-}
-
 /// The config file this invocation uses.
 fn config_path(cli: &Cli) -> PathBuf {
     cli.config.clone().unwrap_or_else(config::default_path)
@@ -230,7 +195,7 @@ fn non_default_paths(cli: &Cli) -> (Option<PathBuf>, Option<PathBuf>) {
 fn service_spec(cli: &Cli) -> service::ServiceSpec {
     let (config, socket) = non_default_paths(cli);
     service::ServiceSpec {
-        exe: stable_exe(),
+        exe: stable_exe().path,
         config,
         socket,
         path_env: service_path_env(),
@@ -241,7 +206,7 @@ fn service_spec(cli: &Cli) -> service::ServiceSpec {
 /// lead it to this invocation's config and socket.
 pub fn shim_for(cli: &Cli, upstream: Upstream) -> Shim {
     let (config, socket) = non_default_paths(cli);
-    let mut shim = Shim::new(upstream, &stable_exe());
+    let mut shim = Shim::new(upstream, &stable_exe().path);
     for (flag, value) in [("--config", config), ("--socket", socket)] {
         if let Some(v) = value {
             shim.options.push(flag.to_owned());
@@ -338,8 +303,9 @@ fn setup(cli: &Cli, args: &SetupArgs) -> ExitCode {
 
     // 1. Environment
     ui.step(1, STEPS, "Environment");
-    let exe = stable_exe();
-    if via_homebrew(&exe) {
+    let stable = stable_exe();
+    let exe = stable.path;
+    if stable.homebrew_opt {
         ui.ok(&format!(
             "coogle {} at {} (Homebrew's stable opt link)",
             wire::VERSION,
@@ -361,10 +327,11 @@ fn setup(cli: &Cli, args: &SetupArgs) -> ExitCode {
     ] {
         match which::which(program) {
             Ok(path) => {
-                let version = service::run_bounded(&path, &["--version"], Duration::from_secs(15))
-                    .ok()
-                    .and_then(|v| v.lines().next().map(str::to_owned))
-                    .unwrap_or_else(|| "version unknown".into());
+                let version =
+                    crate::process::run_bounded(&path, &["--version"], Duration::from_secs(15))
+                        .ok()
+                        .and_then(|v| v.lines().next().map(str::to_owned))
+                        .unwrap_or_else(|| "version unknown".into());
                 ui.ok(&format!("{program} {version} at {}", path.display()));
             }
             Err(_) => {
@@ -524,8 +491,8 @@ fn setup(cli: &Cli, args: &SetupArgs) -> ExitCode {
                     ui.info("hint: `coogle setup --credentials-source manual` writes them into config.json (mode 0600)");
                 }
                 match inst.manager {
-                    service::ManagerState::Started => ui.ok("enabled and started"),
-                    service::ManagerState::Unavailable(why) => {
+                    ManagerState::Started => ui.ok("enabled and started"),
+                    ManagerState::Unavailable(why) => {
                         let manager = if cfg!(target_os = "macos") {
                             "launchd"
                         } else {
@@ -538,7 +505,7 @@ fn setup(cli: &Cli, args: &SetupArgs) -> ExitCode {
                             "the daemon still starts on demand with `coogle mcp`; once systemd runs: `systemctl --user enable --now coogle.service`",
                         );
                     }
-                    service::ManagerState::Failed(why) => {
+                    ManagerState::Failed(why) => {
                         ui.fail(&format!("the service manager refused: {why}"));
                         failed = true;
                     }
@@ -948,7 +915,7 @@ fn search_step(ui: &Ui, args: &SetupArgs, cfg_path: &Path) -> Result<Option<Stri
         Some((key, from)) => {
             ui.ok(&format!("Gemini API key {} ({from})", mask(&key)));
             if let Err(e) = search::check_key(&key) {
-                ui.warn(&e);
+                ui.warn(&e.to_string());
                 if args.search && !ui.interactive {
                     return Err(format!(
                         "{e}; the search server needs a real Gemini API key"
@@ -985,7 +952,7 @@ fn search_step(ui: &Ui, args: &SetupArgs, cfg_path: &Path) -> Result<Option<Stri
                 ui.warn("no key entered; the search server is not set up");
                 return Ok(None);
             }
-            search::check_key(&key)?;
+            search::check_key(&key).map_err(|e| e.to_string())?;
             ui.ok(&format!("Gemini API key {} (entered)", mask(&key)));
             key.trim().to_owned()
         }
@@ -1289,7 +1256,7 @@ fn test_daemon(ui: &Ui, cfg_path: &Path) -> Result<TestReport, String> {
             libc::kill(child.id() as libc::pid_t, libc::SIGTERM);
         }
     }
-    service::wait_or_kill(&mut child, Duration::from_secs(10));
+    crate::process::wait_or_kill(&mut child, Duration::from_secs(10));
     let result = result.map_err(|e| {
         let tail: Vec<String> = std::fs::read_to_string(&log)
             .unwrap_or_default()
@@ -1399,11 +1366,11 @@ fn uninstall(cli: &Cli, args: &UninstallArgs) -> ExitCode {
             Ok((Some(path), manager)) => {
                 ui.ok(&format!("removed {}", path.display()));
                 match manager {
-                    service::ManagerState::Started => ui.ok("stopped and disabled"),
-                    service::ManagerState::Unavailable(why) => {
+                    ManagerState::Started => ui.ok("stopped and disabled"),
+                    ManagerState::Unavailable(why) => {
                         ui.warn(&format!("service manager not available ({why})"))
                     }
-                    service::ManagerState::Failed(why) => {
+                    ManagerState::Failed(why) => {
                         ui.warn(&format!("the service manager said: {why}"))
                     }
                 }
@@ -1494,23 +1461,6 @@ fn uninstall(cli: &Cli, args: &UninstallArgs) -> ExitCode {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn cellar_maps_to_opt() {
-        assert_eq!(
-            stable_path_for(Path::new("/opt/homebrew/Cellar/coogle/0.3.1/bin/coogle")),
-            Some(PathBuf::from("/opt/homebrew/opt/coogle/bin/coogle"))
-        );
-        assert_eq!(
-            stable_path_for(Path::new(
-                "/home/linuxbrew/.linuxbrew/Cellar/coogle/1.0.0_1/bin/coogle"
-            )),
-            Some(PathBuf::from(
-                "/home/linuxbrew/.linuxbrew/opt/coogle/bin/coogle"
-            ))
-        );
-        assert_eq!(stable_path_for(Path::new("/usr/local/bin/coogle")), None);
-    }
 
     #[test]
     fn credentials_go_where_the_shape_wants_them() {

@@ -163,9 +163,7 @@ impl Env {
             .stderr(Stdio::piped())
             .spawn()
             .expect("spawn coogle serve");
-        let d = Daemon {
-            child: Some(child),
-        };
+        let d = Daemon { child: Some(child) };
         self.wait_ready();
         d
     }
