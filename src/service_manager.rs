@@ -15,12 +15,7 @@ pub const LABEL: &str = "dev.coogle.daemon";
 pub const UNIT_NAME: &str = "coogle.service";
 /// `$XDG_CONFIG_HOME/systemd/user/coogle.service` (default `~/.config/systemd/user`).
 pub(crate) fn unit_path() -> PathBuf {
-    std::env::var_os("XDG_CONFIG_HOME")
-        .map(PathBuf::from)
-        .filter(|p| p.is_absolute())
-        .unwrap_or_else(|| paths::home().join(".config"))
-        .join("systemd/user")
-        .join(UNIT_NAME)
+    paths::config_home().join("systemd/user").join(UNIT_NAME)
 }
 
 /// `~/Library/LaunchAgents/dev.coogle.daemon.plist`.

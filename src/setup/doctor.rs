@@ -245,12 +245,12 @@ pub fn run(cli: &Cli, args: &DoctorArgs) -> ExitCode {
     let claude_json = args
         .claude_json
         .clone()
-        .unwrap_or_else(|| ClientKind::ClaudeCode.default_path(&home));
+        .unwrap_or_else(|| ClientKind::ClaudeCode.default_path());
     for kind in ClientKind::ALL {
         let path = if kind == ClientKind::ClaudeCode {
             claude_json.clone()
         } else {
-            kind.default_path(&home)
+            kind.default_path()
         };
         let bytes = match std::fs::read(&path) {
             Ok(b) => b,

@@ -22,6 +22,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::cli::{Cli, Command};
+use crate::config::claude_json::{CLIENT_ID_VAR, CLIENT_SECRET_VAR};
 use crate::config::{self, Config, Credentials};
 use crate::fsutil::{self, FsError, Mode, Written};
 use crate::installed::stable_exe;
@@ -295,11 +296,10 @@ fn setup(cli: &Cli, args: &SetupArgs) -> ExitCode {
     let ui = Ui { interactive };
     let mut failed = false;
     let mut summary: Vec<String> = Vec::new();
-    let home = paths::home();
     let claude_json = args
         .claude_json
         .clone()
-        .unwrap_or_else(|| ClientKind::ClaudeCode.default_path(&home));
+        .unwrap_or_else(|| ClientKind::ClaudeCode.default_path());
 
     // 1. Environment
     ui.step(1, STEPS, "Environment");
@@ -534,7 +534,7 @@ fn setup(cli: &Cli, args: &SetupArgs) -> ExitCode {
     if args.no_client {
         ui.warn("skipped (--no-client)");
     } else {
-        for (kind, path) in chosen_clients(&ui, args, &home, &claude_json) {
+        for (kind, path) in chosen_clients(&ui, args, &claude_json) {
             if kind != ClientKind::ClaudeCode
                 && !path.exists()
                 && !path.parent().is_some_and(Path::is_dir)
@@ -686,22 +686,17 @@ fn record(state: &mut State, kind: ClientKind, p: &claude_config::Patched) {
     entry.changes.extend(p.changes.iter().cloned());
 }
 
-fn chosen_clients(
-    ui: &Ui,
-    args: &SetupArgs,
-    home: &Path,
-    claude_json: &Path,
-) -> Vec<(ClientKind, PathBuf)> {
+fn chosen_clients(ui: &Ui, args: &SetupArgs, claude_json: &Path) -> Vec<(ClientKind, PathBuf)> {
     let path_for = |kind: ClientKind| match kind {
         ClientKind::ClaudeCode => claude_json.to_path_buf(),
         ClientKind::ClaudeDesktop => args
             .desktop_config
             .clone()
-            .unwrap_or_else(|| kind.default_path(home)),
+            .unwrap_or_else(|| kind.default_path()),
         ClientKind::Cursor => args
             .cursor_config
             .clone()
-            .unwrap_or_else(|| kind.default_path(home)),
+            .unwrap_or_else(|| kind.default_path()),
     };
     let kinds: Vec<ClientKind> = if !args.client.is_empty() {
         if args.client.contains(&ClientChoice::All) {
@@ -783,8 +778,8 @@ fn credentials_step(
     let from_env = || -> Option<Credentials> {
         let get = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
         Some(Credentials {
-            client_id: get(claude_config::CLIENT_ID_VAR)?,
-            client_secret: get(claude_config::CLIENT_SECRET_VAR)?,
+            client_id: get(CLIENT_ID_VAR)?,
+            client_secret: get(CLIENT_SECRET_VAR)?,
         })
     };
     let prompt = |ui: &Ui| -> Result<CredChoice, String> {
@@ -1037,9 +1032,7 @@ fn upstream_from_client(cfg_path: &Path, claude_json: &Path) -> Option<(String, 
         .into_iter()
         .flatten()
         .filter(|(k, v)| {
-            v.is_string()
-                && k.as_str() != claude_config::CLIENT_ID_VAR
-                && k.as_str() != claude_config::CLIENT_SECRET_VAR
+            v.is_string() && k.as_str() != CLIENT_ID_VAR && k.as_str() != CLIENT_SECRET_VAR
         })
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
