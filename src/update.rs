@@ -1,5 +1,5 @@
-//! `coogle self-update` (standalone installs: GitHub releases through the self_update crate)
-//! and `coogle completions` (shell completions and the man page).
+//! `coogle self-update`: standalone installs update themselves from GitHub releases through the
+//! self_update crate.
 //!
 //! The updater is blocking and runs outside the async runtime. It refuses to touch a binary a
 //! package manager owns (Homebrew: `brew upgrade coogle`). Nothing is replaced until the
@@ -13,14 +13,13 @@ use std::path::{Path, PathBuf};
 use std::process::{Command as Process, Stdio};
 use std::time::{Duration, Instant};
 
-use clap::CommandFactory;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::cli::{Cli, Command};
+use crate::config::GlobalPaths;
 use crate::installed::managed_by;
 use crate::output::{self, ExitCode};
-use crate::{client, config, paths, wire};
+use crate::{client, paths, wire};
 
 const REPO_OWNER: &str = "coogle-dev";
 const REPO_NAME: &str = "coogle";
@@ -46,43 +45,15 @@ pub struct SelfUpdateArgs {
     pub version: Option<String>,
 }
 
-#[derive(Debug, Clone, clap::Args)]
-pub struct CompletionsArgs {
-    /// The shell
-    #[arg(value_enum, required_unless_present = "man")]
-    pub shell: Option<clap_complete::Shell>,
-    /// Print the man page (roff) instead
-    #[arg(long, conflicts_with = "shell")]
-    pub man: bool,
-}
-
-pub fn main(cli: &Cli) -> ExitCode {
-    match &cli.command {
-        Command::Completions(args) => completions(args),
-        Command::SelfUpdate(args) => match self_update(cli, args) {
-            Ok(code) => code,
-            Err(e) => {
-                output::error_text(&e.message, e.hint.as_deref());
-                e.code
-            }
-        },
-        _ => ExitCode::Usage,
-    }
-}
-
-fn completions(args: &CompletionsArgs) -> ExitCode {
-    let mut cmd = Cli::command();
-    let mut buf: Vec<u8> = Vec::new();
-    if args.man {
-        if let Err(e) = clap_mangen::Man::new(cmd).render(&mut buf) {
-            output::error_text(&format!("could not render the man page: {e}"), None);
-            return ExitCode::Failure;
+/// `coogle self-update`: outside the async runtime (the updater blocks).
+pub fn self_update(paths: &GlobalPaths, args: &SelfUpdateArgs) -> ExitCode {
+    match update(paths, args) {
+        Ok(code) => code,
+        Err(e) => {
+            output::error_text(&e.message, e.hint.as_deref());
+            e.code
         }
-    } else if let Some(shell) = args.shell {
-        clap_complete::generate(shell, &mut cmd, "coogle", &mut buf);
     }
-    output::out_raw(&buf);
-    ExitCode::Success
 }
 
 /// An updater failure: what to print and how to exit.
@@ -114,7 +85,7 @@ fn target_exe() -> Result<PathBuf, Failure> {
     Ok(std::fs::canonicalize(&exe).unwrap_or(exe))
 }
 
-fn self_update(cli: &Cli, args: &SelfUpdateArgs) -> Result<ExitCode, Failure> {
+fn update(paths: &GlobalPaths, args: &SelfUpdateArgs) -> Result<ExitCode, Failure> {
     crate::tls::install();
     let exe = target_exe()?;
     if let Some((manager, how)) = managed_by(&exe) {
@@ -344,7 +315,7 @@ fn self_update(cli: &Cli, args: &SelfUpdateArgs) -> Result<ExitCode, Failure> {
         "updated {} from {current} to {version}",
         exe.display()
     ));
-    restart_daemon(cli, &exe);
+    restart_daemon(paths, &exe);
     Ok(ExitCode::Success)
 }
 
@@ -538,13 +509,8 @@ fn swap(new: &Path, exe: &Path) -> Result<(), Failure> {
 /// Restart a running daemon so the new version serves: through the service manager when a
 /// service is installed, else stop it (in-flight calls finish within the grace period) and
 /// start the new binary detached.
-fn restart_daemon(cli: &Cli, exe: &Path) {
-    let config = config::Config::load(cli.config.as_deref()).ok();
-    let socket = cli
-        .socket
-        .clone()
-        .or_else(|| config.as_ref().and_then(|c| c.socket_path.clone()))
-        .unwrap_or_else(paths::default_socket);
+fn restart_daemon(global: &GlobalPaths, exe: &Path) {
+    let socket = global.socket_loading_config();
     let Ok(rt) = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -581,7 +547,7 @@ fn restart_daemon(cli: &Cli, exe: &Path) {
     }
     let starter = client::Starter {
         exe: exe.to_path_buf(),
-        config: cli.config.clone(),
+        config: global.config.clone(),
         socket: socket.clone(),
         log_file: paths::log_file(),
     };

@@ -48,11 +48,8 @@ simple facts). output_file: also write the answer to this file; give an absolute
 the server is shared by every session and relative paths resolve from its own working \
 directory, not your project's.";
 
-#[derive(Debug, Clone, clap::Args)]
-pub struct Args {}
-
 /// Serve `ask_google` on stdio until the client goes away.
-pub async fn run(_args: Args, config_path: Option<PathBuf>) -> ExitCode {
+pub async fn run(config_path: Option<PathBuf>) -> ExitCode {
     crate::logging::init_stderr("coogle=info,rmcp=warn");
     let config = match Config::load(config_path.as_deref()) {
         Ok(c) => c,

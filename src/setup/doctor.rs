@@ -10,12 +10,11 @@ use serde_json::Value;
 
 use super::claude_config::{self, ClientKind, Upstream};
 use super::{DoctorArgs, service, ui::Ui};
-use crate::cli::Cli;
-use crate::config::Config;
+use crate::config::{Config, GlobalPaths};
 use crate::installed::stable_exe;
 use crate::output::ExitCode;
 use crate::secret::{self as search, mask};
-use crate::{client, paths, service_manager, wire};
+use crate::{client, service_manager, wire};
 
 #[derive(Default)]
 struct Tally {
@@ -49,25 +48,22 @@ fn same_file(a: &Path, b: &Path) -> bool {
         }
 }
 
-pub fn run(cli: &Cli, args: &DoctorArgs) -> ExitCode {
+pub fn run(paths: &GlobalPaths, args: &DoctorArgs) -> ExitCode {
     let ui = Ui { interactive: false };
     let mut t = Tally::default();
-    let home = paths::home();
+    let home = crate::paths::home();
 
     // Binary
     let exe = stable_exe().path;
-    let shim = super::shim_for(cli, Upstream::Google);
+    let shim = super::shim_for(paths, Upstream::Google);
     t.ok(
         &ui,
         &format!("coogle {} at {}", wire::VERSION, exe.display()),
     );
 
     // Config
-    let cfg_path = cli
-        .config
-        .clone()
-        .unwrap_or_else(crate::config::default_path);
-    let config = match Config::load(cli.config.as_deref()) {
+    let cfg_path = paths.config_file();
+    let config = match Config::load(paths.config.as_deref()) {
         Ok(c) => {
             match &c.file {
                 Some(f) => t.ok(&ui, &format!("config {} loads", f.display())),
@@ -314,7 +310,7 @@ pub fn run(cli: &Cli, args: &DoctorArgs) -> ExitCode {
             );
         }
         if search_wanted {
-            let search_shim = super::shim_for(cli, Upstream::Search);
+            let search_shim = super::shim_for(paths, Upstream::Search);
             match entries.iter().find(|(_, e)| search_shim.is_exact(e)) {
                 Some((loc, _)) => t.ok(
                     &ui,
@@ -351,11 +347,7 @@ pub fn run(cli: &Cli, args: &DoctorArgs) -> ExitCode {
     }
 
     // Daemon
-    let socket = cli
-        .socket
-        .clone()
-        .or_else(|| config.as_ref().and_then(|c| c.socket_path.clone()))
-        .unwrap_or_else(paths::default_socket);
+    let socket = paths.socket(config.as_ref());
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build();
@@ -459,14 +451,14 @@ pub fn run(cli: &Cli, args: &DoctorArgs) -> ExitCode {
     match std::fs::symlink_metadata(dir) {
         Ok(m) => {
             let mode = m.permissions().mode() & 0o777;
-            if m.file_type().is_symlink() || m.uid() != paths::uid() || mode != 0o700 {
+            if m.file_type().is_symlink() || m.uid() != crate::paths::uid() || mode != 0o700 {
                 t.fail(
                     &ui,
                     &format!(
                         "socket directory {} is mode {mode:o}, owner uid {} (want 0700, uid {})",
                         dir.display(),
                         m.uid(),
-                        paths::uid()
+                        crate::paths::uid()
                     ),
                     &format!("`chmod 700 {}`", dir.display()),
                 );

@@ -21,15 +21,14 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::cli::{Cli, Command};
 use crate::config::claude_json::{CLIENT_ID_VAR, CLIENT_SECRET_VAR};
-use crate::config::{self, Config, Credentials};
+use crate::config::{self, Config, Credentials, GlobalPaths};
 use crate::fsutil::{self, FsError, Mode, Written};
 use crate::installed::stable_exe;
 use crate::output::{self, ExitCode};
 use crate::secret::{self as search, mask};
 use crate::service_manager::ManagerState;
-use crate::{client, paths, wire};
+use crate::{client, wire};
 use claude_config::{Change, ClientKind, Shim, Upstream};
 use ui::Ui;
 
@@ -135,28 +134,17 @@ pub struct UninstallArgs {
     pub keep_service: bool,
 }
 
-/// The entry point for the installer commands (outside any async runtime).
-pub fn main(cli: &Cli) -> ExitCode {
-    match &cli.command {
-        Command::Setup(args) => setup(cli, args),
-        Command::Doctor(args) => doctor::run(cli, args),
-        Command::Uninstall(args) => uninstall(cli, args),
-        Command::GeneratePlist => {
-            let xml = service::plist_xml(&service_spec(cli));
-            output::out(&String::from_utf8_lossy(&xml));
-            ExitCode::Success
-        }
-        Command::GenerateUnit => {
-            output::out(&service::unit(&service_spec(cli)));
-            ExitCode::Success
-        }
-        _ => ExitCode::Usage,
-    }
+/// `coogle generate-plist`: the LaunchAgent setup would install, on stdout.
+pub fn generate_plist(paths: &GlobalPaths) -> ExitCode {
+    let xml = service::plist_xml(&service_spec(paths));
+    output::out(&String::from_utf8_lossy(&xml));
+    ExitCode::Success
 }
 
-/// The config file this invocation uses.
-fn config_path(cli: &Cli) -> PathBuf {
-    cli.config.clone().unwrap_or_else(config::default_path)
+/// `coogle generate-unit`: the systemd user unit setup would install, on stdout.
+pub fn generate_unit(paths: &GlobalPaths) -> ExitCode {
+    output::out(&service::unit(&service_spec(paths)));
+    ExitCode::Success
 }
 
 /// PATH for the service: this shell's PATH, with the directories of uvx and npx first when
@@ -177,24 +165,8 @@ fn service_path_env() -> String {
     dirs.join(":")
 }
 
-/// `--config`/`--socket` as given, absolute, when they are not the defaults: what the service
-/// and the client entries must pass so they reach the same daemon.
-fn non_default_paths(cli: &Cli) -> (Option<PathBuf>, Option<PathBuf>) {
-    let abs = |p: &PathBuf| std::path::absolute(p).unwrap_or_else(|_| p.clone());
-    (
-        cli.config
-            .as_ref()
-            .map(abs)
-            .filter(|c| *c != config::default_path()),
-        cli.socket
-            .as_ref()
-            .map(abs)
-            .filter(|s| *s != paths::default_socket()),
-    )
-}
-
-fn service_spec(cli: &Cli) -> service::ServiceSpec {
-    let (config, socket) = non_default_paths(cli);
+fn service_spec(paths: &GlobalPaths) -> service::ServiceSpec {
+    let (config, socket) = paths.non_default();
     service::ServiceSpec {
         exe: stable_exe().path,
         config,
@@ -205,8 +177,8 @@ fn service_spec(cli: &Cli) -> service::ServiceSpec {
 
 /// The client entry for `upstream`: this binary's stable path, `mcp`, and the options that
 /// lead it to this invocation's config and socket.
-pub fn shim_for(cli: &Cli, upstream: Upstream) -> Shim {
-    let (config, socket) = non_default_paths(cli);
+pub fn shim_for(paths: &GlobalPaths, upstream: Upstream) -> Shim {
+    let (config, socket) = paths.non_default();
     let mut shim = Shim::new(upstream, &stable_exe().path);
     for (flag, value) in [("--config", config), ("--socket", socket)] {
         if let Some(v) = value {
@@ -282,7 +254,7 @@ enum CredChoice {
     None,
 }
 
-fn setup(cli: &Cli, args: &SetupArgs) -> ExitCode {
+pub fn setup(paths: &GlobalPaths, args: &SetupArgs) -> ExitCode {
     let interactive = !args.yes;
     if interactive && !ui::has_terminal() {
         output::error_text(
@@ -348,7 +320,7 @@ fn setup(cli: &Cli, args: &SetupArgs) -> ExitCode {
 
     // 2. Credentials
     ui.step(2, STEPS, "Google OAuth client");
-    let cfg_path = config_path(cli);
+    let cfg_path = paths.config_file();
     let creds = match credentials_step(&ui, args, &cfg_path, &claude_json) {
         Ok(c) => c,
         Err(message) => {
@@ -474,7 +446,7 @@ fn setup(cli: &Cli, args: &SetupArgs) -> ExitCode {
     if !want_service {
         ui.warn("not installed: `coogle mcp` starts the daemon on demand");
     } else {
-        match service::install(&service_spec(cli)) {
+        match service::install(&service_spec(paths)) {
             Ok(inst) => {
                 match &inst.written {
                     Written::Unchanged => ui.ok(&format!("{} is up to date", inst.path.display())),
@@ -524,8 +496,8 @@ fn setup(cli: &Cli, args: &SetupArgs) -> ExitCode {
     // 6. Client configs
     ui.step(6, STEPS, "Client configs");
     let mut verify_entry: Option<Value> = None;
-    let shim = shim_for(cli, Upstream::Google);
-    let search_shim = shim_for(cli, Upstream::Search);
+    let shim = shim_for(paths, Upstream::Google);
+    let search_shim = shim_for(paths, Upstream::Search);
     let shims: Vec<&Shim> = if search_key.is_some() {
         vec![&shim, &search_shim]
     } else {
@@ -901,7 +873,7 @@ fn search_step(ui: &Ui, args: &SetupArgs, cfg_path: &Path) -> Result<Option<Stri
                 &|v| std::env::var(v).ok(),
                 config.as_ref(),
                 &cwd,
-                &paths::home(),
+                &crate::paths::home(),
             )
             .map(|f| (f.key, f.source.to_string()))
         }
@@ -1145,7 +1117,7 @@ fn runtime() -> Result<tokio::runtime::Runtime, String> {
 fn test_daemon(ui: &Ui, cfg_path: &Path) -> Result<TestReport, String> {
     let dir = PathBuf::from(format!(
         "/tmp/coogle-setup-{}-{}",
-        paths::uid(),
+        crate::paths::uid(),
         std::process::id()
     ));
     let _ = std::fs::remove_dir_all(&dir);
@@ -1314,7 +1286,7 @@ fn verify(ui: &Ui, entry: &Value) -> Result<usize, String> {
 // ---------------------------------------------------------------------------------------------
 // uninstall
 
-fn uninstall(cli: &Cli, args: &UninstallArgs) -> ExitCode {
+pub fn uninstall(paths: &GlobalPaths, args: &UninstallArgs) -> ExitCode {
     if !args.yes && !ui::has_terminal() {
         output::error_text(
             "coogle uninstall asks for confirmation and needs a terminal",
@@ -1342,15 +1314,7 @@ fn uninstall(cli: &Cli, args: &UninstallArgs) -> ExitCode {
     let mut failed = false;
 
     ui.line("Service");
-    let socket = cli
-        .socket
-        .clone()
-        .or_else(|| {
-            Config::load(cli.config.as_deref())
-                .ok()
-                .and_then(|c| c.socket_path)
-        })
-        .unwrap_or_else(paths::default_socket);
+    let socket = paths.socket_loading_config();
     if args.keep_service {
         ui.warn("kept (--keep-service)");
     } else {
@@ -1424,7 +1388,7 @@ fn uninstall(cli: &Cli, args: &UninstallArgs) -> ExitCode {
     state.clients = kept;
 
     ui.line("Config");
-    let cfg = config_path(cli);
+    let cfg = paths.config_file();
     if args.remove_config {
         match fsutil::remove_optional(&cfg) {
             Ok(true) => ui.ok(&format!("removed {}", cfg.display())),
