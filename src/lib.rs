@@ -9,6 +9,7 @@ pub mod client;
 pub mod config;
 pub mod daemon;
 mod date;
+mod error;
 pub mod fsutil;
 mod installed;
 pub mod logging;

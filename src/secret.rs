@@ -118,6 +118,22 @@ pub fn find_key(
     None
 }
 
+/// The key as a command run here finds it: this process's environment, the `search.apiKey` of
+/// the config file at `config_file` (when it parses), then `.env` in the working directory and
+/// in home.
+pub(crate) fn find_key_here(config_file: &Path) -> Option<FoundKey> {
+    let config: Option<Value> = std::fs::read(config_file)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok());
+    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+    find_key(
+        &|v| std::env::var(v).ok(),
+        config.as_ref(),
+        &cwd,
+        &crate::paths::home(),
+    )
+}
+
 /// `KEY=value` lines of a `.env` file: `export ` prefixes, single or double quotes, blank
 /// lines and `#` comments (whole-line, or after an unquoted value) are understood.
 pub fn parse_dotenv(text: &str) -> Vec<(String, String)> {
