@@ -57,8 +57,9 @@ pub(crate) enum InstallError {
     WriteConfig(FsError),
     #[error(transparent)]
     ReadState(FsError),
+    /// Boxed: its type is setup's, and nothing here may depend on setup.
     #[error("the test daemon did not work")]
-    TestDaemon(#[source] crate::setup::TestDaemonError),
+    TestDaemon(#[source] Box<dyn std::error::Error + Send + Sync>),
 
     // self-update
     #[error("{} is managed by {manager}; coogle self-update does not replace it", exe.display())]

@@ -6,10 +6,10 @@
 //! shape of the built-in defaults) and the native shape (`servers: {name: {...}}`). The user's
 //! file is deep-merged over the defaults (objects merge, arrays and scalars replace).
 //!
-//! Its parts: [`keys`] (key lists, defaults, merge), [`read`] (the reader and validation),
-//! [`search`] (the search section and upstream), [`credentials`] (the OAuth client and the
-//! child's environment), [`claude_json`] (the `mcpServers` walk shared with setup),
-//! [`cache_key`], [`types`] (with their redacting `Debug`) and [`global_paths`].
+//! Its parts: `keys` (key lists, defaults, merge), `read` (the reader and validation),
+//! `search` (the search section and upstream), `credentials` (the OAuth client and the
+//! child's environment), `claude_json` (the `mcpServers` walk shared with setup),
+//! `cache_key`, `types` (with their redacting `Debug`) and `global_paths`.
 //!
 //! It must never log or put into an error a secret value (client secrets, or any `env`
 //! value), and it never writes files: `~/.claude.json` and `config.json` are only read here.

@@ -21,7 +21,7 @@ pub struct Config {
     pub socket_path: Option<PathBuf>,
     /// `logLevel`, default `"info"`.
     pub log_level: String,
-    /// `maxLineBytes`, default [`super::DEFAULT_MAX_LINE_BYTES`].
+    /// `maxLineBytes`, default 16 MiB.
     pub max_line_bytes: usize,
     /// `shutdownGraceMs`, default 5000.
     pub shutdown_grace_ms: u64,
@@ -40,7 +40,7 @@ pub struct Config {
 pub struct SearchConfig {
     /// `apiKey`: the Gemini API key, when written in the config (a secret: masked in Debug).
     pub api_key: Option<String>,
-    /// `apiBaseUrl`, default [`DEFAULT_GEMINI_BASE_URL`]; tests point it at a loopback mock.
+    /// `apiBaseUrl`, default Gemini's public endpoint; tests point it at a loopback mock.
     pub api_base_url: String,
     /// `models.pro`, `models.flash`, `models.flashLite`: the Gemini model behind each choice.
     pub model_pro: String,

@@ -1,14 +1,14 @@
-//! The installer side of coogle: `setup` ([`wizard`]), `doctor`, `uninstall`, `generate-plist`
+//! The installer side of coogle: `setup` (`wizard`), `doctor`, `uninstall`, `generate-plist`
 //! and `generate-unit`.
 //!
 //! Every file the user owns is written through [`crate::fsutil`] (backup, temp file, fsync,
 //! re-read, rename, mode kept) and never when it did not parse. Whatever setup changes in a
-//! client config is recorded in the [`state`] file beside config.json, so `uninstall` can undo
-//! exactly that and nothing else. Secrets are shown masked ([`crate::secret::mask`]) and never
+//! client config is recorded in the `state` file beside config.json, so `uninstall` can undo
+//! exactly that and nothing else. Secrets are shown masked (`crate::secret::mask`) and never
 //! logged. Nothing here runs in `coogle mcp` or the daemon, and nothing below `cli` imports it.
 
 mod args;
-pub(crate) mod claude_cli;
+mod claude_cli;
 pub mod claude_config;
 pub(crate) mod doctor;
 mod launch;
@@ -20,8 +20,7 @@ mod uninstall;
 mod verify;
 mod wizard;
 
-pub use args::{ClientChoice, CredentialsSource, DoctorArgs, SetupArgs, UninstallArgs};
+pub use args::{DoctorArgs, SetupArgs, UninstallArgs};
 pub use launch::{generate_plist, generate_unit};
-pub use test_daemon::TestDaemonError;
 pub use uninstall::uninstall;
 pub use wizard::setup;

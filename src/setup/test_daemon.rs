@@ -31,7 +31,7 @@ pub(super) struct TestReport {
 /// whole on its own (it is shown in a ✗ line too), so causes are part of it.
 #[derive(Debug, thiserror::Error)]
 #[error("{cause}{}", log_tail(tail))]
-pub struct TestDaemonError {
+pub(super) struct TestDaemonError {
     cause: Cause,
     tail: Vec<String>,
 }

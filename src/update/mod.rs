@@ -1,6 +1,6 @@
 //! `coogle self-update`: standalone installs update themselves from GitHub releases through the
-//! self_update crate, in steps: [`release`] (which one), [`download`] (fetch and check its
-//! SHA-256), [`install`] (unpack, run it, swap it in) and [`restart`] (the daemon).
+//! self_update crate, in steps: `release` (which one), `download` (fetch and check its
+//! SHA-256), `install` (unpack, run it, swap it in) and `restart` (the daemon).
 //!
 //! The updater is blocking and runs outside the async runtime. It refuses to touch a binary a
 //! package manager owns (Homebrew: `brew upgrade coogle`). Nothing is replaced until the

@@ -149,7 +149,7 @@ impl Wizard<'_> {
             Err(e) => {
                 ui.fail(&format!("the test daemon did not work: {e}"));
                 if !ui.confirm("Continue anyway?", false) {
-                    return Err(InstallError::TestDaemon(e));
+                    return Err(InstallError::TestDaemon(Box::new(e)));
                 }
                 self.failed = true;
                 Ok(())
