@@ -1,7 +1,10 @@
 //! `coogle logs [-f]`: the daemon's log, its last lines and then (with `-f`) what it appends,
 //! across rotation. It only reads the log; it never talks to the daemon.
 
-use std::io::BufRead;
+use std::collections::VecDeque;
+use std::fs::File;
+use std::io::{BufRead, BufReader};
+use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::time::Duration;
 
@@ -10,7 +13,7 @@ use crate::output::{self, ExitCode};
 /// Print the last `n` lines of the log; with `follow`, keep printing as it grows (and across
 /// rotation).
 pub(super) async fn logs(path: &Path, n: usize, follow: bool) -> ExitCode {
-    let file = match std::fs::File::open(path) {
+    let file = match File::open(path) {
         Ok(f) => f,
         Err(e) => {
             output::error_text(
@@ -20,8 +23,8 @@ pub(super) async fn logs(path: &Path, n: usize, follow: bool) -> ExitCode {
             return ExitCode::Usage;
         }
     };
-    let mut reader = std::io::BufReader::new(file);
-    let mut tail: std::collections::VecDeque<String> = std::collections::VecDeque::new();
+    let mut reader = BufReader::new(file);
+    let mut tail: VecDeque<String> = VecDeque::new();
     let mut line = String::new();
     while reader.read_line(&mut line).unwrap_or(0) > 0 {
         if tail.len() == n {
@@ -29,44 +32,39 @@ pub(super) async fn logs(path: &Path, n: usize, follow: bool) -> ExitCode {
         }
         tail.push_back(std::mem::take(&mut line));
     }
-    let text: String = tail.into_iter().collect();
-    if !text.is_empty() {
-        output::out(text.trim_end_matches('\n'));
-    }
+    print_lines(&tail.into_iter().collect::<String>());
     if !follow {
         return ExitCode::Success;
     }
-    use std::os::unix::fs::MetadataExt;
     let inode = |p: &Path| std::fs::metadata(p).map(|m| m.ino()).ok();
     let mut current = inode(path);
     loop {
         tokio::time::sleep(Duration::from_millis(250)).await;
         let now = inode(path);
         if now.is_some() && now != current {
-            // Rotated: read what is left of the old file, then start on the new one.
-            let mut rest = String::new();
-            while reader.read_line(&mut line).unwrap_or(0) > 0 {
-                rest.push_str(&line);
-                line.clear();
-            }
-            if !rest.is_empty() {
-                output::out(rest.trim_end_matches('\n'));
-            }
-            match std::fs::File::open(path) {
+            // Rotated: print what is left of the old file, then start on the new one.
+            print_lines(&read_rest(&mut reader));
+            match File::open(path) {
                 Ok(f) => {
-                    reader = std::io::BufReader::new(f);
+                    reader = BufReader::new(f);
                     current = now;
                 }
                 Err(_) => continue,
             }
         }
-        let mut chunk = String::new();
-        while reader.read_line(&mut line).unwrap_or(0) > 0 {
-            chunk.push_str(&line);
-            line.clear();
-        }
-        if !chunk.is_empty() {
-            output::out(chunk.trim_end_matches('\n'));
-        }
+        print_lines(&read_rest(&mut reader));
+    }
+}
+
+/// Whatever whole or partial lines the file holds past where `reader` is.
+fn read_rest(reader: &mut BufReader<File>) -> String {
+    let mut rest = String::new();
+    while reader.read_line(&mut rest).unwrap_or(0) > 0 {}
+    rest
+}
+
+fn print_lines(text: &str) {
+    if !text.is_empty() {
+        output::out(text.trim_end_matches('\n'));
     }
 }
