@@ -3,7 +3,8 @@
 //! target to catch another program's write, and a rename; the file's permissions are kept.
 //!
 //! This module never writes over a file it could not read or (for JSON) parse, and never
-//! changes a file when the new content equals the old.
+//! changes a file when the new content equals the old. It also owns coogle's own scratch
+//! directories ([`PrivateDir`]), which nobody else may read and which never outlive their use.
 
 use std::fs;
 use std::io::{self, Write};
@@ -348,6 +349,28 @@ pub fn write_own(path: &Path, bytes: &[u8], mode: u32) -> Result<(), FsError> {
     }
     sync_dir(path);
     Ok(())
+}
+
+/// A scratch directory coogle creates for itself (mode 0700: it may hold a socket or a
+/// download), removed with everything in it when dropped.
+pub(crate) struct PrivateDir {
+    pub path: PathBuf,
+}
+
+impl PrivateDir {
+    /// Create `path` afresh: a stale one (a crashed earlier run) is removed first.
+    pub fn create(path: PathBuf) -> io::Result<PrivateDir> {
+        use std::os::unix::fs::DirBuilderExt;
+        let _ = fs::remove_dir_all(&path);
+        fs::DirBuilder::new().mode(0o700).create(&path)?;
+        Ok(PrivateDir { path })
+    }
+}
+
+impl Drop for PrivateDir {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.path);
+    }
 }
 
 /// Tighten a file's mode to `mode` when it is looser (never loosens).

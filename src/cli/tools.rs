@@ -41,21 +41,33 @@ pub(super) async fn tools(
     Ok(ExitCode::Success)
 }
 
-fn parse_arguments(arguments: Option<&str>) -> Result<serde_json::Map<String, Value>, String> {
+/// Why `coogle call`'s arguments cannot be used (a usage error).
+#[derive(Debug, thiserror::Error)]
+enum ArgumentsError {
+    #[error("could not read the arguments from stdin: {0}")]
+    Stdin(std::io::Error),
+    #[error("the arguments must be a JSON object, like '{{\"query\":\"x\"}}'")]
+    NotAnObject,
+    #[error("the arguments are not valid JSON: {0}")]
+    Json(serde_json::Error),
+}
+
+fn parse_arguments(
+    arguments: Option<&str>,
+) -> Result<serde_json::Map<String, Value>, ArgumentsError> {
     let text = match arguments {
         None => return Ok(serde_json::Map::new()),
         Some("-") => {
             let mut s = String::new();
             std::io::Read::read_to_string(&mut std::io::stdin(), &mut s)
-                .map_err(|e| format!("could not read the arguments from stdin: {e}"))?;
+                .map_err(ArgumentsError::Stdin)?;
             s
         }
         Some(s) => s.to_string(),
     };
-    match serde_json::from_str::<Value>(&text) {
-        Ok(Value::Object(m)) => Ok(m),
-        Ok(_) => Err("the arguments must be a JSON object, like '{\"query\":\"x\"}'".into()),
-        Err(e) => Err(format!("the arguments are not valid JSON: {e}")),
+    match serde_json::from_str::<Value>(&text).map_err(ArgumentsError::Json)? {
+        Value::Object(m) => Ok(m),
+        _ => Err(ArgumentsError::NotAnObject),
     }
 }
 
@@ -69,7 +81,7 @@ pub(super) async fn call(
     let args = match parse_arguments(arguments) {
         Ok(a) => a,
         Err(e) => {
-            output::error_text(&e, None);
+            output::error(&e, None);
             return Ok(ExitCode::Usage);
         }
     };

@@ -78,17 +78,9 @@ impl ServerConfig {
                 client_id: client_id.clone(),
                 client_secret: client_secret.clone(),
             })),
-            CredentialsConfig::Env => {
-                let var = |name: &str| {
-                    getenv(name).filter(|v| !v.is_empty()).ok_or_else(|| {
-                        missing(format!("{name} is not set in coogle's environment"))
-                    })
-                };
-                Ok(Some(Credentials {
-                    client_id: var(CLIENT_ID_VAR)?,
-                    client_secret: var(CLIENT_SECRET_VAR)?,
-                }))
-            }
+            CredentialsConfig::Env => env_credentials_from(getenv)
+                .map(Some)
+                .map_err(|name| missing(format!("{name} is not set in coogle's environment"))),
             CredentialsConfig::ClaudeJson { path, server_name } => {
                 let text = std::fs::read_to_string(path)
                     .map_err(|e| missing(format!("could not read {}: {e}", path.display())))?;
@@ -99,6 +91,18 @@ impl ServerConfig {
             }
         }
     }
+}
+
+/// Both OAuth variables from an environment (`getenv`); the error names the first one unset
+/// or empty.
+pub(crate) fn env_credentials_from(
+    getenv: impl Fn(&str) -> Option<String>,
+) -> Result<Credentials, &'static str> {
+    let var = |name: &'static str| getenv(name).filter(|v| !v.is_empty()).ok_or(name);
+    Ok(Credentials {
+        client_id: var(CLIENT_ID_VAR)?,
+        client_secret: var(CLIENT_SECRET_VAR)?,
+    })
 }
 
 /// Find the OAuth client in a parsed `~/.claude.json`: `mcpServers.<name>.env` at the top level

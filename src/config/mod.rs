@@ -29,6 +29,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
+pub(crate) use credentials::env_credentials_from;
 pub use global_paths::GlobalPaths;
 pub use types::{Config, Credentials, CredentialsConfig, SearchConfig, ServerConfig};
 

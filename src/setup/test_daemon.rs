@@ -14,6 +14,7 @@ use serde_json::{Value, json};
 
 use super::ui::Ui;
 use crate::client::{self, ClientError};
+use crate::fsutil::PrivateDir;
 use crate::process::wait_or_kill;
 
 /// How long the test daemon may take to list its tools (a cold `uvx` download is slow).
@@ -67,21 +68,20 @@ fn log_tail(tail: &[String]) -> String {
 
 /// Start the daemon, wait for it (with a spinner), check it, stop it, clean up.
 pub(super) fn run(ui: &Ui, cfg_path: &Path) -> Result<TestReport, TestDaemonError> {
-    let dir = PathBuf::from(format!(
-        "/tmp/coogle-setup-{}-{}",
-        crate::paths::uid(),
-        std::process::id()
-    ));
-    let result = start_and_probe(ui, cfg_path, &dir);
-    let _ = std::fs::remove_dir_all(&dir);
-    result
-}
-
-fn start_and_probe(ui: &Ui, cfg_path: &Path, dir: &Path) -> Result<TestReport, TestDaemonError> {
     let bare = |cause| TestDaemonError {
         cause,
         tail: Vec::new(),
     };
+    // In /tmp, not $TMPDIR: a socket path must stay short (macOS's $TMPDIR is long).
+    let path = PathBuf::from(format!(
+        "/tmp/coogle-setup-{}-{}",
+        crate::paths::uid(),
+        std::process::id()
+    ));
+    // Removed when this returns, after the log's tail is read.
+    let scratch =
+        PrivateDir::create(path.clone()).map_err(|error| bare(Cause::Create { path, error }))?;
+    let dir = &scratch.path;
     let socket = dir.join("run").join("coogle.sock");
     let log = dir.join("serve.log");
     let mut child = spawn(cfg_path, dir, &socket, &log).map_err(bare)?;
@@ -99,21 +99,15 @@ fn start_and_probe(ui: &Ui, cfg_path: &Path, dir: &Path) -> Result<TestReport, T
     })
 }
 
-/// A private directory (0700) with a socket directory, and the daemon started in it with its
-/// state and cache there too, or it would write the real daemon's.
+/// A socket directory in `dir`, and the daemon started with its state and cache there too, or
+/// it would write the real daemon's.
 fn spawn(cfg_path: &Path, dir: &Path, socket: &Path, log: &Path) -> Result<Child, Cause> {
-    use std::os::unix::fs::DirBuilderExt;
     fn create(path: &Path) -> impl FnOnce(std::io::Error) -> Cause + '_ {
         move |error| Cause::Create {
             path: path.to_path_buf(),
             error,
         }
     }
-    let _ = std::fs::remove_dir_all(dir);
-    std::fs::DirBuilder::new()
-        .mode(0o700)
-        .create(dir)
-        .map_err(create(dir))?;
     let run_dir = dir.join("run");
     std::fs::create_dir(&run_dir).map_err(create(&run_dir))?;
     let log_file = std::fs::File::create(log).map_err(create(log))?;

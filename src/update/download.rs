@@ -10,39 +10,20 @@ use sha2::{Digest, Sha256};
 
 use super::release::{Github, Release, SUMS};
 use crate::error::InstallError;
+use crate::fsutil::PrivateDir;
 use crate::output;
 
-/// A directory under the system temp dir (0700), removed when dropped.
-pub(super) struct TempDir {
-    pub path: PathBuf,
-}
-
-impl TempDir {
-    pub fn new() -> Result<TempDir, InstallError> {
-        use std::os::unix::fs::DirBuilderExt;
-        let path = std::env::temp_dir().join(format!(
-            "coogle-update-{}-{}",
-            std::process::id(),
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.subsec_nanos())
-                .unwrap_or(0)
-        ));
-        std::fs::DirBuilder::new()
-            .mode(0o700)
-            .create(&path)
-            .map_err(|source| InstallError::Create {
-                path: path.clone(),
-                source,
-            })?;
-        Ok(TempDir { path })
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.path);
-    }
+/// A private directory under the system temp dir for the download, removed when dropped.
+pub(super) fn work_dir() -> Result<PrivateDir, InstallError> {
+    let path = std::env::temp_dir().join(format!(
+        "coogle-update-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.subsec_nanos())
+            .unwrap_or(0)
+    ));
+    PrivateDir::create(path.clone()).map_err(|source| InstallError::Create { path, source })
 }
 
 /// Download the release's archive into `dir` and check its SHA-256; returns its path.

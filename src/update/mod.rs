@@ -22,7 +22,6 @@ use crate::error::InstallError;
 use crate::installed::managed_by;
 use crate::output::{self, ExitCode};
 use crate::wire;
-use download::TempDir;
 use release::{Choice, Github};
 
 /// The binary to replace (tests; normally this executable).
@@ -81,7 +80,7 @@ fn update(paths: &GlobalPaths, args: &SelfUpdateArgs) -> Result<ExitCode, Instal
         output::out("nothing changed");
         return Ok(ExitCode::Success);
     }
-    let work = TempDir::new()?;
+    let work = download::work_dir()?;
     let archive = download::verified_archive(&github, &release, &work.path)?;
     let new_bin = install::unpack_and_check(&archive, &work.path, &release)?;
     if args.dry_run {

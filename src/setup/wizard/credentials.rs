@@ -10,8 +10,7 @@ use std::path::Path;
 use super::super::args::{CredentialsSource, SetupArgs};
 use super::super::claude_config::{self, ClientKind};
 use super::super::ui::Ui;
-use crate::config::claude_json::{CLIENT_ID_VAR, CLIENT_SECRET_VAR};
-use crate::config::{Config, Credentials, CredentialsConfig};
+use crate::config::{Config, Credentials, CredentialsConfig, env_credentials_from};
 use crate::error::InstallError;
 use crate::secret::mask;
 
@@ -217,9 +216,5 @@ impl Sources<'_> {
 
 /// Both variables from this shell's environment.
 fn environment() -> Option<Credentials> {
-    let get = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
-    Some(Credentials {
-        client_id: get(CLIENT_ID_VAR)?,
-        client_secret: get(CLIENT_SECRET_VAR)?,
-    })
+    env_credentials_from(|k| std::env::var(k).ok()).ok()
 }
