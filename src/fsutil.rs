@@ -4,7 +4,7 @@
 //!
 //! This module never writes over a file it could not read or (for JSON) parse, and never
 //! changes a file when the new content equals the old. It also owns coogle's own scratch
-//! directories ([`PrivateDir`]), which nobody else may read and which never outlive their use.
+//! directories (`PrivateDir`), which nobody else may read and which never outlive their use.
 
 use std::fs;
 use std::io::{self, Write};

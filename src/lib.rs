@@ -3,6 +3,11 @@
 //! One binary, several modes: [`daemon`] (`coogle serve`) owns the upstream children and
 //! multiplexes sessions onto them; [`shim`] (`coogle mcp`) is the pump an agent starts;
 //! [`cli`] holds the commands a person runs. [`wire`] is the protocol both ends share.
+//!
+//! Dependencies point one way: `main → cli → {daemon, shim, client, setup, update,
+//! search_server} → {wire, config, paths, fsutil, process, secret, installed, service_manager,
+//! error, date, output, logging, tls}`. Nothing in the lower layer imports the upper one, and
+//! nothing but `cli` imports `setup` or `update`.
 
 pub mod cli;
 pub mod client;
