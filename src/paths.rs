@@ -44,8 +44,47 @@ fn env_path(name: &str) -> Option<PathBuf> {
         .filter(|p| p.is_absolute())
 }
 
+/// `$HOME` when it is an absolute path, else the password database's entry for this user (a
+/// service or cron job may run without `HOME`), else `/`.
 pub fn home() -> PathBuf {
-    env_path("HOME").unwrap_or_else(|| PathBuf::from("/"))
+    env_path("HOME")
+        .or_else(passwd_home)
+        .unwrap_or_else(|| PathBuf::from("/"))
+}
+
+/// This user's home directory from the password database (`getpwuid_r`).
+fn passwd_home() -> Option<PathBuf> {
+    use std::ffi::CStr;
+    use std::os::unix::ffi::OsStrExt;
+
+    let mut buf = vec![0 as libc::c_char; 16 * 1024];
+    // SAFETY: an all-zero passwd is a valid value (null pointers, zero ids); getpwuid_r fills it.
+    let mut pwd: libc::passwd = unsafe { std::mem::zeroed() };
+    let mut result: *mut libc::passwd = std::ptr::null_mut();
+    // SAFETY: every pointer refers to live, correctly sized storage owned by this frame;
+    // getpwuid_r (unlike getpwuid) writes only into the buffers we pass.
+    let rc = unsafe {
+        libc::getpwuid_r(
+            libc::getuid(),
+            &mut pwd,
+            buf.as_mut_ptr(),
+            buf.len(),
+            &mut result,
+        )
+    };
+    if rc != 0 || result.is_null() || pwd.pw_dir.is_null() {
+        return None;
+    }
+    // SAFETY: on success pw_dir points to a NUL-terminated string inside `buf`, still alive.
+    let dir = unsafe { CStr::from_ptr(pwd.pw_dir) };
+    let dir = std::ffi::OsStr::from_bytes(dir.to_bytes());
+    (!dir.is_empty()).then(|| PathBuf::from(dir))
+}
+
+/// `$XDG_CONFIG_HOME` when it is an absolute path, else `~/.config`: where coogle's config, the
+/// systemd user unit and Claude Desktop's config (on Linux) live.
+pub fn config_home() -> PathBuf {
+    env_path("XDG_CONFIG_HOME").unwrap_or_else(|| home().join(".config"))
 }
 
 /// The default socket: `$XDG_RUNTIME_DIR/coogle/coogle.sock`, else `/tmp/coogle-$UID/coogle.sock`.

@@ -23,8 +23,9 @@ use rmcp::service::{RequestContext, RoleServer};
 use serde_json::{Map, Value, json};
 
 use crate::config::{Config, SearchConfig};
+use crate::date::utc_date;
 use crate::output::{self, ExitCode};
-use crate::setup::{fsutil, search as api_key};
+use crate::secret as api_key;
 use answer::Parsed;
 use gemini::{Category, Failure, Gemini};
 
@@ -47,11 +48,8 @@ simple facts). output_file: also write the answer to this file; give an absolute
 the server is shared by every session and relative paths resolve from its own working \
 directory, not your project's.";
 
-#[derive(Debug, Clone, clap::Args)]
-pub struct Args {}
-
 /// Serve `ask_google` on stdio until the client goes away.
-pub async fn run(_args: Args, config_path: Option<PathBuf>) -> ExitCode {
+pub async fn run(config_path: Option<PathBuf>) -> ExitCode {
     crate::logging::init_stderr("coogle=info,rmcp=warn");
     let config = match Config::load(config_path.as_deref()) {
         Ok(c) => c,
@@ -109,7 +107,8 @@ impl SearchServer {
         let key_source = found.as_ref().map(|f| f.source.to_string());
         let key_problem = found
             .as_ref()
-            .and_then(|f| api_key::check_key(&f.key).err());
+            .and_then(|f| api_key::check_key(&f.key).err())
+            .map(|e| e.to_string());
         let (gemini, init_error) = match found {
             None => (None, None),
             Some(f) => match Gemini::new(
@@ -183,7 +182,7 @@ impl SearchServer {
             "flash-lite" => &self.config.model_flash_lite,
             _ => &self.config.model_pro,
         };
-        let system = SYSTEM_INSTRUCTION.replace("{{CURRENT_DATE}}", &fsutil::utc_date());
+        let system = SYSTEM_INSTRUCTION.replace("{{CURRENT_DATE}}", &utc_date());
         let body = match gemini.ask(model, &system, &request.question).await {
             Ok(body) => body,
             Err(f) => return error_result(f.to_string()),

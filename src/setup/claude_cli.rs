@@ -14,11 +14,24 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::claude_config::{self, Change, ClientKind, Patched, Shim};
-use super::fsutil::{self, FsError, Mode, Written};
-use super::service::run_bounded;
+use crate::fsutil::{self, FsError, Mode, Written};
+use crate::process::{RunError, run_bounded};
 
 /// How long one `claude mcp …` may take (it is a Node program; a cold start takes seconds).
 const CLI_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Why the `claude` CLI did not do (all of) it; setup then patches the file directly.
+#[derive(Debug, thiserror::Error)]
+enum CliError {
+    /// The arguments are left out on purpose: `add-json`'s hold the whole entry.
+    #[error("`{} mcp …` failed: {error}", program.display())]
+    Failed { program: PathBuf, error: RunError },
+    #[error(
+        "after `claude mcp add-json`, {} does not run coogle",
+        claude_config::describe(location)
+    )]
+    NotStored { location: Vec<String> },
+}
 
 /// Claude Code's command line program.
 #[derive(Debug, Clone)]
@@ -43,23 +56,20 @@ impl ClaudeCli {
             .map(|program| ClaudeCli { program })
     }
 
-    fn run(&self, args: &[&str]) -> Result<(), String> {
+    fn run(&self, args: &[&str]) -> Result<(), CliError> {
         run_bounded(&self.program, args, CLI_TIMEOUT)
             .map(|_| ())
-            .map_err(|e| {
-                format!(
-                    "`{} {}` failed: {e}",
-                    self.program.display(),
-                    args.first().map_or("", |_| "mcp …")
-                )
+            .map_err(|error| CliError::Failed {
+                program: self.program.clone(),
+                error,
             })
     }
 
-    fn remove(&self, name: &str) -> Result<(), String> {
+    fn remove(&self, name: &str) -> Result<(), CliError> {
         self.run(&["mcp", "remove", "--scope", "user", name])
     }
 
-    fn add_json(&self, name: &str, entry: &Value) -> Result<(), String> {
+    fn add_json(&self, name: &str, entry: &Value) -> Result<(), CliError> {
         self.run(&[
             "mcp",
             "add-json",
@@ -103,7 +113,7 @@ pub fn patch(path: &Path, shim: &Shim, cli: &ClaudeCli) -> Result<Patched, FsErr
         .unwrap_or(0o600);
     let backup = fsutil::backup(&target, &bytes, mode)?;
     let mut done: Vec<Change> = Vec::new();
-    let mut failure: Option<String> = None;
+    let mut failure: Option<CliError> = None;
     for change in &user_scope {
         let name = &change.location[1];
         if change.original.is_some()
@@ -127,11 +137,8 @@ pub fn patch(path: &Path, shim: &Shim, cli: &ClaudeCli) -> Result<Patched, FsErr
         match claude_config::get_path(&now, &change.location) {
             Some(stored) if shim.is_exact(stored) => change.written = stored.clone(),
             _ => {
-                failure.get_or_insert_with(|| {
-                    format!(
-                        "after `claude mcp add-json`, {} does not run coogle",
-                        claude_config::describe(&change.location)
-                    )
+                failure.get_or_insert_with(|| CliError::NotStored {
+                    location: change.location.clone(),
                 });
             }
         }
@@ -145,7 +152,7 @@ pub fn patch(path: &Path, shim: &Shim, cli: &ClaudeCli) -> Result<Patched, FsErr
         written: Written::Replaced { backup },
         changes,
         via_claude_cli: failure.is_none(),
-        cli_error: failure,
+        cli_error: failure.map(|e| e.to_string()),
     })
 }
 

@@ -3,7 +3,7 @@
 //! entry and its OAuth client, pointing the client at `coogle mcp`, and undoing exactly that.
 //!
 //! The edits here are pure functions on a parsed document, so they can be checked as
-//! properties; [`patch_file`] and [`revert_file`] put them behind [`super::fsutil`]'s backup,
+//! properties; [`patch_file`] and [`revert_file`] put them behind [`crate::fsutil`]'s backup,
 //! atomic write and re-read. Nothing here touches a key it did not write: every change is
 //! recorded as a [`Change`] (where, what was there, what was written), and a revert only undoes
 //! a change whose value is still the one written.
@@ -13,11 +13,14 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-use super::fsutil::{self, FsError, Mode, Written};
 use crate::config::Credentials;
+pub(crate) use crate::config::claude_json::describe;
+use crate::config::claude_json::{
+    CLIENT_ID_VAR, CLIENT_SECRET_VAR, env_credentials, mcp_server_entries,
+};
+use crate::fsutil::{self, FsError, Mode, Written};
+use crate::paths;
 
-pub const CLIENT_ID_VAR: &str = "GOOGLE_OAUTH_CLIENT_ID";
-pub const CLIENT_SECRET_VAR: &str = "GOOGLE_OAUTH_CLIENT_SECRET";
 /// The name of the entry coogle adds when there is no Google Workspace entry to replace.
 pub const ENTRY_NAME: &str = "coogle";
 /// The name of the search server's entry.
@@ -47,20 +50,17 @@ impl ClientKind {
         }
     }
 
-    /// The config file on this machine, under `home`.
-    pub fn default_path(self, home: &Path) -> PathBuf {
+    /// The config file on this machine.
+    pub fn default_path(self) -> PathBuf {
+        let home = paths::home();
         match self {
             ClientKind::ClaudeCode => home.join(".claude.json"),
             ClientKind::ClaudeDesktop if cfg!(target_os = "macos") => home
                 .join("Library/Application Support/Claude")
                 .join("claude_desktop_config.json"),
-            ClientKind::ClaudeDesktop => {
-                let config = std::env::var_os("XDG_CONFIG_HOME")
-                    .map(PathBuf::from)
-                    .filter(|p| p.is_absolute())
-                    .unwrap_or_else(|| home.join(".config"));
-                config.join("Claude").join("claude_desktop_config.json")
-            }
+            ClientKind::ClaudeDesktop => paths::config_home()
+                .join("Claude")
+                .join("claude_desktop_config.json"),
             ClientKind::Cursor => home.join(".cursor").join("mcp.json"),
         }
     }
@@ -215,16 +215,6 @@ pub struct Change {
     pub created_parent: bool,
 }
 
-/// `mcpServers.workspace` or `projects["/p"].mcpServers.coogle`, for people.
-pub fn describe(location: &[String]) -> String {
-    match location {
-        [p, project, rest @ ..] if p == "projects" => {
-            format!("projects[{project:?}].{}", rest.join("."))
-        }
-        _ => location.join("."),
-    }
-}
-
 fn has_oauth_env(entry: &Value) -> bool {
     entry
         .get("env")
@@ -234,33 +224,7 @@ fn has_oauth_env(entry: &Value) -> bool {
 
 /// Every `mcpServers` entry in scope, in file order: the top level first, then each project's.
 pub fn entries(doc: &Value, kind: ClientKind) -> Vec<(Vec<String>, &Value)> {
-    fn scan<'a>(
-        out: &mut Vec<(Vec<String>, &'a Value)>,
-        servers: Option<&'a Value>,
-        prefix: Vec<String>,
-    ) {
-        if let Some(servers) = servers.and_then(Value::as_object) {
-            for (name, entry) in servers {
-                let mut loc = prefix.clone();
-                loc.push(name.clone());
-                out.push((loc, entry));
-            }
-        }
-    }
-    let mut out = Vec::new();
-    scan(&mut out, doc.get("mcpServers"), vec!["mcpServers".into()]);
-    if kind.has_projects()
-        && let Some(projects) = doc.get("projects").and_then(Value::as_object)
-    {
-        for (project, p) in projects {
-            scan(
-                &mut out,
-                p.get("mcpServers"),
-                vec!["projects".into(), project.clone(), "mcpServers".into()],
-            );
-        }
-    }
-    out
+    mcp_server_entries(doc, kind.has_projects())
 }
 
 /// The Google Workspace entries: those whose `env` has `GOOGLE_OAUTH_CLIENT_ID`.
@@ -269,20 +233,6 @@ pub fn google_entries(doc: &Value, kind: ClientKind) -> Vec<(Vec<String>, &Value
         .into_iter()
         .filter(|(_, e)| has_oauth_env(e))
         .collect()
-}
-
-fn env_credentials(entry: &Value) -> Option<Credentials> {
-    let env = entry.get("env")?.as_object()?;
-    let get = |k: &str| {
-        env.get(k)
-            .and_then(Value::as_str)
-            .filter(|s| !s.is_empty())
-            .map(str::to_owned)
-    };
-    Some(Credentials {
-        client_id: get(CLIENT_ID_VAR)?,
-        client_secret: get(CLIENT_SECRET_VAR)?,
-    })
 }
 
 /// The Google OAuth client in a client config: the first entry (top level, then projects)

@@ -1,18 +1,18 @@
 //! The per-user service that keeps `coogle serve` running: a systemd user unit on Linux, a
 //! LaunchAgent on macOS. Both texts are generated for this machine (absolute, stable paths) on
 //! every OS, so `generate-unit` and `generate-plist` work anywhere; only installing and loading
-//! is platform-specific. A service manager that is not available is reported, never fatal.
+//! is platform-specific (through [`crate::service_manager`]). A service manager that is not
+//! available is reported, never fatal.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
 
-use super::fsutil::{self, FsError, Mode, Written};
+use crate::fsutil::{self, FsError, Mode, Written};
 use crate::paths;
+use crate::service_manager::{
+    LABEL, ManagerState, UNIT_NAME, installed_path, plist_path, systemctl_user, systemd_available,
+    unit_path,
+};
 
-/// The launchd label and the systemd unit name.
-pub const LABEL: &str = "dev.coogle.daemon";
-pub const UNIT_NAME: &str = "coogle.service";
 /// Seconds launchd waits before starting a daemon that exited again.
 pub const THROTTLE_INTERVAL: u64 = 3;
 
@@ -44,36 +44,10 @@ impl ServiceSpec {
     }
 }
 
-/// `$XDG_CONFIG_HOME/systemd/user/coogle.service` (default `~/.config/systemd/user`).
-pub fn unit_path() -> PathBuf {
-    std::env::var_os("XDG_CONFIG_HOME")
-        .map(PathBuf::from)
-        .filter(|p| p.is_absolute())
-        .unwrap_or_else(|| paths::home().join(".config"))
-        .join("systemd/user")
-        .join(UNIT_NAME)
-}
-
-/// `~/Library/LaunchAgents/dev.coogle.daemon.plist`.
-pub fn plist_path() -> PathBuf {
-    paths::home()
-        .join("Library/LaunchAgents")
-        .join(format!("{LABEL}.plist"))
-}
-
 /// Where launchd sends the daemon's own stdout and stderr (the daemon logs to its log file;
 /// this catches what happens before it can).
 pub fn launchd_log() -> PathBuf {
     paths::log_dir().join("launchd.log")
-}
-
-/// The service file this OS uses.
-pub fn installed_path() -> PathBuf {
-    if cfg!(target_os = "macos") {
-        plist_path()
-    } else {
-        unit_path()
-    }
 }
 
 /// Quote a word for a systemd command line when it needs it.
@@ -162,17 +136,6 @@ pub fn plist_xml(spec: &ServiceSpec) -> Vec<u8> {
     out
 }
 
-/// The service manager's answer, for the user.
-#[derive(Debug, Clone, PartialEq)]
-pub enum ManagerState {
-    /// Enabled and started (or reloaded).
-    Started,
-    /// No usable service manager: the file is written, nothing is running from it.
-    Unavailable(String),
-    /// The manager answered with an error.
-    Failed(String),
-}
-
 /// The outcome of installing the service.
 #[derive(Debug, Clone)]
 pub struct Installed {
@@ -181,155 +144,54 @@ pub struct Installed {
     pub manager: ManagerState,
 }
 
-/// systemctl, or what `COOGLE_SYSTEMCTL` names (tests point it at a stand-in).
-fn systemctl() -> PathBuf {
-    std::env::var_os("COOGLE_SYSTEMCTL")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("systemctl"))
-}
-
-/// Wait up to `limit` for `child` to exit; past it, kill and reap it and return `None`.
-pub fn wait_or_kill(
-    child: &mut std::process::Child,
-    limit: Duration,
-) -> Option<std::process::ExitStatus> {
-    let deadline = Instant::now() + limit;
-    loop {
-        match child.try_wait() {
-            Ok(Some(status)) => return Some(status),
-            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
-            _ => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return None;
-            }
-        }
-    }
-}
-
-/// Run a service-manager command with a time limit; `Err` carries what it said.
-pub fn run_bounded(program: &Path, args: &[&str], limit: Duration) -> Result<String, String> {
-    let mut child = Command::new(program)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("could not run {}: {e}", program.display()))?;
-    if wait_or_kill(&mut child, limit).is_none() {
-        return Err(format!(
-            "{} {} did not finish within {} s",
-            program.display(),
-            args.join(" "),
-            limit.as_secs()
-        ));
-    }
-    let out = child
-        .wait_with_output()
-        .map_err(|e| format!("could not run {}: {e}", program.display()))?;
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-    .trim()
-    .to_owned();
-    if out.status.success() {
-        Ok(text)
-    } else {
-        Err(if text.is_empty() {
-            format!(
-                "{} {} failed ({})",
-                program.display(),
-                args.join(" "),
-                out.status
-            )
-        } else {
-            text
-        })
-    }
-}
-
-const MANAGER_LIMIT: Duration = Duration::from_secs(20);
-
-/// Is a systemd user manager there to talk to?
-pub fn systemd_available() -> Result<(), String> {
-    let program = systemctl();
-    match run_bounded(&program, &["--user", "show-environment"], MANAGER_LIMIT) {
-        Ok(_) => Ok(()),
-        Err(e) => Err(e),
-    }
-}
-
 /// Write the service file and start it. A missing service manager is reported in
 /// [`Installed::manager`]; only failing to write the file is an error.
 pub fn install(spec: &ServiceSpec) -> Result<Installed, FsError> {
-    if cfg!(target_os = "macos") {
-        let path = plist_path();
-        let written = fsutil::write_file(&path, &plist_xml(spec), Mode::KeepOr(0o644))?;
-        let manager = launchd_load(&path, written != Written::Unchanged);
-        Ok(Installed {
-            path,
-            written,
-            manager,
-        })
+    let (path, bytes) = if cfg!(target_os = "macos") {
+        (plist_path(), plist_xml(spec))
     } else {
-        let path = unit_path();
-        let written = fsutil::write_file(&path, unit(spec).as_bytes(), Mode::KeepOr(0o644))?;
-        let manager = match systemd_available() {
-            Err(why) => ManagerState::Unavailable(why),
-            Ok(()) => {
-                let program = systemctl();
-                let reload = run_bounded(&program, &["--user", "daemon-reload"], MANAGER_LIMIT)
-                    .and_then(|_| {
-                        run_bounded(
-                            &program,
-                            &["--user", "enable", "--now", UNIT_NAME],
-                            MANAGER_LIMIT,
-                        )
-                    });
-                match reload {
-                    Ok(_) if written != Written::Unchanged => {
-                        // A changed unit must run the new binary/arguments.
-                        match run_bounded(
-                            &program,
-                            &["--user", "try-restart", UNIT_NAME],
-                            MANAGER_LIMIT,
-                        ) {
-                            Ok(_) => ManagerState::Started,
-                            Err(e) => ManagerState::Failed(e),
-                        }
-                    }
-                    Ok(_) => ManagerState::Started,
-                    Err(e) => ManagerState::Failed(e),
-                }
-            }
-        };
-        Ok(Installed {
-            path,
-            written,
-            manager,
-        })
+        (unit_path(), unit(spec).into_bytes())
+    };
+    let written = fsutil::write_file(&path, &bytes, Mode::KeepOr(0o644))?;
+    let changed = written != Written::Unchanged;
+    let manager = if cfg!(target_os = "macos") {
+        launchd_load(&path, changed)
+    } else {
+        systemd_enable(changed)
+    };
+    Ok(Installed {
+        path,
+        written,
+        manager,
+    })
+}
+
+fn systemd_enable(changed: bool) -> ManagerState {
+    if let Err(why) = systemd_available() {
+        return ManagerState::Unavailable(why.to_string());
+    }
+    let enabled = systemctl_user(&["daemon-reload"])
+        .and_then(|_| systemctl_user(&["enable", "--now", UNIT_NAME]));
+    match enabled {
+        // A changed unit must run the new binary/arguments.
+        Ok(_) if changed => systemctl_user(&["try-restart", UNIT_NAME]).into(),
+        other => other.into(),
     }
 }
 
 #[cfg(target_os = "macos")]
 fn launchd_load(path: &Path, changed: bool) -> ManagerState {
     let domain = format!("gui/{}", paths::uid());
-    let launchctl = Path::new("/bin/launchctl");
-    let target = format!("{domain}/{LABEL}");
-    let loaded = run_bounded(launchctl, &["print", &target], MANAGER_LIMIT).is_ok();
+    use crate::service_manager::{launchctl, launchd_target};
+    let target = launchd_target();
+    let loaded = launchctl(&["print", &target]).is_ok();
     if loaded && !changed {
         return ManagerState::Started;
     }
     if loaded {
-        let _ = run_bounded(launchctl, &["bootout", &target], MANAGER_LIMIT);
+        let _ = launchctl(&["bootout", &target]);
     }
-    let p = path.to_string_lossy();
-    match run_bounded(launchctl, &["bootstrap", &domain, &p], MANAGER_LIMIT) {
-        Ok(_) => ManagerState::Started,
-        Err(e) => ManagerState::Failed(e),
-    }
+    launchctl(&["bootstrap", &domain, &path.to_string_lossy()]).into()
 }
 
 #[cfg(not(target_os = "macos"))]
@@ -351,96 +213,26 @@ pub fn uninstall() -> Result<(Option<PathBuf>, ManagerState), FsError> {
         launchd_unload()
     } else {
         match systemd_available() {
-            Err(why) => ManagerState::Unavailable(why),
-            Ok(()) => {
-                match run_bounded(
-                    &systemctl(),
-                    &["--user", "disable", "--now", UNIT_NAME],
-                    MANAGER_LIMIT,
-                ) {
-                    Ok(_) => ManagerState::Started,
-                    Err(e) => ManagerState::Failed(e),
-                }
-            }
+            Err(why) => ManagerState::Unavailable(why.to_string()),
+            Ok(()) => systemctl_user(&["disable", "--now", UNIT_NAME]).into(),
         }
     };
     fsutil::remove_optional(&path)?;
     if !cfg!(target_os = "macos") && manager == ManagerState::Started {
-        let _ = run_bounded(&systemctl(), &["--user", "daemon-reload"], MANAGER_LIMIT);
+        let _ = systemctl_user(&["daemon-reload"]);
     }
     Ok((Some(path), manager))
 }
 
 #[cfg(target_os = "macos")]
 fn launchd_unload() -> ManagerState {
-    let target = format!("gui/{}/{LABEL}", paths::uid());
-    match run_bounded(
-        Path::new("/bin/launchctl"),
-        &["bootout", &target],
-        MANAGER_LIMIT,
-    ) {
-        Ok(_) => ManagerState::Started,
-        Err(e) => ManagerState::Failed(e),
-    }
+    use crate::service_manager::{launchctl, launchd_target};
+    launchctl(&["bootout", &launchd_target()]).into()
 }
 
 #[cfg(not(target_os = "macos"))]
 fn launchd_unload() -> ManagerState {
     ManagerState::Unavailable("launchd exists only on macOS".into())
-}
-
-/// Restart the installed and running service (after an update, so the new binary serves).
-/// `None` when no service is installed or it is not running under a manager here; otherwise
-/// what restarted it, or why that failed.
-pub fn restart_installed() -> Option<Result<String, String>> {
-    if !installed_path().exists() || is_active() != Some(true) {
-        return None;
-    }
-    if cfg!(target_os = "macos") {
-        let target = format!("gui/{}/{LABEL}", paths::uid());
-        Some(
-            run_bounded(
-                Path::new("/bin/launchctl"),
-                &["kickstart", "-k", &target],
-                MANAGER_LIMIT,
-            )
-            .map(|_| format!("launchctl kickstart -k {target}")),
-        )
-    } else {
-        Some(
-            run_bounded(
-                &systemctl(),
-                &["--user", "restart", UNIT_NAME],
-                MANAGER_LIMIT,
-            )
-            .map(|_| format!("systemctl --user restart {UNIT_NAME}")),
-        )
-    }
-}
-
-/// Is the service running? `None` when that cannot be known here.
-pub fn is_active() -> Option<bool> {
-    if cfg!(target_os = "macos") {
-        let target = format!("gui/{}/{LABEL}", paths::uid());
-        Some(
-            run_bounded(
-                Path::new("/bin/launchctl"),
-                &["print", &target],
-                MANAGER_LIMIT,
-            )
-            .is_ok(),
-        )
-    } else {
-        systemd_available().ok()?;
-        Some(
-            run_bounded(
-                &systemctl(),
-                &["--user", "is-active", "--quiet", UNIT_NAME],
-                MANAGER_LIMIT,
-            )
-            .is_ok(),
-        )
-    }
 }
 
 /// The program the installed service file runs, read back from it.

@@ -1,16 +1,18 @@
 //! What setup, doctor and uninstall show a person: step headers, ✓/✗ lines, spinners and the
-//! dialoguer prompts. The installer commands' output goes to stdout (it is their result);
-//! prompts and spinners use stderr. `coogle mcp` never reaches this module.
+//! dialoguer prompts. The installer commands' output goes to stdout through [`crate::output`]
+//! (it is their result); prompts and spinners use stderr. `coogle mcp` never reaches this
+//! module.
 //!
 //! Prompts only run when [`Ui::interactive`] is true, which needs a terminal on stdin and
 //! stderr; everything else must take its answer from flags.
-#![allow(clippy::print_stdout, clippy::print_stderr)]
 
 use std::io::IsTerminal;
 use std::time::Duration;
 
 use dialoguer::theme::ColorfulTheme;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+use crate::output;
 
 /// Both the terminal test and the prompts look at stdin and stderr.
 pub fn has_terminal() -> bool {
@@ -24,27 +26,27 @@ pub struct Ui {
 
 impl Ui {
     pub fn step(&self, n: u32, total: u32, title: &str) {
-        println!("\n[{n}/{total}] {title}");
+        output::out(&format!("\n[{n}/{total}] {title}"));
     }
 
     pub fn ok(&self, text: &str) {
-        println!("  ✓ {text}");
+        output::out(&format!("  ✓ {text}"));
     }
 
     pub fn warn(&self, text: &str) {
-        println!("  ! {text}");
+        output::out(&format!("  ! {text}"));
     }
 
     pub fn fail(&self, text: &str) {
-        println!("  ✗ {text}");
+        output::out(&format!("  ✗ {text}"));
     }
 
     pub fn info(&self, text: &str) {
-        println!("    {text}");
+        output::out(&format!("    {text}"));
     }
 
     pub fn line(&self, text: &str) {
-        println!("{text}");
+        output::out(text);
     }
 
     /// A yes/no question; without a terminal the default is the answer.

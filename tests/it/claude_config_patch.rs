@@ -7,8 +7,8 @@ use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
+use coogle::fsutil::{FsError, Written};
 use coogle::setup::claude_config::{self, ClientKind, Shim, Upstream, patch, revert};
-use coogle::setup::fsutil::{FsError, Written};
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
 

@@ -1,13 +1,33 @@
-//! The search server's Gemini API key as setup and doctor see it: where one is found
-//! (environment, config.json, a `.env` file in the working directory or home), whether it looks
-//! usable (present, not a placeholder, a plausible length), and how it is shown (masked).
+//! Secrets as coogle handles them: how one is shown (its length, never a prefix), and the
+//! search server's Gemini API key: where one is found (environment, config.json, a `.env` file
+//! in the working directory or home) and whether it looks usable.
 //!
-//! Finding is a pure function of its inputs, so tests need no process environment. The key is
-//! never logged or printed; only [`crate::config::mask`] of it is.
+//! Finding is a pure function of its inputs, so tests need no process environment. Nothing
+//! here logs or prints a secret, and no message it builds contains one: only [`mask`] of it.
 
+use std::fmt;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
+
+/// How a secret is shown: its length only (`<35 chars>`), or `<empty>`.
+pub fn mask(secret: &str) -> String {
+    match secret.chars().count() {
+        0 => "<empty>".to_owned(),
+        1 => "<1 char>".to_owned(),
+        n => format!("<{n} chars>"),
+    }
+}
+
+/// Debug-formats as [`mask`] of the string, without quotes: for hand-written `Debug` impls of
+/// types that hold secrets.
+pub(crate) struct Masked<'a>(pub &'a str);
+
+impl fmt::Debug for Masked<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&mask(self.0))
+    }
+}
 
 /// The environment variables the key is read from, in order.
 pub const KEY_VARS: [&str; 2] = ["GOOGLE_API_KEY", "GEMINI_API_KEY"];
@@ -20,8 +40,8 @@ pub enum KeySource {
     DotEnv(PathBuf),
 }
 
-impl std::fmt::Display for KeySource {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+impl fmt::Display for KeySource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             KeySource::Env(var) => write!(f, "${var}"),
             KeySource::Config => f.write_str("config.json search.apiKey"),
@@ -37,10 +57,10 @@ pub struct FoundKey {
     pub source: KeySource,
 }
 
-impl std::fmt::Debug for FoundKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+impl fmt::Debug for FoundKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("FoundKey")
-            .field("key", &crate::config::mask(&self.key))
+            .field("key", &Masked(&self.key))
             .field("source", &self.source)
             .finish()
     }
@@ -98,6 +118,22 @@ pub fn find_key(
     None
 }
 
+/// The key as a command run here finds it: this process's environment, the `search.apiKey` of
+/// the config file at `config_file` (when it parses), then `.env` in the working directory and
+/// in home.
+pub(crate) fn find_key_here(config_file: &Path) -> Option<FoundKey> {
+    let config: Option<Value> = std::fs::read(config_file)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok());
+    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+    find_key(
+        &|v| std::env::var(v).ok(),
+        config.as_ref(),
+        &cwd,
+        &crate::paths::home(),
+    )
+}
+
 /// `KEY=value` lines of a `.env` file: `export ` prefixes, single or double quotes, blank
 /// lines and `#` comments (whole-line, or after an unquoted value) are understood.
 pub fn parse_dotenv(text: &str) -> Vec<(String, String)> {
@@ -129,13 +165,26 @@ pub fn parse_dotenv(text: &str) -> Vec<(String, String)> {
     out
 }
 
+/// Why a key does not look usable. The message never contains the key.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum KeyProblem {
+    #[error("the API key is empty")]
+    Empty,
+    #[error("the API key looks like a placeholder ({masked}), not a real key")]
+    Placeholder { masked: String },
+    #[error("the API key is too short to be a Google API key ({masked}; they are 39)")]
+    TooShort { masked: String },
+    #[error("the API key contains whitespace")]
+    Whitespace,
+}
+
 /// Whether a key looks usable, the way ask-google's check-env judged it: present, not a
 /// placeholder from an example file, and of a plausible length (Google API keys are 39
-/// characters, `AIza…`). The message never contains the key.
-pub fn check_key(key: &str) -> Result<(), String> {
+/// characters, `AIza…`).
+pub fn check_key(key: &str) -> Result<(), KeyProblem> {
     let k = key.trim();
     if k.is_empty() {
-        return Err("the API key is empty".into());
+        return Err(KeyProblem::Empty);
     }
     let lower = k.to_ascii_lowercase();
     let placeholder = [
@@ -151,19 +200,13 @@ pub fn check_key(key: &str) -> Result<(), String> {
     .any(|p| lower.contains(p))
         || k.chars().all(|c| c == k.chars().next().unwrap_or('x'));
     if placeholder {
-        return Err(format!(
-            "the API key looks like a placeholder ({}), not a real key",
-            crate::config::mask(k)
-        ));
+        return Err(KeyProblem::Placeholder { masked: mask(k) });
     }
     if k.len() < 30 {
-        return Err(format!(
-            "the API key is too short to be a Google API key ({}; they are 39)",
-            crate::config::mask(k)
-        ));
+        return Err(KeyProblem::TooShort { masked: mask(k) });
     }
     if k.chars().any(char::is_whitespace) {
-        return Err("the API key contains whitespace".into());
+        return Err(KeyProblem::Whitespace);
     }
     Ok(())
 }
@@ -230,9 +273,17 @@ mod tests {
             ("xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx", "placeholder"),
             ("AIzaShort", "too short"),
         ] {
-            let e = check_key(bad).unwrap_err();
+            let e = check_key(bad).unwrap_err().to_string();
             assert!(e.contains(why), "{bad}: {e}");
             assert!(bad.is_empty() || !e.contains(bad), "the key leaked: {e}");
         }
+    }
+
+    #[test]
+    fn mask_shows_length_only() {
+        assert_eq!(mask(""), "<empty>");
+        assert_eq!(mask("a"), "<1 char>");
+        assert_eq!(mask("abc"), "<3 chars>");
+        assert_eq!(mask("café"), "<4 chars>");
     }
 }

@@ -3,15 +3,17 @@
 //! target to catch another program's write, and a rename; the file's permissions are kept.
 //!
 //! This module never writes over a file it could not read or (for JSON) parse, and never
-//! changes a file when the new content equals the old.
+//! changes a file when the new content equals the old. It also owns coogle's own scratch
+//! directories (`PrivateDir`), which nobody else may read and which never outlive their use.
 
 use std::fs;
 use std::io::{self, Write};
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::Value;
+
+use crate::date::timestamp;
 
 /// How many times a write is retried when the file changes under it.
 pub const ATTEMPTS: u32 = 5;
@@ -74,47 +76,6 @@ pub enum Written {
     Replaced { backup: PathBuf },
 }
 
-/// `YYYYMMDDTHHMMSSZ` in UTC, for backup names.
-pub fn timestamp() -> String {
-    let secs = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
-    let days = (secs / 86_400) as i64;
-    let rem = secs % 86_400;
-    let (y, m, d) = civil_from_days(days);
-    format!(
-        "{y:04}{m:02}{d:02}T{:02}{:02}{:02}Z",
-        rem / 3600,
-        (rem % 3600) / 60,
-        rem % 60
-    )
-}
-
-/// Today's date in UTC, ISO-8601 (`2026-11-22`).
-pub fn utc_date() -> String {
-    let secs = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
-    let (y, m, d) = civil_from_days((secs / 86_400) as i64);
-    format!("{y:04}-{m:02}-{d:02}")
-}
-
-/// Howard Hinnant's days-to-civil conversion (proleptic Gregorian).
-pub fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (if m <= 2 { y + 1 } else { y }, m, d)
-}
-
 /// The file a path names, following symlinks (a dotfile manager's link stays a link).
 pub fn resolve(path: &Path) -> PathBuf {
     fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
@@ -132,18 +93,36 @@ pub fn read_optional(path: &Path) -> Result<Option<Vec<u8>>, FsError> {
     }
 }
 
-/// Parse JSON text, naming the file and position on failure.
-pub fn parse_json(bytes: &[u8], path: &Path) -> Result<Value, FsError> {
+/// Why JSON text did not parse: serde_json's message without its own " at line L column C",
+/// which every caller's error states once, with the file's path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct JsonSyntax {
+    pub line: usize,
+    pub column: usize,
+    pub message: String,
+}
+
+/// Parse JSON, keeping the position of a failure apart from its message.
+pub(crate) fn parse_json_bytes(bytes: &[u8]) -> Result<Value, JsonSyntax> {
     serde_json::from_slice(bytes).map_err(|e| {
         let (line, column) = (e.line(), e.column());
         let full = e.to_string();
         let suffix = format!(" at line {line} column {column}");
-        FsError::Parse {
-            path: path.to_path_buf(),
+        JsonSyntax {
             line,
             column,
             message: full.strip_suffix(&suffix).unwrap_or(&full).to_owned(),
         }
+    })
+}
+
+/// Parse JSON text, naming the file and position on failure.
+pub fn parse_json(bytes: &[u8], path: &Path) -> Result<Value, FsError> {
+    parse_json_bytes(bytes).map_err(|s| FsError::Parse {
+        path: path.to_path_buf(),
+        line: s.line,
+        column: s.column,
+        message: s.message,
     })
 }
 
@@ -372,6 +351,28 @@ pub fn write_own(path: &Path, bytes: &[u8], mode: u32) -> Result<(), FsError> {
     Ok(())
 }
 
+/// A scratch directory coogle creates for itself (mode 0700: it may hold a socket or a
+/// download), removed with everything in it when dropped.
+pub(crate) struct PrivateDir {
+    pub path: PathBuf,
+}
+
+impl PrivateDir {
+    /// Create `path` afresh: a stale one (a crashed earlier run) is removed first.
+    pub fn create(path: PathBuf) -> io::Result<PrivateDir> {
+        use std::os::unix::fs::DirBuilderExt;
+        let _ = fs::remove_dir_all(&path);
+        fs::DirBuilder::new().mode(0o700).create(&path)?;
+        Ok(PrivateDir { path })
+    }
+}
+
+impl Drop for PrivateDir {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.path);
+    }
+}
+
 /// Tighten a file's mode to `mode` when it is looser (never loosens).
 pub fn tighten(path: &Path, mode: u32) -> Result<bool, FsError> {
     match mode_of(path) {
@@ -398,14 +399,6 @@ pub fn remove_optional(path: &Path) -> Result<bool, FsError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn civil_dates() {
-        assert_eq!(civil_from_days(0), (1970, 1, 1));
-        assert_eq!(civil_from_days(19_783), (2024, 3, 1));
-        assert_eq!(civil_from_days(11_016), (2000, 2, 29));
-        assert_eq!(timestamp().len(), 16);
-    }
 
     #[test]
     fn backup_names_do_not_collide() {

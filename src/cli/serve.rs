@@ -1,0 +1,73 @@
+//! The two long-running modes: `coogle serve` (the daemon, in the async runtime) and `coogle
+//! mcp` (the shim: a pump on plain threads, outside any runtime, which must never print to
+//! stdout, its MCP channel).
+
+use super::context::{Context, block_on, config_error};
+use crate::config::GlobalPaths;
+use crate::output::{self, ExitCode};
+use crate::{daemon, logging, paths, shim};
+
+/// `coogle mcp`: the pump runs on plain threads, outside any async runtime.
+pub(super) fn mcp(paths: &GlobalPaths, server: Option<String>) -> ExitCode {
+    logging::init_stderr("coogle=warn,rmcp=warn");
+    let ctx = match Context::load(paths) {
+        Ok(c) => c,
+        Err(e) => {
+            tracing::error!("{e}");
+            return ExitCode::Usage;
+        }
+    };
+    let opts = shim::Options {
+        socket: ctx.socket.clone(),
+        server,
+        starter: ctx.starter(),
+        max_line_bytes: ctx.config.max_line_bytes,
+    };
+    match shim::run(opts) {
+        Ok(()) => ExitCode::Success,
+        Err(e) => {
+            tracing::error!("{e}");
+            ExitCode::Usage
+        }
+    }
+}
+
+/// `coogle serve`: the daemon in the foreground, until a signal or `coogle stop`.
+pub(super) fn serve(paths: &GlobalPaths, log_stderr: bool) -> ExitCode {
+    let ctx = match Context::load(paths) {
+        Ok(c) => c,
+        Err(e) => return config_error(&e),
+    };
+    block_on(run_daemon(ctx, log_stderr))
+}
+
+async fn run_daemon(ctx: Context, log_stderr: bool) -> ExitCode {
+    let log_file = paths::log_file();
+    if let Err(e) = logging::init_daemon(&log_file, &ctx.config.log_level, log_stderr) {
+        output::error_text(
+            &format!("could not open the log file {}: {e}", log_file.display()),
+            None,
+        );
+        return ExitCode::Usage;
+    }
+    let options = daemon::Options {
+        socket: ctx.socket.clone(),
+        handle_signals: true,
+        log_file: Some(log_file),
+    };
+    match daemon::run(ctx.config, options).await {
+        Ok(daemon::Outcome::Stopped) => ExitCode::Success,
+        Ok(daemon::Outcome::AlreadyRunning) => {
+            output::note(&format!(
+                "coogle daemon already running on {}",
+                ctx.socket.display()
+            ));
+            ExitCode::Success
+        }
+        Err(e) => {
+            tracing::error!("{e}");
+            output::error(&e, None);
+            ExitCode::Usage
+        }
+    }
+}

@@ -1,0 +1,166 @@
+//! The keys config.json may hold, the built-in defaults, and how the user's file merges over
+//! them (objects merge key by key, arrays and scalars replace). Unknown keys are named in a
+//! warning, never an error, so a newer config still loads in an older coogle.
+
+use serde_json::{Map, Value, json};
+
+use super::DEFAULT_CALL_TIMEOUT_MS;
+
+pub(super) const DEFAULT_SHUTDOWN_GRACE_MS: u64 = 5000;
+pub(super) const DEFAULT_LOG_LEVEL: &str = "info";
+pub(super) const DEFAULT_CLAUDE_JSON: &str = "~/.claude.json";
+pub(super) const DEFAULT_MCP_SERVER_NAME: &str = "coogle";
+pub(super) const DEFAULT_SERVER: &str = "google";
+
+pub(super) const TOP_LEVEL_KEYS: &[&str] = &[
+    "socketPath",
+    "logLevel",
+    "maxLineBytes",
+    "shutdownGraceMs",
+    "callTimeoutMs",
+    "coogleTool",
+    "servers",
+    "mcp",
+    "credentials",
+    "search",
+];
+pub(super) const SEARCH_KEYS: &[&str] = &[
+    "apiKey",
+    "apiBaseUrl",
+    "models",
+    "timeoutMs",
+    "retryBaseMs",
+    "maxRetries",
+    "maxConcurrent",
+];
+pub(super) const SERVER_KEYS: &[&str] = &[
+    "command",
+    "args",
+    "env",
+    "cwd",
+    "credentials",
+    "maxConcurrent",
+    "callTimeoutMs",
+    "clientCapabilities",
+];
+
+/// Merge `overlay` into `base`: objects merge key by key, recursively; arrays, scalars and
+/// `null` in the overlay replace what was there.
+pub(super) fn deep_merge(base: &mut Value, overlay: Value) {
+    match (base, overlay) {
+        (Value::Object(base), Value::Object(overlay)) => {
+            for (key, value) in overlay {
+                match base.get_mut(&key) {
+                    Some(slot) => deep_merge(slot, value),
+                    None => {
+                        base.insert(key, value);
+                    }
+                }
+            }
+        }
+        (slot, overlay) => *slot = overlay,
+    }
+}
+
+/// The built-in defaults, in the original TypeScript coogle's flat shape: one upstream
+/// (`uvx workspace-mcp --tool-tier core`) whose credentials come from `~/.claude.json`.
+pub(super) fn defaults() -> Value {
+    json!({
+        "mcp": {
+            "command": "uvx",
+            "args": ["workspace-mcp", "--tool-tier", "core"],
+        },
+        "credentials": {
+            "source": "claude-json",
+            "claudeJsonPath": DEFAULT_CLAUDE_JSON,
+            "mcpServerName": DEFAULT_MCP_SERVER_NAME,
+        },
+        "callTimeoutMs": DEFAULT_CALL_TIMEOUT_MS,
+        "logLevel": DEFAULT_LOG_LEVEL,
+    })
+}
+
+/// The keys of `obj` not in `known`, as full key paths (`at` is the prefix, e.g. `servers.x.`).
+pub(super) fn unknown_keys(obj: &Map<String, Value>, known: &[&str], at: &str) -> Vec<String> {
+    obj.keys()
+        .filter(|k| !known.contains(&k.as_str()))
+        .map(|k| format!("{at}{k}"))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::*;
+    use super::*;
+
+    #[test]
+    fn defaults_are_the_flat_shape_without_socket_path() {
+        let d = defaults();
+        assert_eq!(
+            d,
+            json!({
+                "mcp": {"command": "uvx", "args": ["workspace-mcp", "--tool-tier", "core"]},
+                "credentials": {"source": "claude-json", "claudeJsonPath": "~/.claude.json", "mcpServerName": "coogle"},
+                "callTimeoutMs": 120000,
+                "logLevel": "info",
+            })
+        );
+        assert!(d.get("socketPath").is_none());
+    }
+
+    #[test]
+    fn deep_merge_semantics() {
+        let mut base = json!({
+            "a": {"x": 1, "y": {"deep": true, "keep": 1}},
+            "arr": [1, 2, 3],
+            "s": "base",
+            "n": 5,
+            "gone": {"k": 1},
+        });
+        deep_merge(
+            &mut base,
+            json!({
+                "a": {"y": {"deep": false}, "z": 2},
+                "arr": [9],
+                "s": {"now": "object"},
+                "n": null,
+                "new": [1],
+            }),
+        );
+        assert_eq!(
+            base,
+            json!({
+                "a": {"x": 1, "y": {"deep": false, "keep": 1}, "z": 2},
+                "arr": [9],
+                "s": {"now": "object"},
+                "n": null,
+                "gone": {"k": 1},
+                "new": [1],
+            })
+        );
+        // Key order of the base is kept, new keys come last.
+        assert_eq!(
+            base.as_object().unwrap().keys().collect::<Vec<_>>(),
+            ["a", "arr", "s", "n", "gone", "new"]
+        );
+        let mut scalar = json!(1);
+        deep_merge(&mut scalar, json!({"a": 1}));
+        assert_eq!(scalar, json!({"a": 1}));
+    }
+
+    #[test]
+    fn unknown_keys_are_ignored_and_named() {
+        let config = from(json!({"theme": "dark", "mcp": {"extra": 1}})).unwrap();
+        assert_eq!(config.servers["google"].command, "uvx");
+        let user = json!({"theme": "dark", "logLevel": "x", "servers": {}, "zzz": 1});
+        assert_eq!(
+            unknown_keys(user.as_object().unwrap(), TOP_LEVEL_KEYS, ""),
+            ["theme", "zzz"]
+        );
+        let server = json!({"command": "c", "comand": "typo", "maxConcurrent": 1});
+        assert_eq!(
+            unknown_keys(server.as_object().unwrap(), SERVER_KEYS, "servers.g."),
+            ["servers.g.comand"]
+        );
+    }
+}

@@ -1,0 +1,235 @@
+//! The loaded configuration's types. Their `Debug` is written by hand so that a secret (a
+//! client secret, an API key, any `env` value) is shown as its length only; nothing here may
+//! derive `Debug` over a secret field.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use indexmap::IndexMap;
+use serde_json::Value;
+
+use super::DEFAULT_GEMINI_BASE_URL;
+use crate::secret::{Masked, mask};
+
+/// The whole daemon configuration, after merging over the defaults and validating.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The file that was loaded; `None` when none existed (defaults only).
+    pub file: Option<PathBuf>,
+    /// `socketPath`, `~` expanded; `None` means the default computed elsewhere.
+    pub socket_path: Option<PathBuf>,
+    /// `logLevel`, default `"info"`.
+    pub log_level: String,
+    /// `maxLineBytes`, default 16 MiB.
+    pub max_line_bytes: usize,
+    /// `shutdownGraceMs`, default 5000.
+    pub shutdown_grace_ms: u64,
+    /// `coogleTool`, default true: add the `coogle` tool (status, restart, async calls) to each
+    /// upstream's tool list.
+    pub coogle_tool: bool,
+    /// The upstreams, in file order; never empty. Includes `search` (the built-in ask_google
+    /// server) when a Gemini API key is found and no server of that name is configured.
+    pub servers: IndexMap<String, ServerConfig>,
+    /// The `search` section, read by `coogle search-server`.
+    pub search: SearchConfig,
+}
+
+/// The built-in search server's settings (`search` in config.json).
+#[derive(Clone, PartialEq)]
+pub struct SearchConfig {
+    /// `apiKey`: the Gemini API key, when written in the config (a secret: masked in Debug).
+    pub api_key: Option<String>,
+    /// `apiBaseUrl`, default Gemini's public endpoint; tests point it at a loopback mock.
+    pub api_base_url: String,
+    /// `models.pro`, `models.flash`, `models.flashLite`: the Gemini model behind each choice.
+    pub model_pro: String,
+    pub model_flash: String,
+    pub model_flash_lite: String,
+    /// `timeoutMs`: one HTTP request's limit, default 60 s.
+    pub timeout: Duration,
+    /// `retryBaseMs`: the first retry's delay, doubled each time; default 1 s.
+    pub retry_base: Duration,
+    /// `maxRetries`: retries after the first attempt for transient errors, default 3.
+    pub max_retries: u32,
+    /// `maxConcurrent` of the `search` upstream, default 4 (answers take seconds; sessions
+    /// should not wait for each other's).
+    pub max_concurrent: usize,
+}
+
+impl fmt::Debug for SearchConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SearchConfig")
+            .field("api_key", &self.api_key.as_deref().map(mask))
+            .field("api_base_url", &self.api_base_url)
+            .field("model_pro", &self.model_pro)
+            .field("model_flash", &self.model_flash)
+            .field("model_flash_lite", &self.model_flash_lite)
+            .field("timeout", &self.timeout)
+            .field("retry_base", &self.retry_base)
+            .field("max_retries", &self.max_retries)
+            .field("max_concurrent", &self.max_concurrent)
+            .finish()
+    }
+}
+
+impl Default for SearchConfig {
+    fn default() -> Self {
+        SearchConfig {
+            api_key: None,
+            api_base_url: DEFAULT_GEMINI_BASE_URL.to_owned(),
+            model_pro: "gemini-3.1-pro-preview".to_owned(),
+            model_flash: "gemini-3-flash-preview".to_owned(),
+            model_flash_lite: "gemini-3.1-flash-lite-preview".to_owned(),
+            timeout: Duration::from_secs(60),
+            retry_base: Duration::from_secs(1),
+            max_retries: 3,
+            max_concurrent: 4,
+        }
+    }
+}
+
+/// One upstream MCP server that coogle starts and shares. Its `Debug` masks `env` values.
+#[derive(Clone)]
+pub struct ServerConfig {
+    pub name: String,
+    pub command: String,
+    pub args: Vec<String>,
+    /// Extra environment for the child, values as written (they may be secrets: never log them).
+    pub env: IndexMap<String, String>,
+    /// `cwd`, `~` expanded.
+    pub cwd: Option<PathBuf>,
+    pub credentials: CredentialsConfig,
+    /// `maxConcurrent`, default 1, at least 1.
+    pub max_concurrent: usize,
+    /// The server's `callTimeoutMs`, else the top-level one, else 120 s; never zero.
+    pub call_timeout: Duration,
+    /// `clientCapabilities` sent in `initialize`, default `{"roots": {}, "elicitation": {}}`.
+    pub client_capabilities: Value,
+}
+
+impl fmt::Debug for ServerConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let env: Vec<(&String, Masked<'_>)> =
+            self.env.iter().map(|(k, v)| (k, Masked(v))).collect();
+        f.debug_struct("ServerConfig")
+            .field("name", &self.name)
+            .field("command", &self.command)
+            .field("args", &self.args)
+            .field("env", &env)
+            .field("cwd", &self.cwd)
+            .field("credentials", &self.credentials)
+            .field("max_concurrent", &self.max_concurrent)
+            .field("call_timeout", &self.call_timeout)
+            .field("client_capabilities", &self.client_capabilities)
+            .finish()
+    }
+}
+
+/// Where a server's Google OAuth client id and secret come from.
+#[derive(Clone, PartialEq)]
+pub enum CredentialsConfig {
+    /// `{"source": "none"}`: inject nothing.
+    None,
+    /// `GOOGLE_OAUTH_CLIENT_ID` / `GOOGLE_OAUTH_CLIENT_SECRET` from the daemon's own environment.
+    Env,
+    /// `clientId` / `clientSecret` written in the config.
+    Manual {
+        client_id: String,
+        client_secret: String,
+    },
+    /// The `env` block of the `mcpServers.<server_name>` entry of a `~/.claude.json`.
+    ClaudeJson { path: PathBuf, server_name: String },
+}
+
+impl fmt::Debug for CredentialsConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CredentialsConfig::None => f.write_str("None"),
+            CredentialsConfig::Env => f.write_str("Env"),
+            CredentialsConfig::Manual {
+                client_id,
+                client_secret,
+            } => f
+                .debug_struct("Manual")
+                .field("client_id", &Masked(client_id))
+                .field("client_secret", &Masked(client_secret))
+                .finish(),
+            CredentialsConfig::ClaudeJson { path, server_name } => f
+                .debug_struct("ClaudeJson")
+                .field("path", path)
+                .field("server_name", server_name)
+                .finish(),
+        }
+    }
+}
+
+/// A resolved OAuth client. Its `Debug` shows lengths only.
+#[derive(Clone, PartialEq)]
+pub struct Credentials {
+    pub client_id: String,
+    pub client_secret: String,
+}
+
+impl fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Credentials")
+            .field("client_id", &Masked(&self.client_id))
+            .field("client_secret", &Masked(&self.client_secret))
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::*;
+    use super::*;
+    use crate::config::{Config, load_with};
+
+    #[test]
+    fn debug_never_shows_secrets() {
+        let secret = "GOCSPX-very-secret-value-1234567890";
+        let id = "123456789012-abcdefghijklmnopqrstuvwxyz012345.apps.googleusercontent.com";
+        let creds = Credentials {
+            client_id: id.into(),
+            client_secret: secret.into(),
+        };
+        let shown = format!("{creds:?}");
+        assert_eq!(
+            shown,
+            format!(
+                "Credentials {{ client_id: <{} chars>, client_secret: <35 chars> }}",
+                id.len()
+            )
+        );
+        let manual = CredentialsConfig::Manual {
+            client_id: id.into(),
+            client_secret: secret.into(),
+        };
+        let shown = format!("{manual:?} {manual:#?}");
+        assert!(!shown.contains(secret), "{shown}");
+        assert!(!shown.contains("GOCSPX"), "{shown}");
+        assert!(!shown.contains("apps.googleusercontent"), "{shown}");
+        assert!(shown.starts_with("Manual { client_id: <"), "{shown}");
+
+        // The whole loaded config, too.
+        let config = load_with(Some(&data("legacy_config.json")), &host()).unwrap();
+        let shown = format!("{config:?}");
+        assert!(!shown.contains("GOCSPX-fake-secret"), "{shown}");
+        assert!(shown.contains("<18 chars>"), "{shown}");
+    }
+
+    #[test]
+    fn server_debug_masks_env_values() {
+        let config = Config::from_value(
+            serde_json::json!({"servers": {"search": {
+                "command": "coogle", "env": {"GEMINI_API_KEY": "AIza-very-secret-value"}
+            }}}),
+            None,
+        )
+        .unwrap();
+        let text = format!("{config:?}");
+        assert!(text.contains("GEMINI_API_KEY"), "{text}");
+        assert!(!text.contains("very-secret"), "{text}");
+    }
+}

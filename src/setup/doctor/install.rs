@@ -1,0 +1,174 @@
+//! Doctor's checks of what is installed: config.json, each upstream's OAuth client and
+//! command, the programs upstreams commonly run, the search server's API key, and the service.
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use super::super::service;
+use super::{Doctor, same_file};
+use crate::config::{Config, ServerConfig};
+use crate::secret::{check_key, find_key_here, mask};
+use crate::service_manager;
+
+/// Whether the search server is set up: its own config section or a `search` upstream.
+pub(super) fn search_wanted(cfg_path: &Path) -> bool {
+    std::fs::read(cfg_path)
+        .ok()
+        .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+        .is_some_and(|c| c.get("search").is_some() || c.pointer("/servers/search").is_some())
+}
+
+impl Doctor<'_> {
+    /// config.json loads (or there is none and the defaults apply).
+    pub(super) fn config(&mut self) -> Option<Config> {
+        match Config::load(self.paths.config.as_deref()) {
+            Ok(c) => {
+                match &c.file {
+                    Some(f) => self.ok(&format!("config {} loads", f.display())),
+                    None => self.warn(
+                        &format!(
+                            "no config at {}: built-in defaults",
+                            self.paths.config_file().display()
+                        ),
+                        "`coogle setup` writes one",
+                    ),
+                }
+                Some(c)
+            }
+            Err(e) => {
+                self.fail(
+                    &format!("config: {e}"),
+                    "fix the file, or move it aside and run `coogle setup`",
+                );
+                None
+            }
+        }
+    }
+
+    /// Each upstream's OAuth client resolves and its command is on PATH.
+    pub(super) fn servers(&mut self, config: &Config) {
+        for server in config.servers.values() {
+            self.credentials(server);
+            self.command(server);
+        }
+    }
+
+    fn credentials(&mut self, server: &ServerConfig) {
+        match server.resolve_credentials() {
+            Ok(Some(c)) => self.ok(&format!(
+                "{}: OAuth client id {}, secret {}",
+                server.name,
+                mask(&c.client_id),
+                mask(&c.client_secret)
+            )),
+            Ok(None) => self.ok(&format!(
+                "{}: no OAuth client configured (none needed)",
+                server.name
+            )),
+            Err(e) => self.fail(
+                &e.to_string(),
+                "`coogle setup --client-id ID --client-secret-env VAR`",
+            ),
+        }
+    }
+
+    fn command(&mut self, server: &ServerConfig) {
+        match which::which(&server.command) {
+            Ok(p) => self.ok(&format!(
+                "{}: {} found at {}",
+                server.name,
+                server.command,
+                p.display()
+            )),
+            Err(_) => {
+                let fix = if server.command == "uvx" {
+                    "install uv: `curl -LsSf https://astral.sh/uv/install.sh | sh` or `brew install uv`"
+                } else {
+                    "install it, or fix `command` in the config"
+                };
+                self.fail(
+                    &format!("{}: {} not found on PATH", server.name, server.command),
+                    fix,
+                )
+            }
+        }
+    }
+
+    /// `uvx` and `node`: worth knowing, not required.
+    pub(super) fn programs(&mut self) {
+        for (program, fix) in [
+            (
+                "uvx",
+                "install uv (`brew install uv`) if an upstream runs with uvx",
+            ),
+            ("node", "install Node.js if an upstream runs with npx"),
+        ] {
+            match which::which(program) {
+                Ok(p) => self.ok(&format!("{program} at {}", p.display())),
+                Err(_) => self.warn(&format!("{program} not found on PATH"), fix),
+            }
+        }
+    }
+
+    /// The search server's Gemini API key: found and plausible, or not needed.
+    pub(super) fn search_key(&mut self, search_wanted: bool) {
+        match find_key_here(&self.paths.config_file()) {
+            Some(found) => match check_key(&found.key) {
+                Ok(()) => self.ok(&format!(
+                    "search: Gemini API key {} ({})",
+                    mask(&found.key),
+                    found.source
+                )),
+                Err(e) => self.fail(
+                    &format!("search: {e} (from {})", found.source),
+                    "put a real key from https://aistudio.google.com/apikey in config.json search.apiKey (`coogle setup --search --api-key-env VAR`)",
+                ),
+            },
+            None if search_wanted => self.fail(
+                "search: the search server is configured but no Gemini API key is found",
+                "`coogle setup --search --api-key-env VAR`, or set GOOGLE_API_KEY for the daemon",
+            ),
+            None => self.ok("search: not set up (optional; `coogle setup --search` adds ask_google)"),
+        }
+    }
+
+    /// The service runs this binary and is running. Returns whether one is installed.
+    pub(super) fn service(&mut self) -> bool {
+        let path = service_manager::installed_path();
+        if !path.exists() {
+            self.warn(
+                "no service installed: the daemon starts on demand",
+                "`coogle setup` installs one",
+            );
+            return false;
+        }
+        let exe = self.exe.clone();
+        match service::installed_program() {
+            Some(p) if same_file(Path::new(&p), &exe) => {
+                self.ok(&format!("service {} runs this binary", path.display()))
+            }
+            Some(p) => self.fail(
+                &format!("service {} runs {p}, not {}", path.display(), exe.display()),
+                "`coogle setup --yes` rewrites it",
+            ),
+            None => self.fail(
+                &format!("service {} cannot be read", path.display()),
+                "`coogle setup --yes` rewrites it",
+            ),
+        }
+        match service_manager::is_active() {
+            Some(true) => self.ok("service is loaded and running"),
+            Some(false) => self.fail(
+                "service is installed but not running",
+                if cfg!(target_os = "macos") {
+                    "`launchctl bootstrap gui/$UID ~/Library/LaunchAgents/dev.coogle.daemon.plist`"
+                } else {
+                    "`systemctl --user enable --now coogle.service`"
+                },
+            ),
+            None => self.warn("the service manager is not available here", ""),
+        }
+        true
+    }
+}

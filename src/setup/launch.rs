@@ -1,0 +1,65 @@
+//! What the service and the client entries run: this binary's stable path (Homebrew's `opt`
+//! link, never a Cellar path), with the `--config`/`--socket` that reach this invocation's
+//! daemon, and a PATH under which the daemon finds `uvx` and `npx`. Also `generate-plist` and
+//! `generate-unit`, which print exactly what setup would install.
+
+use super::claude_config::{Shim, Upstream};
+use super::service;
+use crate::config::GlobalPaths;
+use crate::installed::stable_exe;
+use crate::output::{self, ExitCode};
+
+/// `coogle generate-plist`: the LaunchAgent setup would install, on stdout.
+pub fn generate_plist(paths: &GlobalPaths) -> ExitCode {
+    let xml = service::plist_xml(&service_spec(paths));
+    output::out(&String::from_utf8_lossy(&xml));
+    ExitCode::Success
+}
+
+/// `coogle generate-unit`: the systemd user unit setup would install, on stdout.
+pub fn generate_unit(paths: &GlobalPaths) -> ExitCode {
+    output::out(&service::unit(&service_spec(paths)));
+    ExitCode::Success
+}
+
+/// PATH for the service: this shell's PATH, with the directories of uvx and npx first when
+/// they are not in it (launchd and systemd start services with a minimal PATH).
+fn service_path_env() -> String {
+    let current = std::env::var("PATH").unwrap_or_else(|_| "/usr/local/bin:/usr/bin:/bin".into());
+    let mut dirs: Vec<String> = Vec::new();
+    for program in ["uvx", "npx", "node"] {
+        if let Ok(p) = which::which(program)
+            && let Some(dir) = p.parent().map(|d| d.to_string_lossy().into_owned())
+            && !current.split(':').any(|d| d == dir)
+            && !dirs.contains(&dir)
+        {
+            dirs.push(dir);
+        }
+    }
+    dirs.push(current);
+    dirs.join(":")
+}
+
+pub(super) fn service_spec(paths: &GlobalPaths) -> service::ServiceSpec {
+    let (config, socket) = paths.non_default();
+    service::ServiceSpec {
+        exe: stable_exe().path,
+        config,
+        socket,
+        path_env: service_path_env(),
+    }
+}
+
+/// The client entry for `upstream`: this binary's stable path, `mcp`, and the options that
+/// lead it to this invocation's config and socket.
+pub(super) fn shim_for(paths: &GlobalPaths, upstream: Upstream) -> Shim {
+    let (config, socket) = paths.non_default();
+    let mut shim = Shim::new(upstream, &stable_exe().path);
+    for (flag, value) in [("--config", config), ("--socket", socket)] {
+        if let Some(v) = value {
+            shim.options.push(flag.to_owned());
+            shim.options.push(v.to_string_lossy().into_owned());
+        }
+    }
+    shim
+}

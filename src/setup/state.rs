@@ -1,0 +1,86 @@
+//! The state file: what setup changed in client configs and which service file it installed,
+//! so `uninstall` can undo exactly that and nothing else. It holds original entries, which may
+//! hold secrets, so it is written 0600 and never printed.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::claude_config::{Change, ClientKind, Patched};
+use crate::config;
+use crate::fsutil::{self, FsError, Written};
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct State {
+    #[serde(default)]
+    pub clients: Vec<ClientState>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClientState {
+    pub kind: ClientKind,
+    pub path: PathBuf,
+    /// Backups taken before each change, oldest first.
+    #[serde(default)]
+    pub backups: Vec<PathBuf>,
+    pub changes: Vec<Change>,
+}
+
+/// `setup-state.json` beside the default config.json.
+fn state_path() -> PathBuf {
+    config::default_path().with_file_name("setup-state.json")
+}
+
+impl State {
+    /// The recorded state; none recorded is an empty one.
+    pub fn load() -> Result<State, FsError> {
+        let path = state_path();
+        match fsutil::read_optional(&path)? {
+            None => Ok(State::default()),
+            Some(bytes) => {
+                let v = fsutil::parse_json(&bytes, &path)?;
+                serde_json::from_value(v).map_err(|e| FsError::Refused {
+                    path,
+                    detail: format!("not a coogle setup state: {e}"),
+                })
+            }
+        }
+    }
+
+    /// Write it (0600), or remove the file when nothing is left to undo.
+    pub fn save(&self) -> Result<(), FsError> {
+        let path = state_path();
+        if self.clients.is_empty() && self.service.is_none() {
+            fsutil::remove_optional(&path)?;
+            return Ok(());
+        }
+        let value = serde_json::to_value(self).unwrap_or(Value::Null);
+        fsutil::write_own(&path, &fsutil::to_json_bytes(&value), 0o600)
+    }
+
+    /// Add what a patch changed (and the backup it took) to the record of its file.
+    pub fn record(&mut self, kind: ClientKind, p: &Patched) {
+        let idx = match self.clients.iter().position(|c| c.path == p.path) {
+            Some(i) => i,
+            None => {
+                self.clients.push(ClientState {
+                    kind,
+                    path: p.path.clone(),
+                    backups: Vec::new(),
+                    changes: Vec::new(),
+                });
+                self.clients.len() - 1
+            }
+        };
+        let entry = &mut self.clients[idx];
+        if let Written::Replaced { backup } = &p.written {
+            entry.backups.push(backup.clone());
+        }
+        entry.changes.extend(p.changes.iter().cloned());
+    }
+}

@@ -1,0 +1,195 @@
+//! `coogle setup`: eight steps, each in its own file. Environment, the Google OAuth client and
+//! the search key, config.json, a throwaway test daemon, the service, the client configs, a
+//! run of the client entry, and a summary of what changed.
+//!
+//! Every step has a non-interactive form (`--yes` and flags). A step that cannot go on without
+//! an answer stops setup with an error and its fix; a step that fails without making the rest
+//! meaningless is marked ✗ and setup goes on (exit 1 at the end).
+
+mod clients;
+mod config_file;
+mod credentials;
+mod environment;
+mod search;
+mod service;
+
+use std::path::PathBuf;
+
+use super::args::SetupArgs;
+use super::claude_config::ClientKind;
+use super::state::State;
+use super::ui::{self, Ui};
+use super::{test_daemon, verify};
+use crate::config::GlobalPaths;
+use crate::error::InstallError;
+use crate::output::ExitCode;
+use credentials::Sources;
+
+const STEPS: u32 = 8;
+
+/// What the steps share.
+struct Wizard<'a> {
+    ui: Ui,
+    args: &'a SetupArgs,
+    paths: &'a GlobalPaths,
+    /// config.json.
+    cfg_path: PathBuf,
+    /// Claude Code's config.
+    claude_json: PathBuf,
+    /// What changed, for the last step.
+    summary: Vec<String>,
+    /// A step failed and setup went on: exit 1.
+    failed: bool,
+}
+
+/// `coogle setup`.
+pub fn setup(paths: &GlobalPaths, args: &SetupArgs) -> ExitCode {
+    let interactive = !args.yes;
+    if interactive && !ui::has_terminal() {
+        return InstallError::NeedsTerminal {
+            command: "setup",
+            asks: "asks questions",
+        }
+        .report();
+    }
+    let mut wizard = Wizard {
+        ui: Ui { interactive },
+        args,
+        paths,
+        cfg_path: paths.config_file(),
+        claude_json: args
+            .claude_json
+            .clone()
+            .unwrap_or_else(|| ClientKind::ClaudeCode.default_path()),
+        summary: Vec::new(),
+        failed: false,
+    };
+    match wizard.run() {
+        Err(e) => e.report(),
+        Ok(()) if wizard.failed => ExitCode::Failure,
+        Ok(()) => ExitCode::Success,
+    }
+}
+
+impl Wizard<'_> {
+    fn run(&mut self) -> Result<(), InstallError> {
+        self.ui.step(1, STEPS, "Environment");
+        let exe = environment::check(&self.ui);
+
+        self.ui.step(2, STEPS, "Google OAuth client");
+        let sources = Sources {
+            ui: &self.ui,
+            args: self.args,
+            cfg_path: &self.cfg_path,
+            claude_json: &self.claude_json,
+        };
+        let creds = self.fatal(sources.choose())?;
+        let search_key = self.fatal(search::choose(&self.ui, self.args, &self.cfg_path))?;
+
+        self.ui.step(3, STEPS, "Config");
+        self.write_config(&creds, search_key.as_deref())?;
+
+        self.ui.step(4, STEPS, "Test daemon");
+        self.test_daemon()?;
+
+        let mut state = State::load().unwrap_or_else(|e| {
+            self.ui.warn(&format!("{e}; starting a new record"));
+            State::default()
+        });
+        self.ui.step(5, STEPS, "Service");
+        self.install_service(&mut state, &creds);
+        if let Err(e) = state.save() {
+            self.ui
+                .warn(&format!("could not record the setup state: {e}"));
+        }
+
+        self.ui.step(6, STEPS, "Client configs");
+        let entry = self.point_clients(&mut state, search_key.is_some());
+
+        self.ui.step(7, STEPS, "Verify");
+        self.verify(entry.as_ref(), &exe);
+
+        self.ui.step(8, STEPS, "Done");
+        self.done();
+        Ok(())
+    }
+
+    /// A step's error ends setup: its ✗ line here, the error and its fix on stderr.
+    fn fatal<T>(&self, result: Result<T, InstallError>) -> Result<T, InstallError> {
+        if let Err(e) = &result {
+            self.ui.fail(&e.to_string());
+        }
+        result
+    }
+
+    /// Step 4: a failing test daemon stops setup unless the person chooses to go on.
+    fn test_daemon(&mut self) -> Result<(), InstallError> {
+        let ui = self.ui;
+        if self.args.skip_test {
+            ui.warn("skipped (--skip-test)");
+            return Ok(());
+        }
+        match test_daemon::run(&ui, &self.cfg_path) {
+            Ok(report) => {
+                let listed: Vec<String> = report
+                    .tools
+                    .iter()
+                    .map(|(name, n)| format!("{n} from {name}"))
+                    .collect();
+                ui.ok(&format!(
+                    "a throwaway daemon started and listed {} tools ({})",
+                    report.tools.iter().map(|(_, n)| n).sum::<usize>(),
+                    listed.join(", ")
+                ));
+                for (name, state) in &report.upstreams {
+                    ui.info(&format!("upstream {name}: {state}"));
+                }
+                Ok(())
+            }
+            Err(e) => {
+                ui.fail(&format!("the test daemon did not work: {e}"));
+                if !ui.confirm("Continue anyway?", false) {
+                    return Err(InstallError::TestDaemon(Box::new(e)));
+                }
+                self.failed = true;
+                Ok(())
+            }
+        }
+    }
+
+    /// Step 7: run the Google entry as the client will.
+    fn verify(&mut self, entry: Option<&serde_json::Value>, exe: &std::path::Path) {
+        let ui = self.ui;
+        match (entry, self.args.skip_verify) {
+            (_, true) => ui.warn("skipped (--skip-verify)"),
+            (None, _) => ui.warn("no client entry to run"),
+            (Some(entry), false) => match verify::run(&ui, entry) {
+                Ok(n) => ui.ok(&format!(
+                    "the client entry `{} mcp` answered with {n} tools",
+                    exe.display()
+                )),
+                Err(e) => {
+                    ui.fail(&format!("running the client entry failed: {e}"));
+                    self.failed = true;
+                }
+            },
+        }
+    }
+
+    /// Step 8: what changed, and what to do next.
+    fn done(&self) {
+        let ui = self.ui;
+        if self.summary.is_empty() {
+            ui.ok("nothing needed changing: coogle was already set up");
+        } else {
+            for s in &self.summary {
+                ui.ok(&format!("changed: {s}"));
+            }
+        }
+        ui.line("\nNext:");
+        ui.line("  restart Claude Code (or run /mcp) so it starts `coogle mcp`");
+        ui.line("  coogle status    the daemon, its upstream and sessions");
+        ui.line("  coogle tools     the tools an agent sees");
+        ui.line("  coogle doctor    check everything");
+    }
+}

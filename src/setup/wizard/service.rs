@@ -1,0 +1,73 @@
+//! Step 5: the per-user service (a systemd user unit or a LaunchAgent) that starts the daemon
+//! at login. Optional: without it, `coogle mcp` starts the daemon on demand. A service manager
+//! that is not there is a warning; one that refuses is a failure that does not stop setup.
+
+use super::super::launch::service_spec;
+use super::super::service;
+use super::super::state::State;
+use super::Wizard;
+use super::credentials::CredChoice;
+use crate::fsutil::Written;
+use crate::service_manager::ManagerState;
+
+impl Wizard<'_> {
+    pub(super) fn install_service(&mut self, state: &mut State, creds: &CredChoice) {
+        let ui = self.ui;
+        let wanted = !self.args.no_service
+            && ui.confirm(
+                "Install the service so the daemon starts when you log in?",
+                true,
+            );
+        if !wanted {
+            ui.warn("not installed: `coogle mcp` starts the daemon on demand");
+            return;
+        }
+        let inst = match service::install(&service_spec(self.paths)) {
+            Ok(inst) => inst,
+            Err(e) => {
+                ui.fail(&e.to_string());
+                self.failed = true;
+                return;
+            }
+        };
+        if inst.written == Written::Unchanged {
+            ui.ok(&format!("{} is up to date", inst.path.display()));
+        } else {
+            ui.ok(&format!("wrote {}", inst.path.display()));
+            self.summary
+                .push(format!("service {}", inst.path.display()));
+        }
+        state.service = Some(inst.path.clone());
+        if matches!(creds, CredChoice::Env) {
+            ui.warn(
+                "the service starts the daemon without this shell's environment: it will not see GOOGLE_OAUTH_CLIENT_ID/SECRET",
+            );
+            ui.info("hint: `coogle setup --credentials-source manual` writes them into config.json (mode 0600)");
+        }
+        self.report_manager(inst.manager);
+    }
+
+    fn report_manager(&mut self, manager: ManagerState) {
+        let ui = self.ui;
+        match manager {
+            ManagerState::Started => ui.ok("enabled and started"),
+            ManagerState::Unavailable(why) => {
+                let manager = if cfg!(target_os = "macos") {
+                    "launchd"
+                } else {
+                    "a systemd user manager"
+                };
+                ui.warn(&format!(
+                    "{manager} is not available here ({why}); the service file is written but not enabled"
+                ));
+                ui.info(
+                    "the daemon still starts on demand with `coogle mcp`; once systemd runs: `systemctl --user enable --now coogle.service`",
+                );
+            }
+            ManagerState::Failed(why) => {
+                ui.fail(&format!("the service manager refused: {why}"));
+                self.failed = true;
+            }
+        }
+    }
+}

@@ -1,0 +1,97 @@
+//! After a swap, a daemon that was running is restarted so the new version serves: through the
+//! service manager when a service runs it, else stopped (in-flight calls finish within its
+//! grace period) and the new binary started detached. Nothing here fails the update: the
+//! binary is already replaced, so problems are warnings.
+//!
+//! The reads of `info` here are by key, as they were; they become typed with `wire::Info`.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::config::GlobalPaths;
+use crate::output;
+use crate::{client, paths};
+
+/// Restart a running daemon so the new version serves: through the service manager when a
+/// service is installed, else stop it (in-flight calls finish within the grace period) and
+/// start the new binary detached.
+pub(super) fn restart_daemon(global: &GlobalPaths, exe: &Path) {
+    let socket = global.socket_loading_config();
+    let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    else {
+        return;
+    };
+    let running = rt
+        .block_on(client::control(&socket, "info", Value::Null))
+        .ok();
+    let Some(info) = running else {
+        output::out("no daemon was running; the next `coogle mcp` starts the new version");
+        return;
+    };
+    let old_pid = info["pid"].as_u64().unwrap_or(0);
+    if let Some(how) = crate::service_manager::restart_installed() {
+        match how {
+            Ok(what) => {
+                output::out(&format!("restarted the daemon through {what}"));
+                return;
+            }
+            Err(e) => output::warn(&format!(
+                "the service manager could not restart it ({e}); restarting it directly"
+            )),
+        }
+    }
+    replace_directly(&rt, global, &socket, exe, old_pid);
+}
+
+/// Stop the old daemon, wait for it to go, start `exe` detached and wait for it to answer.
+fn replace_directly(
+    rt: &tokio::runtime::Runtime,
+    global: &GlobalPaths,
+    socket: &Path,
+    exe: &Path,
+    old_pid: u64,
+) {
+    let _ = rt.block_on(client::control(socket, "shutdown", Value::Null));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while Instant::now() < deadline
+        && rt
+            .block_on(client::control(socket, "ping", Value::Null))
+            .is_ok()
+    {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let starter = client::Starter {
+        exe: exe.to_path_buf(),
+        config: global.config.clone(),
+        socket: socket.to_path_buf(),
+        log_file: paths::log_file(),
+    };
+    match starter.spawn() {
+        Ok(()) => {
+            let deadline = Instant::now() + Duration::from_secs(20);
+            while Instant::now() < deadline {
+                if let Ok(i) = rt.block_on(client::control(socket, "info", Value::Null))
+                    && i["pid"].as_u64() != Some(old_pid)
+                {
+                    output::out(&format!(
+                        "restarted the daemon (pid {old_pid} → {}) on {}",
+                        i["pid"],
+                        socket.display()
+                    ));
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            output::warn(
+                "the new daemon did not answer yet; `coogle status` shows it when it does",
+            );
+        }
+        Err(e) => output::warn(&format!(
+            "could not start the new daemon: {e}; the next `coogle mcp` starts it"
+        )),
+    }
+}
