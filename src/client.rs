@@ -244,6 +244,18 @@ pub fn connect_or_start_blocking(
     }
 }
 
+/// `status`, typed.
+pub async fn status(socket: &Path) -> Result<wire::Status, ClientError> {
+    let v = control(socket, "status", Value::Null).await?;
+    serde_json::from_value(v).map_err(|e| ClientError::Protocol(e.to_string()))
+}
+
+/// `info`, typed.
+pub async fn info(socket: &Path) -> Result<wire::Info, ClientError> {
+    let v = control(socket, "info", Value::Null).await?;
+    serde_json::from_value(v).map_err(|e| ClientError::Protocol(e.to_string()))
+}
+
 /// One control request on its own connection.
 pub async fn control(socket: &Path, method: &str, params: Value) -> Result<Value, ClientError> {
     let stream = connect(socket).await?;
@@ -279,7 +291,6 @@ pub async fn control_on(
 pub struct McpConnection {
     pub reader: BufReader<OwnedReadHalf>,
     pub writer: OwnedWriteHalf,
-    pub reply: HelloReply,
 }
 
 /// Say hello on a fresh connection; an `ok: false` answer is an error.
@@ -292,12 +303,8 @@ pub async fn hello(stream: UnixStream, hello: &Hello) -> Result<McpConnection, C
         Line::Complete => {}
         _ => return Err(ClientError::Closed),
     }
-    let reply = check_hello_reply(&buf)?;
-    Ok(McpConnection {
-        reader,
-        writer: w,
-        reply,
-    })
+    check_hello_reply(&buf)?;
+    Ok(McpConnection { reader, writer: w })
 }
 
 /// Read the daemon's answer to a hello: `ok: false` is an error, and a daemon of another

@@ -10,22 +10,22 @@
 //! nothing but `cli` imports `setup` or `update`.
 
 pub mod cli;
-pub mod client;
-pub mod config;
-pub mod daemon;
+pub(crate) mod client;
+pub(crate) mod config;
+pub(crate) mod daemon;
 mod date;
 mod error;
 pub mod fsutil;
 mod installed;
-pub mod logging;
-pub mod output;
-pub mod paths;
+pub(crate) mod logging;
+pub(crate) mod output;
+pub(crate) mod paths;
 mod process;
-pub mod search_server;
+pub(crate) mod search_server;
 mod secret;
 mod service_manager;
 pub mod setup;
-pub mod shim;
-pub mod tls;
-pub mod update;
+pub(crate) mod shim;
+pub(crate) mod tls;
+pub(crate) mod update;
 pub mod wire;

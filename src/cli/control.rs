@@ -11,16 +11,13 @@ use crate::client::{self, ClientError};
 use crate::output::{self, ExitCode};
 
 pub(super) async fn status(ctx: &Context, as_json: bool) -> Result<ExitCode, ClientError> {
-    let status = client::control(&ctx.socket, "status", Value::Null).await?;
+    let status = client::status(&ctx.socket).await?;
     if as_json {
-        output::json(&status);
+        output::json(&serde_json::to_value(&status).unwrap_or(Value::Null));
     } else {
         output::out(&render_status(&status));
     }
-    let healthy = status["upstreams"]
-        .as_array()
-        .is_some_and(|u| u.iter().all(|u| u["state"] == "ready"));
-    Ok(if healthy {
+    Ok(if status.healthy() {
         ExitCode::Success
     } else {
         ExitCode::Failure

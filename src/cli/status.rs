@@ -1,7 +1,6 @@
-//! The human form of the daemon's `status`. Moved here as it was: it still reads the status
-//! JSON by key, until the typed `wire::Status` replaces these reads.
+//! The human form of the daemon's `status`.
 
-use serde_json::Value;
+use crate::wire::{SessionStatus, Stats, Status};
 
 fn fmt_duration_ms(ms: u64) -> String {
     let s = ms / 1000;
@@ -13,105 +12,119 @@ fn fmt_duration_ms(ms: u64) -> String {
     }
 }
 
-fn fmt_stats(stats: &Value) -> String {
-    let n = |k: &str| stats.get(k).and_then(Value::as_u64).unwrap_or(0);
+fn fmt_stats(stats: &Stats) -> String {
     let mut s = format!(
         "{} calls ({} ok, {} errors, {} timeouts, {} cancelled)",
-        n("calls"),
-        n("ok"),
-        n("errors"),
-        n("timeouts"),
-        n("cancelled")
+        stats.calls, stats.ok, stats.errors, stats.timeouts, stats.cancelled
     );
-    if let (Some(p50), Some(p99)) = (
-        stats.get("p50Ms").and_then(Value::as_f64),
-        stats.get("p99Ms").and_then(Value::as_f64),
-    ) {
+    if let (Some(p50), Some(p99)) = (stats.p50_ms, stats.p99_ms) {
         s.push_str(&format!(" · p50 {p50:.1} ms · p99 {p99:.1} ms"));
     }
     s
 }
 
 /// The human form of `status`.
-pub(super) fn render_status(status: &Value) -> String {
-    let d = &status["daemon"];
+pub(super) fn render_status(status: &Status) -> String {
+    let d = &status.daemon;
     let mut out = format!(
         "coogle daemon {} · pid {} · up {} · {}\n",
-        d["version"].as_str().unwrap_or("?"),
-        d["pid"],
-        fmt_duration_ms(d["uptimeMs"].as_u64().unwrap_or(0)),
-        d["socket"].as_str().unwrap_or("?"),
+        d.version,
+        d.pid,
+        fmt_duration_ms(d.uptime_ms),
+        d.socket.display(),
     );
-    for u in status["upstreams"].as_array().into_iter().flatten() {
-        let mut line = format!(
-            "\n{} · {}",
-            u["name"].as_str().unwrap_or("?"),
-            u["state"].as_str().unwrap_or("?")
-        );
-        if let Some(pid) = u["pid"].as_u64() {
+    for u in &status.upstreams {
+        let mut line = format!("\n{} · {}", u.name, u.state.as_str());
+        if let Some(pid) = u.pid {
             line.push_str(&format!(" · pid {pid}"));
         }
-        if let Some(up) = u["uptimeMs"].as_u64() {
+        if let Some(up) = u.uptime_ms {
             line.push_str(&format!(" · up {}", fmt_duration_ms(up)));
         }
-        if let Some(t) = u["tools"].as_u64() {
+        if let Some(t) = u.tools {
             line.push_str(&format!(" · {t} tool{}", if t == 1 { "" } else { "s" }));
+        }
+        if let Some(era) = u.era {
+            line.push_str(&format!(" · {} era", era_name(era)));
         }
         out.push_str(&line);
         out.push('\n');
-        out.push_str(&format!(
-            "  command: {}\n",
-            u["command"].as_str().unwrap_or("")
-        ));
+        out.push_str(&format!("  command: {}\n", u.command));
         out.push_str(&format!(
             "  queue {} · in flight {}/{} · restarts {}",
-            u["queue"], u["inFlight"], u["maxConcurrent"], u["restarts"]
+            u.queue, u.in_flight, u.max_concurrent, u.restarts
         ));
-        if let Some(next) = u["nextRestartInMs"].as_u64() {
+        if let Some(next) = u.next_restart_in_ms {
             out.push_str(&format!(
                 " · next start in {:.1}s (failures in a row: {})",
                 next as f64 / 1000.0,
-                u["consecutiveFailures"]
+                u.consecutive_failures
             ));
         }
         out.push('\n');
-        out.push_str(&format!("  {}\n", fmt_stats(&u["stats"])));
-        if let Some(e) = u["lastError"].as_str() {
+        out.push_str(&format!("  {}\n", fmt_stats(&u.stats)));
+        match u.capabilities_from.as_deref() {
+            Some("config") => out.push_str(
+                "  capabilities: the config's clientCapabilities (a handshake-era child sees one set for every session)\n",
+            ),
+            Some("session") => out.push_str("  capabilities: each session's own\n"),
+            _ => {}
+        }
+        if let Some(e) = &u.last_error {
             out.push_str(&format!("  last error: {e}\n"));
         }
-        for s in u["signIn"].as_array().into_iter().flatten() {
-            let account = s["account"].as_str().filter(|a| !a.is_empty());
-            out.push_str(&format!(
-                "  sign-in required{}: {}\n",
-                account.map(|a| format!(" for {a}")).unwrap_or_default(),
-                s["url"].as_str().unwrap_or("?")
-            ));
+        for s in &u.sign_in {
+            let account = if s.account.is_empty() {
+                String::new()
+            } else {
+                format!(" for {}", s.account)
+            };
+            out.push_str(&format!("  sign-in required{account}: {}\n", s.url));
         }
-        let sessions = u["sessions"].as_array().cloned().unwrap_or_default();
-        out.push_str(&format!("  sessions: {}\n", sessions.len()));
-        for s in sessions {
-            let client = s["clientInfo"]["name"]
-                .as_str()
-                .or(s["client"].as_str())
-                .unwrap_or("unknown client");
-            let version = s["clientInfo"]["version"].as_str().unwrap_or("");
-            let mut line = format!("    #{} {client} {version}", s["id"]);
-            if let Some(pid) = s["pid"].as_u64() {
-                line.push_str(&format!(" · pid {pid}"));
-            }
-            if let Some(cs) = s["claudeSessionId"].as_str() {
-                line.push_str(&format!(" · session {cs}"));
-            }
-            line.push_str(&format!(
-                " · up {} · queued {} · in flight {} · {}",
-                fmt_duration_ms(s["uptimeMs"].as_u64().unwrap_or(0)),
-                s["queued"],
-                s["inFlight"],
-                fmt_stats(&s["stats"])
-            ));
-            out.push_str(line.trim_end());
+        out.push_str(&format!("  sessions: {}\n", u.sessions.len()));
+        for s in &u.sessions {
+            out.push_str(&session_line(s));
             out.push('\n');
         }
     }
     out
+}
+
+fn session_line(s: &SessionStatus) -> String {
+    let info = |k: &str| {
+        s.client_info
+            .as_ref()
+            .and_then(|i| i.get(k))
+            .and_then(|v| v.as_str())
+    };
+    let client = info("name")
+        .or(s.client.as_deref())
+        .unwrap_or("unknown client");
+    let version = info("version").unwrap_or("");
+    let mut line = format!("    #{} {client} {version}", s.id);
+    if let Some(pid) = s.pid {
+        line.push_str(&format!(" · pid {pid}"));
+    }
+    if let Some(cs) = &s.claude_session_id {
+        line.push_str(&format!(" · session {cs}"));
+    }
+    if let Some(era) = s.era {
+        line.push_str(&format!(" · {}", era_name(era)));
+    }
+    line.push_str(&format!(
+        " · up {} · queued {} · in flight {} · {}",
+        fmt_duration_ms(s.uptime_ms),
+        s.queued,
+        s.in_flight,
+        fmt_stats(&s.stats)
+    ));
+    line.trim_end().to_string()
+}
+
+/// How an era reads in `status`: the protocol it means.
+fn era_name(era: crate::wire::Era) -> &'static str {
+    match era {
+        crate::wire::Era::Modern => "2026-07-28",
+        crate::wire::Era::Legacy => "handshake",
+    }
 }

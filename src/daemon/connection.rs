@@ -84,12 +84,7 @@ async fn mcp_session(
             return;
         }
     };
-    if w.write_all(&wire::to_line(&HelloReply::ok(&handle.name)))
-        .await
-        .is_err()
-    {
-        return;
-    }
+    // Decided before the answer, so a client that asks `info` next sees the decision.
     if wire::version_newer(&hello.version, wire::VERSION)
         && !shared.replace_when_idle.swap(true, Ordering::Relaxed)
     {
@@ -100,6 +95,12 @@ async fn mcp_session(
         );
     } else if hello.version != wire::VERSION {
         tracing::info!(client_version = %hello.version, "a client of another version connected");
+    }
+    if w.write_all(&wire::to_line(&HelloReply::ok(&handle.name)))
+        .await
+        .is_err()
+    {
+        return;
     }
     let id = shared.next_session.fetch_add(1, Ordering::Relaxed);
     // The writer task ends when the actor drops the session (and its queue is written) or the

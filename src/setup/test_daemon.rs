@@ -3,7 +3,6 @@
 //! private temporary directory that is removed afterwards, so nothing persistent (the real
 //! daemon's socket, log or upstream cache) is touched.
 //!
-//! The reads of `status` here are by key, as they were; they become typed with `wire::Status`.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
@@ -152,32 +151,17 @@ async fn probe(
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     spinner.set_message("listing tools");
-    let status = client::control(socket, "status", Value::Null)
-        .await
-        .map_err(Cause::Status)?;
-    let names: Vec<String> = status["upstreams"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|u| u["name"].as_str().map(str::to_owned))
-        .collect();
+    let status = client::status(socket).await.map_err(Cause::Status)?;
+    let names: Vec<String> = status.upstreams.iter().map(|u| u.name.clone()).collect();
     let mut tools = Vec::new();
     for name in &names {
         tools.push((name.clone(), count_tools(socket, name, deadline).await?));
     }
-    let status = client::control(socket, "status", Value::Null)
-        .await
-        .unwrap_or(status);
-    let upstreams = status["upstreams"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|u| {
-            (
-                u["name"].as_str().unwrap_or("?").to_owned(),
-                u["state"].as_str().unwrap_or("?").to_owned(),
-            )
-        })
+    let status = client::status(socket).await.unwrap_or(status);
+    let upstreams = status
+        .upstreams
+        .iter()
+        .map(|u| (u.name.clone(), u.state.as_str().to_owned()))
         .collect();
     let _ = client::control(socket, "shutdown", Value::Null).await;
     Ok(TestReport { tools, upstreams })

@@ -25,14 +25,12 @@ pub(super) fn restart_daemon(global: &GlobalPaths, exe: &Path) {
     else {
         return;
     };
-    let running = rt
-        .block_on(client::control(&socket, "info", Value::Null))
-        .ok();
+    let running = rt.block_on(client::info(&socket)).ok();
     let Some(info) = running else {
         output::out("no daemon was running; the next `coogle mcp` starts the new version");
         return;
     };
-    let old_pid = info["pid"].as_u64().unwrap_or(0);
+    let old_pid = info.pid;
     if let Some(how) = crate::service_manager::restart_installed() {
         match how {
             Ok(what) => {
@@ -53,7 +51,7 @@ fn replace_directly(
     global: &GlobalPaths,
     socket: &Path,
     exe: &Path,
-    old_pid: u64,
+    old_pid: u32,
 ) {
     let _ = rt.block_on(client::control(socket, "shutdown", Value::Null));
     let deadline = Instant::now() + Duration::from_secs(30);
@@ -74,12 +72,12 @@ fn replace_directly(
         Ok(()) => {
             let deadline = Instant::now() + Duration::from_secs(20);
             while Instant::now() < deadline {
-                if let Ok(i) = rt.block_on(client::control(socket, "info", Value::Null))
-                    && i["pid"].as_u64() != Some(old_pid)
+                if let Ok(i) = rt.block_on(client::info(socket))
+                    && i.pid != old_pid
                 {
                     output::out(&format!(
                         "restarted the daemon (pid {old_pid} → {}) on {}",
-                        i["pid"],
+                        i.pid,
                         socket.display()
                     ));
                     return;

@@ -54,7 +54,10 @@ pub(super) fn latest_handshake() -> &'static str {
 pub(super) fn initialize_from_discover(discover: &RawValue, version: &str) -> Box<RawValue> {
     let d: Value = serde_json::from_str(discover.get()).unwrap_or(Value::Null);
     let mut capabilities = d.get("capabilities").cloned().unwrap_or_else(|| json!({}));
-    if let Some(tools) = capabilities.get_mut("tools").and_then(|t| t.as_object_mut()) {
+    if let Some(tools) = capabilities
+        .get_mut("tools")
+        .and_then(|t| t.as_object_mut())
+    {
         // The daemon tells handshake-era sessions when the tools change (it listens for them,
         // and compares the list after every respawn), whatever the child declares for its
         // own streams.
@@ -248,12 +251,18 @@ mod tests {
             r#"{"cacheScope":"private","resultType":"complete","tools":[{"name":"a","x":1.50}],"ttlMs":0,"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"s"}}}"#.into(),
         )
         .unwrap();
-        assert_eq!(handshake_view(&r).get(), r#"{"tools":[{"name":"a","x":1.50}]}"#);
+        assert_eq!(
+            handshake_view(&r).get(),
+            r#"{"tools":[{"name":"a","x":1.50}]}"#
+        );
         let kept = RawValue::from_string(
             r#"{"content":[],"_meta":{"io.modelcontextprotocol/serverInfo":{},"k":1}}"#.into(),
         )
         .unwrap();
-        assert_eq!(handshake_view(&kept).get(), r#"{"content":[],"_meta":{"k":1}}"#);
+        assert_eq!(
+            handshake_view(&kept).get(),
+            r#"{"content":[],"_meta":{"k":1}}"#
+        );
         let ir = RawValue::from_string(r#"{"resultType":"input_required"}"#.into()).unwrap();
         assert_eq!(handshake_view(&ir).get(), ir.get());
     }

@@ -1,20 +1,17 @@
 //! Doctor's checks of the running daemon: it answers on the socket and runs this version, and
 //! the socket's directory and file are private. Asking is bounded; nothing here starts a
 //! daemon.
-//!
-//! The reads of `info` here are by key, as they were; they become typed with `wire::Info`.
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
 use std::time::Duration;
 
-use serde_json::Value;
-
 use super::Doctor;
+use crate::wire::{Info, Status};
 use crate::{client, wire};
 
 /// The daemon's `info` and `status`, each bounded; `None` when it does not answer.
-pub(super) fn ask(socket: &Path) -> (Option<Value>, Option<Value>) {
+pub(super) fn ask(socket: &Path) -> (Option<Info>, Option<Status>) {
     let Ok(rt) = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -22,30 +19,27 @@ pub(super) fn ask(socket: &Path) -> (Option<Value>, Option<Value>) {
         return (None, None);
     };
     rt.block_on(async {
-        let bounded = |m: &'static str| async move {
-            tokio::time::timeout(
-                Duration::from_secs(10),
-                client::control(socket, m, Value::Null),
-            )
-            .await
-            .ok()
-            .and_then(Result::ok)
-        };
-        (bounded("info").await, bounded("status").await)
+        let limit = Duration::from_secs(10);
+        let info = tokio::time::timeout(limit, client::info(socket)).await;
+        let status = tokio::time::timeout(limit, client::status(socket)).await;
+        (
+            info.ok().and_then(Result::ok),
+            status.ok().and_then(Result::ok),
+        )
     })
 }
 
 impl Doctor<'_> {
     /// A daemon answers, and runs this binary's version.
-    pub(super) fn daemon(&mut self, socket: &Path, info: Option<&Value>, service_installed: bool) {
+    pub(super) fn daemon(&mut self, socket: &Path, info: Option<&Info>, service_installed: bool) {
         match info {
             Some(info) => {
-                let v = info["version"].as_str().unwrap_or("?");
+                let v = &info.version;
                 if v == wire::VERSION {
                     self.ok(&format!(
                         "daemon {v} answers on {} (pid {})",
                         socket.display(),
-                        info["pid"]
+                        info.pid
                     ))
                 } else {
                     self.fail(
