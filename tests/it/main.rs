@@ -9,6 +9,7 @@ mod cli;
 mod coogle_tool;
 mod distribution;
 mod doctor;
+mod eras;
 mod everything_passthrough;
 mod fairness;
 mod fake_eras;
