@@ -98,7 +98,7 @@ fn a_thousand_dropped_connections_do_not_grow_the_daemon() {
     // The allocator's high-water mark wanders by most of a MiB from one burst to the next, so
     // compare the highest RSS of three bursts after warm-up with that of three more: a leak
     // grows it with every burst, noise does not.
-    let mut peak = || {
+    let peak = || {
         (0..3)
             .map(|_| {
                 churn();
