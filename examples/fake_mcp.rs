@@ -1201,6 +1201,11 @@ impl Call<'_> {
     fn ask(&self) -> Result<Reply, String> {
         let method = self.string("method", true)?.unwrap_or_default();
         let params = self.args.get("params").cloned().unwrap_or(json!({}));
+        // `delayMs` (not in the schema, so the tool list stays as it was): work that long
+        // first, deaf to cancels, like a server that goes on with a call its client gave up on.
+        if let Some(ms) = self.uint("delayMs", false)? {
+            std::thread::sleep(Duration::from_millis(ms));
+        }
         match self.ctx.era {
             Era::Legacy => Ok(match self.ask_client(method, params) {
                 Some(answer) => text_result(compact(&answer)),

@@ -32,6 +32,9 @@ impl Upstream {
                     .id()
                     .and_then(|id| serde_json::from_str::<u64>(id.get()).ok());
                 let Some(p) = uid.and_then(|u| self.inflight.remove(u)) else {
+                    if let Some(uid) = uid {
+                        self.inflight.settled(uid);
+                    }
                     tracing::debug!(upstream = %self.name, "dropping a response to no pending request (cancelled or timed out)");
                     return;
                 };
@@ -245,7 +248,8 @@ impl Upstream {
             return;
         }
         let capability = method.split('/').next().unwrap_or_default();
-        let target = self.caller_of(&msg).filter(|id| {
+        let caller = self.caller_of(&msg);
+        let target = caller.filter(|id| {
             self.sessions.get(id).is_some_and(|s| {
                 s.era != Some(Era::Modern)
                     && s.capabilities
@@ -270,14 +274,18 @@ impl Upstream {
     }
 
     /// The session that caused a child's request: the owner of the task it names, else the
-    /// one session with requests in flight.
-    fn caller_of(&self, msg: &Message) -> Option<SessionId> {
+    /// one session the child may be working for. A call that timed out or was cancelled still
+    /// counts while the child may go on with it (its session, gone or not, stays a candidate),
+    /// so another session is never asked on its behalf; more than one candidate, or one that
+    /// cannot answer (a control call), and nobody is asked.
+    fn caller_of(&mut self, msg: &Message) -> Option<SessionId> {
         if let Some(owner) = related_task(msg).and_then(|t| self.tasks.owner(&t)) {
             return Some(owner);
         }
-        let mut busy = self.inflight.busy_sessions();
-        match (busy.next(), busy.next()) {
-            (Some(id), None) => Some(id),
+        let callers = self.inflight.callers(std::time::Instant::now())?;
+        let mut it = callers.into_iter();
+        match (it.next(), it.next()) {
+            (Some(Some(id)), None) => Some(id),
             _ => None,
         }
     }

@@ -505,6 +505,7 @@ impl Upstream {
     /// Forget an in-flight request and tell the child to stop working on it.
     pub(super) fn abandon(&mut self, uid: u64, reason: &str, outcome: Outcome) -> Option<Pending> {
         let p = self.inflight.remove(uid)?;
+        self.inflight.abandoned(uid, &p);
         if p.is_call {
             let took = p.started.elapsed();
             self.count_session_outcome(&p.origin, outcome, took);
