@@ -91,8 +91,8 @@ impl Upstream {
     }
 }
 
-/// `status` for an agent to read.
-pub(super) fn status_text(s: &UpstreamStatus) -> String {
+/// `status` for an agent to read; `sessions` counts every session sharing the server.
+pub(super) fn status_text(s: &UpstreamStatus, sessions: usize) -> String {
     let pid = s.pid.map_or_else(|| "null".to_string(), |p| p.to_string());
     let mut t = format!(
         "Server `{}` is {} (pid {pid}, restarts {}, queue {}, in flight {}/{}).",
@@ -120,6 +120,6 @@ pub(super) fn status_text(s: &UpstreamStatus) -> String {
         };
         t.push_str(&format!("\nGoogle sign-in required{account}: {}", si.url));
     }
-    t.push_str(&format!("\n{} session(s) share it.", s.sessions.len()));
+    t.push_str(&format!("\n{sessions} session(s) share it."));
     t
 }

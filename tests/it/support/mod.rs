@@ -203,6 +203,13 @@ impl Env {
         self.shim_with(&[])
     }
 
+    /// A shim started by the Claude Code session `id` (its `CLAUDE_CODE_SESSION_ID`).
+    pub fn shim_of_claude_session(&self, id: &str) -> Shim {
+        let mut cmd = self.cmd();
+        cmd.env("CLAUDE_CODE_SESSION_ID", id);
+        self.stdio_server(cmd, &["mcp"])
+    }
+
     pub fn shim_with(&self, extra: &[&str]) -> Shim {
         let mut args = vec!["mcp"];
         args.extend_from_slice(extra);
