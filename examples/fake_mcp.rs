@@ -1343,7 +1343,12 @@ impl Call<'_> {
                     Era::Legacy => true,
                     Era::Modern => self.ctx.log_level.is_some_and(|min| rank >= min),
                 };
-                if wanted {
+                // `count` (not in the schema): a noisy server's burst of log lines.
+                let count = self.uint("count", false)?.unwrap_or(1);
+                for _ in 0..count.max(1) {
+                    if !wanted {
+                        break;
+                    }
                     self.shared.notify(
                         "notifications/message",
                         Some(json!({"level": level, "logger": "fake", "data": "hello from fake"})),

@@ -105,7 +105,7 @@ async fn mcp_session(
     let id = shared.next_session.fetch_add(1, Ordering::Relaxed);
     // The writer task ends when the actor drops the session (and its queue is written) or the
     // peer goes away; dropping the write half then shuts it down, so the client sees EOF.
-    let (out, mut writer) = outbox::Outbox::new(w);
+    let (out, mut writer, mut closed) = outbox::Outbox::with_close_signal(w);
     if !handle.send(Event::SessionOpen { id, hello, out }).await {
         return;
     }
@@ -142,13 +142,25 @@ async fn mcp_session(
         }
     };
     // A finished JoinHandle must not be polled again (tokio panics): wait for the writer
-    // afterwards only when the reader ended first.
+    // afterwards only when it has not finished yet.
     let writer_done = tokio::select! {
         _ = reader => false,
         _ = &mut writer => true,
+        // The daemon dropped the session (it would not read, or the upstream stopped): what is
+        // queued is the last it gets, and a peer that never reads it does not hold the
+        // connection (and that memory) for long.
+        _ = &mut closed => {
+            if tokio::time::timeout(DRAIN_AFTER_CLOSE, &mut writer).await.is_err() {
+                writer.abort();
+            }
+            true
+        }
     };
     handle.send(Event::SessionClosed { id }).await;
     if !writer_done {
         let _ = tokio::time::timeout(Duration::from_secs(5), writer).await;
     }
 }
+
+/// How long a session the daemon closed has to read what was queued for it.
+const DRAIN_AFTER_CLOSE: Duration = Duration::from_secs(30);

@@ -330,6 +330,10 @@ pub fn tool_error_result(text: &str) -> serde_json::Value {
     })
 }
 
+/// The notification the daemon writes last to a session it disconnects, with `params.reason`:
+/// the shim reads it (and does not pass it on) to tell the agent what really happened.
+pub const DISCONNECTED_NOTICE: &str = "notifications/coogle/disconnected";
+
 /// Canonical text of a JSON-RPC id, so the same id written differently (`1`, `1.0` aside:
 /// whitespace, escapes) still matches.
 pub fn id_key(id: &RawValue) -> String {

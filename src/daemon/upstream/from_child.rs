@@ -168,7 +168,7 @@ impl Upstream {
                     return;
                 };
                 msg.set_params_field("progressToken", original.to_owned());
-                self.send_to_session(sid, msg.to_line());
+                self.notify_session(sid, msg.to_line(), false);
             }
             "notifications/message" => {
                 let level = msg
@@ -188,7 +188,7 @@ impl Upstream {
                     .and_then(|t| serde_json::from_str::<String>(t.get()).ok())
                     .and_then(|t| self.tasks.owner(&t));
                 if let Some(sid) = owner {
-                    self.send_to_session(sid, msg.to_line());
+                    self.notify_session(sid, msg.to_line(), false);
                 }
             }
             "notifications/resources/updated" => {
@@ -198,7 +198,7 @@ impl Upstream {
                     .unwrap_or_default();
                 let line = msg.to_line();
                 for sid in self.subscriptions.subscribers(&uri) {
-                    self.send_to_session(sid, line.clone());
+                    self.notify_session(sid, line.clone(), false);
                 }
             }
             "notifications/cancelled" => {
@@ -227,7 +227,8 @@ impl Upstream {
                         self.refresh_tools();
                     }
                 }
-                self.broadcast(&msg.to_line());
+                let keep = method.ends_with("/list_changed");
+                self.broadcast(&msg.to_line(), keep);
             }
         }
     }
@@ -299,7 +300,7 @@ impl Upstream {
                 let data = notice_text(&self.name, &url);
                 let params = json!({"level": "warning", "logger": "coogle", "data": data});
                 let line = wire::notification_line("notifications/message", Some(&params));
-                self.broadcast(&line);
+                self.broadcast(&line, true);
             }
             Change::Done => {
                 tracing::info!(upstream = %self.name, account, "signed in: calls work again")
@@ -313,7 +314,7 @@ impl Upstream {
     /// be told whose it is, and no session gets it (logs are not worth another's leaking).
     fn route_request_log(&mut self, level: u8, line: &[u8]) {
         match self.inflight.log_listeners(level).as_slice() {
-            [sid] => self.send_to_session(*sid, line.to_vec()),
+            [sid] => self.notify_session(*sid, line.to_vec(), false),
             [] => {}
             _ => {
                 self.unattributed_logs += 1;

@@ -265,6 +265,8 @@ struct Upstream {
     /// Log messages of a 2026-07-28 child that more than one session could have asked for,
     /// and that no session got.
     unattributed_logs: u64,
+    /// When to retry delivering list changes sessions missed while not reading.
+    missed_retry_at: Option<Instant>,
     /// Whether the `coogle` tool is offered (config `coogleTool`).
     coogle_tool: bool,
     ops: Operations,
@@ -301,6 +303,7 @@ impl Upstream {
             sign_ins: SignIns::default(),
             child_log_level: None,
             unattributed_logs: 0,
+            missed_retry_at: None,
             coogle_tool: false,
             ops: Operations::default(),
             stats: CallStats::default(),
@@ -338,6 +341,7 @@ impl Upstream {
             shutdown,
             self.ops.next_deadline(),
             self.rounds.next_due(),
+            self.missed_retry_at,
         ]
         .into_iter()
         .flatten()
@@ -397,6 +401,7 @@ impl Upstream {
             self.on_timeout(uid);
         }
         self.retry_due_rounds(now);
+        self.retry_missed(now);
         if self.life.restart_at.is_some_and(|t| t <= now) {
             self.on_restart_due();
         }

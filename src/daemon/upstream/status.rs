@@ -32,6 +32,7 @@ impl Upstream {
                     connected_at_ms: since_epoch(s.connected_at),
                     uptime_ms: ms(s.connected.elapsed()),
                     queued: self.queue.len_of(id),
+                    dropped_notifications: s.dropped,
                     in_flight: self.inflight.of_session_count(id),
                     stats: s.stats.to_status(),
                 }
