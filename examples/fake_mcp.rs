@@ -1103,7 +1103,11 @@ impl Call<'_> {
             "sample" if self.ctx.era == Era::Modern || self.ctx.declares("sampling") => {
                 self.sample()
             }
-            "spawn_grandchild" => Ok(spawn_grandchild()),
+            // `detach` (not in the schema): the grandchild calls setsid(), leaving our process
+            // group, as detached helpers and browsers do.
+            "spawn_grandchild" => Ok(spawn_grandchild(
+                self.args.get("detach").and_then(Value::as_bool) == Some(true),
+            )),
             _ if self.shared.extra_tool.as_deref() == Some(name) => {
                 Ok(text_result(format!("extra tool {name}")))
             }
@@ -1493,17 +1497,29 @@ fn base64_decode(text: &str) -> Option<Vec<u8>> {
 
 /// Start a copy of this binary that lingers in our process group with no stdio of ours held
 /// open, as a server's helper process would; the daemon must reap it when the group goes.
-fn spawn_grandchild() -> Reply {
+fn spawn_grandchild(detach: bool) -> Reply {
     let exe = match std::env::current_exe() {
         Ok(exe) => exe,
         Err(e) => return text_error(format!("could not find my own executable: {e}")),
     };
-    let child = Command::new(exe)
-        .arg(GRANDCHILD_ARG)
+    let mut cmd = Command::new(exe);
+    cmd.arg(GRANDCHILD_ARG)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn();
+        .stderr(Stdio::null());
+    if detach {
+        use std::os::unix::process::CommandExt;
+        // SAFETY: setsid is async-signal-safe and affects only the new process.
+        unsafe {
+            cmd.pre_exec(|| {
+                if libc::setsid() < 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+    }
+    let child = cmd.spawn();
     match child {
         Ok(mut child) => {
             let pid = child.id();

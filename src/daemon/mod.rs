@@ -12,6 +12,7 @@ mod connection;
 mod control;
 mod coogle_tool;
 mod outbox;
+mod reaper;
 mod scheduler;
 mod stats;
 mod upstream;
@@ -40,6 +41,9 @@ pub(crate) type SessionId = u64;
 /// How often the daemon checks that its socket is still there and still its own.
 const SOCKET_CHECK: Duration = Duration::from_secs(2);
 
+/// How often the daemon looks at the process table for what lives below its children.
+const REAPER_SCAN: Duration = Duration::from_secs(3);
+
 /// How long a new connection may take to send its first line.
 const FIRST_LINE_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -51,6 +55,9 @@ pub struct Options {
     pub handle_signals: bool,
     /// Where the log goes, for `info`.
     pub log_file: Option<PathBuf>,
+    /// Become the parent of what children leave behind (a child subreaper), to stop it: a
+    /// daemon of its own. Off for a daemon run inside another program (tests).
+    pub reap_orphans: bool,
 }
 
 #[derive(Debug, PartialEq, Eq)]
@@ -193,7 +200,8 @@ pub async fn run(config: Config, options: Options) -> Result<Outcome, DaemonErro
         );
     }
     let listener = bind(&rt.socket)?;
-    let upstreams = start_upstreams(&config, &rt);
+    let reaper = reaper::Reaper::new(options.reap_orphans);
+    let upstreams = start_upstreams(&config, &rt, &reaper);
     let (stop, stop_rx) = watch::channel(false);
     let shared = Arc::new(Shared {
         config,
@@ -206,7 +214,7 @@ pub async fn run(config: Config, options: Options) -> Result<Outcome, DaemonErro
     });
     tracing::info!(socket = %rt.socket.display(), pid = std::process::id(), version = wire::VERSION, "coogle daemon listening");
     let our_socket = socket_identity(&rt.socket);
-    serve(&shared, &listener, &rt.socket, our_socket, stop_rx).await?;
+    serve(&shared, &listener, &rt.socket, our_socket, stop_rx, &reaper).await?;
 
     // Stop accepting first, so no new session lands on a daemon that is going away.
     drop(listener);
@@ -216,6 +224,8 @@ pub async fn run(config: Config, options: Options) -> Result<Outcome, DaemonErro
     let grace = Duration::from_millis(shared.config.shutdown_grace_ms);
     let stops = shared.upstreams.values().map(|u| u.shutdown(grace));
     futures_join_all(stops).await;
+    let sweep = reaper.clone();
+    let _ = tokio::task::spawn_blocking(move || sweep.sweep_all()).await;
     tracing::info!("coogle daemon stopped");
     drop(lock);
     Ok(Outcome::Stopped)
@@ -233,7 +243,11 @@ fn bind(socket: &Path) -> Result<UnixListener, DaemonError> {
     Ok(listener)
 }
 
-fn start_upstreams(config: &Config, rt: &RuntimePaths) -> IndexMap<String, UpstreamHandle> {
+fn start_upstreams(
+    config: &Config,
+    rt: &RuntimePaths,
+    reaper: &Arc<reaper::Reaper>,
+) -> IndexMap<String, UpstreamHandle> {
     config
         .servers
         .iter()
@@ -243,6 +257,7 @@ fn start_upstreams(config: &Config, rt: &RuntimePaths) -> IndexMap<String, Upstr
                 rt.child_record(name),
                 config.max_line_bytes.saturating_mul(4),
                 config.coogle_tool,
+                reaper.clone(),
             );
             (name.clone(), handle)
         })
@@ -257,6 +272,7 @@ async fn serve(
     socket: &Path,
     our_socket: Option<(u64, u64)>,
     mut stop_rx: watch::Receiver<bool>,
+    reaper: &Arc<reaper::Reaper>,
 ) -> Result<(), DaemonError> {
     let (mut sigterm, mut sigint) = if shared.options.handle_signals {
         use tokio::signal::unix::{SignalKind, signal};
@@ -272,8 +288,14 @@ async fn serve(
     // than leave it (and its child) running forever.
     let mut socket_check = tokio::time::interval(SOCKET_CHECK);
     socket_check.tick().await;
+    // Who lives below each child, seen now and then (see `reaper`).
+    let mut scan = tokio::time::interval(REAPER_SCAN);
     loop {
         tokio::select! {
+            _ = scan.tick() => {
+                let reaper = reaper.clone();
+                tokio::task::spawn_blocking(move || reaper.scan());
+            }
             _ = socket_check.tick() => {
                 if socket_lost(our_socket, socket_identity(socket)) {
                     tracing::warn!(socket = %socket.display(), "the socket was removed or replaced; shutting down");

@@ -149,6 +149,7 @@ impl Upstream {
             self.life.max_line,
             &self.name,
             self.life.stderr_tail.clone(),
+            self.reaper.clone(),
         );
         match attached {
             Ok(handle) => self.on_spawned(handle),

@@ -182,10 +182,12 @@ pub(crate) fn start(
     record_path: PathBuf,
     max_line: usize,
     coogle_tool: bool,
+    reaper: std::sync::Arc<super::reaper::Reaper>,
 ) -> UpstreamHandle {
     let (tx, rx) = mpsc::channel(4096);
     let name = config.name.clone();
     let mut actor = Upstream::new(config, record_path, max_line, tx.clone());
+    actor.reaper = reaper;
     actor.coogle_tool = coogle_tool;
     let caps = actor.config.client_capabilities.clone();
     actor.cache.load("config", &caps);
@@ -271,6 +273,8 @@ struct Upstream {
     coogle_tool: bool,
     ops: Operations,
     stats: CallStats,
+    /// Stops what a child leaves behind when it exits (see `reaper`).
+    reaper: std::sync::Arc<super::reaper::Reaper>,
 }
 
 pub(super) fn ms(d: Duration) -> u64 {
@@ -307,6 +311,7 @@ impl Upstream {
             coogle_tool: false,
             ops: Operations::default(),
             stats: CallStats::default(),
+            reaper: Default::default(),
             config,
         }
     }
