@@ -1105,6 +1105,16 @@ impl Call<'_> {
             }
             // `detach` (not in the schema): the grandchild calls setsid(), leaving our process
             // group, as detached helpers and browsers do.
+            // Unlisted (the tool list stays as it was): close stdout and keep running, deaf and
+            // mute, as a broken server can.
+            "close_stdout" => {
+                let _out = lock(&self.shared.stdout);
+                // SAFETY: closing our own stdout while holding its lock, so no line is cut.
+                unsafe {
+                    libc::close(1);
+                }
+                return Reply::Nothing;
+            }
             "spawn_grandchild" => Ok(spawn_grandchild(
                 self.args.get("detach").and_then(Value::as_bool) == Some(true),
             )),

@@ -103,6 +103,13 @@ impl Message {
         self.fields.get("id").is_some_and(|id| id.get() != "null")
     }
 
+    /// A method with `"id": null`: neither a proper request (MCP ids are strings or numbers)
+    /// nor a notification (those have no id at all).
+    pub fn has_null_id(&self) -> bool {
+        self.fields.contains_key("method")
+            && self.fields.get("id").is_some_and(|id| id.get() == "null")
+    }
+
     pub fn id(&self) -> Option<&RawValue> {
         self.fields.get("id").map(|b| &**b)
     }

@@ -141,7 +141,11 @@ async fn read_stdout(
                 let _ = tx.send(Event::Child { generation, event }).await;
                 break;
             }
-            Ok(Line::Eof) | Err(_) => break,
+            Ok(Line::Eof) | Err(_) => {
+                let event = ChildEvent::StdoutClosed;
+                let _ = tx.send(Event::Child { generation, event }).await;
+                break;
+            }
         }
     }
 }

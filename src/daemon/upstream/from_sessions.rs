@@ -48,6 +48,10 @@ impl Upstream {
         };
         match msg.kind() {
             Kind::Request => self.on_session_request(sid, Request::classify(msg)),
+            Kind::Notification if msg.has_null_id() => {
+                let text = "invalid request: a request's id must be a string or a number, not null";
+                self.send_to_session(sid, error_line(None, rpc_code::INVALID_REQUEST, text));
+            }
             Kind::Notification => self.on_session_notification(sid, msg),
             Kind::Response => {
                 let key = msg.id().map(id_key).unwrap_or_default();

@@ -98,6 +98,8 @@ pub(crate) enum Event {
 pub(crate) enum ChildEvent {
     Line(Vec<u8>),
     LineTooLong,
+    /// Its stdout reached EOF: it can never answer again, whether or not it still runs.
+    StdoutClosed,
     Exited(String),
 }
 
@@ -347,6 +349,9 @@ impl Upstream {
             self.ops.next_deadline(),
             self.rounds.next_due(),
             self.missed_retry_at,
+            self.life
+                .stdout_closed_at
+                .map(|t| t + lifecycle::STDOUT_CLOSED_GRACE),
         ]
         .into_iter()
         .flatten()
@@ -374,6 +379,7 @@ impl Upstream {
                         self.life.stop_reason = Some(msg);
                         self.kill_child();
                     }
+                    ChildEvent::StdoutClosed => self.on_stdout_closed(),
                     ChildEvent::Exited(status) => self.on_child_exit(status),
                 }
             }
@@ -406,6 +412,7 @@ impl Upstream {
             self.on_timeout(uid);
         }
         self.retry_due_rounds(now);
+        self.check_stdout_closed(now);
         self.retry_missed(now);
         if self.life.restart_at.is_some_and(|t| t <= now) {
             self.on_restart_due();

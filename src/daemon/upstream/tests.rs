@@ -353,6 +353,24 @@ async fn a_request_of_a_call_the_child_may_still_run_never_goes_to_another_sessi
     h.reads_nothing(1).await;
 }
 
+/// Regression (hardening review): a request with `"id": null` was taken for a notification and
+/// forwarded, so its sender waited for an answer that never came.
+#[tokio::test]
+async fn a_null_id_is_an_invalid_request() {
+    let mut h = Harness::ready(json!({})).await;
+    h.session(1, json!({})).await;
+    h.says(
+        1,
+        json!({"jsonrpc": "2.0", "id": null, "method": "tools/call", "params": {"name": "echo"}}),
+    );
+    let e = h.reads(1).await;
+    assert_eq!(
+        (e["id"].clone(), e["error"]["code"].clone()),
+        (Value::Null, json!(-32600))
+    );
+    h.child_reads_nothing().await;
+}
+
 #[tokio::test]
 async fn a_task_is_visible_only_to_its_creator() {
     let mut h = Harness::ready(json!({})).await;
