@@ -16,6 +16,7 @@ pub(super) const TOP_LEVEL_KEYS: &[&str] = &[
     "socketPath",
     "logLevel",
     "maxLineBytes",
+    "maxConnections",
     "shutdownGraceMs",
     "callTimeoutMs",
     "coogleTool",

@@ -21,7 +21,43 @@ use crate::wire::{
     self, ControlResponse, ErrorCode, FirstLine, Hello, HelloReply, Line, WireError,
 };
 
-pub(super) async fn handle_connection(shared: Arc<Shared>, stream: UnixStream) {
+/// Counts an open connection for as long as it lives.
+struct Counted(Arc<Shared>);
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.0.connections.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// A new connection: served, or, past the connection limit, told so and closed at once (so a
+/// flood of idle connections cannot take the daemon's file descriptors from everyone).
+pub(super) async fn accepted(shared: Arc<Shared>, mut stream: UnixStream) {
+    let open = shared.connections.fetch_add(1, Ordering::AcqRel) + 1;
+    let guard = Counted(shared.clone());
+    if open > shared.max_connections {
+        tracing::warn!(
+            open,
+            limit = shared.max_connections,
+            "refused a connection: too many open"
+        );
+        let e = WireError::new(
+            ErrorCode::InvalidRequest,
+            format!(
+                "too many connections to the coogle daemon ({}); try again shortly",
+                shared.max_connections
+            ),
+        );
+        let _ = stream
+            .write_all(&wire::to_line(&ControlResponse::err(Value::Null, e)))
+            .await;
+        return;
+    }
+    handle_connection(shared, stream).await;
+    drop(guard);
+}
+
+async fn handle_connection(shared: Arc<Shared>, stream: UnixStream) {
     match stream.peer_cred() {
         Ok(cred) if cred.uid() == paths::uid() => {}
         Ok(cred) => {

@@ -23,7 +23,7 @@ use std::os::fd::AsRawFd;
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use indexmap::IndexMap;
@@ -40,6 +40,43 @@ pub(crate) type SessionId = u64;
 
 /// How often the daemon checks that its socket is still there and still its own.
 const SOCKET_CHECK: Duration = Duration::from_secs(2);
+
+/// Open connections at the most: what `maxConnections` says, else what the file limit leaves
+/// room for (each child takes a few descriptors, and the log, lock and listener some), up to
+/// 4096. The soft file limit is raised to the hard one first, as far as that goes.
+fn connection_limit(configured: Option<usize>, upstreams: usize) -> usize {
+    if let Some(n) = configured {
+        return n;
+    }
+    let files = raise_file_limit();
+    files.saturating_sub(64 + 8 * upstreams).clamp(16, 4096)
+}
+
+/// Raise the soft limit on open files towards the hard one (capped: macOS reports an infinite
+/// hard limit it does not honour); returns the soft limit in force.
+fn raise_file_limit() -> usize {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit/setrlimit read and write the struct we own.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) != 0 {
+            return 1024;
+        }
+        let want = lim.rlim_max.min(10_240);
+        if want > lim.rlim_cur {
+            let raised = libc::rlimit {
+                rlim_cur: want,
+                rlim_max: lim.rlim_max,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 {
+                lim.rlim_cur = want;
+            }
+        }
+    }
+    usize::try_from(lim.rlim_cur).unwrap_or(1024)
+}
 
 /// How often the daemon looks at the process table for what lives below its children.
 const REAPER_SCAN: Duration = Duration::from_secs(3);
@@ -98,6 +135,9 @@ pub enum DaemonError {
 }
 
 struct Shared {
+    /// Connections open now, against `max_connections`.
+    connections: AtomicUsize,
+    max_connections: usize,
     config: Config,
     options: Options,
     upstreams: IndexMap<String, UpstreamHandle>,
@@ -203,7 +243,10 @@ pub async fn run(config: Config, options: Options) -> Result<Outcome, DaemonErro
     let reaper = reaper::Reaper::new(options.reap_orphans);
     let upstreams = start_upstreams(&config, &rt, &reaper);
     let (stop, stop_rx) = watch::channel(false);
+    let max_connections = connection_limit(config.max_connections, config.servers.len());
     let shared = Arc::new(Shared {
+        connections: AtomicUsize::new(0),
+        max_connections,
         config,
         options,
         upstreams,
@@ -311,7 +354,7 @@ async fn serve(
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => {
                     let shared = shared.clone();
-                    tokio::spawn(async move { connection::handle_connection(shared, stream).await });
+                    tokio::spawn(async move { connection::accepted(shared, stream).await });
                 }
                 Err(e) => {
                     tracing::warn!("accept failed: {e}");

@@ -18,6 +18,7 @@ mod install_script;
 mod instant_start;
 mod ipc_abuse;
 mod lifecycle;
+mod limits;
 mod load;
 mod multiplex;
 mod notifications;
