@@ -120,17 +120,9 @@ async fn mcp_session(
             return;
         }
     };
-    // Decided before the answer, so a client that asks `info` next sees the decision.
-    if wire::version_newer(&hello.version, wire::VERSION)
-        && !shared.replace_when_idle.swap(true, Ordering::Relaxed)
-    {
-        tracing::info!(
-            client_version = %hello.version,
-            "a newer coogle connected; this daemon ({}) will stop once idle so the new version serves",
-            wire::VERSION
-        );
-    } else if hello.version != wire::VERSION {
+    if hello.version != wire::VERSION {
         tracing::info!(client_version = %hello.version, "a client of another version connected");
+        shared.handover.claim(&hello.version);
     }
     if w.write_all(&wire::to_line(&HelloReply::ok(&handle.name)))
         .await

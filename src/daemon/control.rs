@@ -3,7 +3,6 @@
 //! through `call`, so no tool can collide with the daemon's own methods.
 
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 
 use serde_json::{Value, json};
 use tokio::io::{AsyncWriteExt, BufReader};
@@ -93,7 +92,7 @@ fn info(shared: &Shared) -> Info {
         config_file: shared.config.file.clone(),
         log_file: shared.options.log_file.clone(),
         upstreams: shared.upstreams.keys().cloned().collect(),
-        replace_pending: shared.replace_when_idle.load(Ordering::Relaxed),
+        replace_pending: shared.handover.pending(),
     }
 }
 

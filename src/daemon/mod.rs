@@ -11,6 +11,7 @@ mod child;
 mod connection;
 mod control;
 mod coogle_tool;
+mod handover;
 mod outbox;
 mod reaper;
 mod scheduler;
@@ -23,7 +24,7 @@ use std::os::fd::AsRawFd;
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize};
 use std::time::{Duration, Instant};
 
 use indexmap::IndexMap;
@@ -144,8 +145,8 @@ struct Shared {
     started: Instant,
     next_session: AtomicU64,
     stop: watch::Sender<bool>,
-    /// A newer coogle said hello: hand over to it once no call is queued or in flight.
-    replace_when_idle: std::sync::atomic::AtomicBool,
+    /// A newer coogle is installed: hand over to it once no call is queued or in flight.
+    handover: Arc<handover::Handover>,
 }
 
 /// Take the single-instance lock for `rt`; `None` when another daemon holds it.
@@ -253,7 +254,7 @@ pub async fn run(config: Config, options: Options) -> Result<Outcome, DaemonErro
         started: Instant::now(),
         next_session: AtomicU64::new(1),
         stop,
-        replace_when_idle: std::sync::atomic::AtomicBool::new(false),
+        handover: Default::default(),
     });
     tracing::info!(socket = %rt.socket.display(), pid = std::process::id(), version = wire::VERSION, "coogle daemon listening");
     let our_socket = socket_identity(&rt.socket);
@@ -345,7 +346,7 @@ async fn serve(
                     return Ok(());
                 }
             }
-            _ = idle_check.tick(), if shared.replace_when_idle.load(Ordering::Relaxed) => {
+            _ = idle_check.tick(), if shared.handover.pending() => {
                 if all_idle(shared).await {
                     tracing::info!("handing over to the newer coogle: stopping while idle");
                     return Ok(());
