@@ -66,6 +66,7 @@ pub(super) fn attach(
     upstream: &str,
     tail: StderrTail,
     reaper: std::sync::Arc<crate::daemon::reaper::Reaper>,
+    secrets: Vec<String>,
 ) -> Result<ChildHandle, String> {
     let pid = spawned.pid;
     reaper.child_started(upstream, pid);
@@ -87,7 +88,12 @@ pub(super) fn attach(
         tx.clone(),
         max_line,
     ));
-    tokio::spawn(drain_stderr(spawned.stderr, upstream.to_string(), tail));
+    tokio::spawn(drain_stderr(
+        spawned.stderr,
+        upstream.to_string(),
+        tail,
+        secrets,
+    ));
 
     let (exited_tx, exited_rx) = watch::channel(false);
     let mut proc = spawned.child;
@@ -150,7 +156,14 @@ async fn read_stdout(
     }
 }
 
-async fn drain_stderr(stderr: tokio::process::ChildStderr, upstream: String, tail: StderrTail) {
+/// The child's stderr into the daemon log, line by line, with credentials taken out (see
+/// `redact`): a traceback or a debug line may hold the child's token or key.
+async fn drain_stderr(
+    stderr: tokio::process::ChildStderr,
+    upstream: String,
+    tail: StderrTail,
+    secrets: Vec<String>,
+) {
     let mut r = BufReader::new(stderr);
     let mut buf = Vec::new();
     loop {
@@ -158,7 +171,8 @@ async fn drain_stderr(stderr: tokio::process::ChildStderr, upstream: String, tai
         match r.read_until(b'\n', &mut buf).await {
             Ok(0) | Err(_) => break,
             Ok(_) => {
-                let mut text = String::from_utf8_lossy(&buf).trim_end().to_string();
+                let mut text =
+                    crate::redact::redact(String::from_utf8_lossy(&buf).trim_end(), &secrets);
                 if text.len() > STDERR_LINE_MAX {
                     let mut cut = STDERR_LINE_MAX;
                     while !text.is_char_boundary(cut) {

@@ -156,11 +156,22 @@ impl Upstream {
             &self.name,
             self.life.stderr_tail.clone(),
             self.reaper.clone(),
+            self.secret_values(),
         );
         match attached {
             Ok(handle) => self.on_spawned(handle),
             Err(reason) => self.on_start_failed(reason),
         }
+    }
+
+    /// The values of the child's secret environment (its credentials, keys and tokens), to take
+    /// out of what it writes to stderr before that is logged.
+    fn secret_values(&self) -> Vec<String> {
+        let env = self.config.child_env().unwrap_or_default();
+        env.into_iter()
+            .filter(|(k, _)| crate::redact::is_secret_name(k))
+            .map(|(_, v)| v)
+            .collect()
     }
 
     /// A child is running: find out which era it speaks. It is probed with `server/discover`
