@@ -40,7 +40,8 @@ class Coogle < Formula
     assert_match version.to_s, shell_output("#{bin}/coogle --version")
 
     # A daemon on a temporary socket with a trivial upstream (coogle's own search server, which
-    # lists its tool without any key or network), then `coogle status`.
+    # lists its tool without any key or network): its tools, which start the child on demand,
+    # then `coogle status`.
     socket = testpath/"run/coogle.sock"
     config = testpath/"config.json"
     config.write <<~JSON
@@ -49,6 +50,14 @@ class Coogle < Formula
     ENV["XDG_STATE_HOME"] = (testpath/"state").to_s
     pid = spawn bin/"coogle", "serve", "--config", config, "--socket", socket
     begin
+      tools = ""
+      40.times do
+        tools = `#{bin}/coogle tools --server trivial --config #{config} --socket #{socket} 2>&1`
+        break if tools.include?("ask_google")
+
+        sleep 0.5
+      end
+      assert_match "ask_google", tools
       output = ""
       40.times do
         output = `#{bin}/coogle status --config #{config} --socket #{socket} 2>&1`
@@ -57,7 +66,6 @@ class Coogle < Formula
         sleep 0.5
       end
       assert_match "trivial · ready", output
-      assert_match "ask_google", shell_output("#{bin}/coogle tools --server trivial --config #{config} --socket #{socket}")
     ensure
       system bin/"coogle", "stop", "--socket", socket
       Process.wait(pid)

@@ -17,6 +17,7 @@ pub(super) const TOP_LEVEL_KEYS: &[&str] = &[
     "logLevel",
     "maxLineBytes",
     "maxConnections",
+    "idleStopMs",
     "shutdownGraceMs",
     "callTimeoutMs",
     "coogleTool",
@@ -43,6 +44,8 @@ pub(super) const SERVER_KEYS: &[&str] = &[
     "maxConcurrent",
     "callTimeoutMs",
     "clientCapabilities",
+    "idleStopMs",
+    "sharing",
 ];
 
 /// Merge `overlay` into `base`: objects merge key by key, recursively; arrays, scalars and

@@ -31,7 +31,7 @@ use serde_json::{Map, Value};
 
 pub(crate) use credentials::env_credentials_from;
 pub use global_paths::GlobalPaths;
-pub use types::{Config, Credentials, CredentialsConfig, SearchConfig, ServerConfig};
+pub use types::{Config, Credentials, CredentialsConfig, SearchConfig, ServerConfig, Sharing};
 
 use crate::{fsutil, paths};
 use keys::DEFAULT_SERVER;
@@ -39,6 +39,8 @@ use read::from_value_with;
 
 /// Per-call timeout used when neither the server nor the top level sets `callTimeoutMs`.
 const DEFAULT_CALL_TIMEOUT_MS: u64 = 120_000;
+/// How long a child may sit without sessions or calls before it is stopped (`idleStopMs`).
+const DEFAULT_IDLE_STOP: std::time::Duration = std::time::Duration::from_secs(600);
 /// Longest JSON-RPC line accepted when `maxLineBytes` is not set.
 const DEFAULT_MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
 /// The search upstream's name, as `coogle mcp --server search` takes it.

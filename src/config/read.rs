@@ -15,8 +15,8 @@ use super::keys::{
     DEFAULT_SHUTDOWN_GRACE_MS, SERVER_KEYS, TOP_LEVEL_KEYS, deep_merge, defaults, unknown_keys,
 };
 use super::{
-    Config, ConfigError, CredentialsConfig, DEFAULT_CALL_TIMEOUT_MS, DEFAULT_MAX_LINE_BYTES, Host,
-    ServerConfig, search,
+    Config, ConfigError, CredentialsConfig, DEFAULT_CALL_TIMEOUT_MS, DEFAULT_IDLE_STOP,
+    DEFAULT_MAX_LINE_BYTES, Host, ServerConfig, Sharing, search,
 };
 
 /// How errors name the config when there was no file.
@@ -145,6 +145,7 @@ struct TopLevel {
     call_timeout_ms: u64,
     coogle_tool: bool,
     max_connections: Option<usize>,
+    idle_stop: Duration,
 }
 
 impl TopLevel {
@@ -163,6 +164,9 @@ impl TopLevel {
         let call_timeout_ms = r
             .positive(merged, "callTimeoutMs", "")?
             .unwrap_or(DEFAULT_CALL_TIMEOUT_MS);
+        let idle_stop = r
+            .integer(merged, "idleStopMs", "")?
+            .map_or(DEFAULT_IDLE_STOP, Duration::from_millis);
         let max_connections = match r.positive(merged, "maxConnections", "")? {
             Some(n) => {
                 Some(usize::try_from(n).map_err(|_| r.invalid("maxConnections is too large"))?)
@@ -182,6 +186,7 @@ impl TopLevel {
             call_timeout_ms,
             coogle_tool,
             max_connections,
+            idle_stop,
         })
     }
 }
@@ -212,10 +217,14 @@ pub(super) fn from_value_with(
     deep_merge(&mut merged, Value::Object(user));
     let merged = r.object(&merged, "the top level")?;
     let top = TopLevel::read(&r, merged)?;
+    let defaults = ServerDefaults {
+        call_timeout_ms: top.call_timeout_ms,
+        idle_stop: top.idle_stop,
+    };
     let mut servers = if native {
-        native_servers(&r, merged, top.call_timeout_ms)?
+        native_servers(&r, merged, &defaults)?
     } else {
-        flat_server(&r, merged, top.call_timeout_ms)?
+        flat_server(&r, merged, &defaults)?
     };
     let search = search::search_from(&r, merged.get("search"))?;
     search::add_search_upstream(
@@ -243,7 +252,7 @@ pub(super) fn from_value_with(
 fn native_servers(
     r: &Reader<'_>,
     merged: &Map<String, Value>,
-    call_timeout_ms: u64,
+    server_defaults: &ServerDefaults,
 ) -> Result<IndexMap<String, ServerConfig>, ConfigError> {
     let entries = r.object(&merged["servers"], "servers")?;
     if entries.is_empty() {
@@ -266,7 +275,7 @@ fn native_servers(
             None | Some(Value::Null) => CredentialsConfig::None,
             Some(c) => credentials_from(r, c, &format!("{at}credentials."))?,
         };
-        let server = server_from(r, name, obj, &at, credentials, call_timeout_ms)?;
+        let server = server_from(r, name, obj, &at, credentials, server_defaults)?;
         servers.insert(name.clone(), server);
     }
     Ok(servers)
@@ -276,12 +285,12 @@ fn native_servers(
 fn flat_server(
     r: &Reader<'_>,
     merged: &Map<String, Value>,
-    call_timeout_ms: u64,
+    defaults: &ServerDefaults,
 ) -> Result<IndexMap<String, ServerConfig>, ConfigError> {
     let mcp = r.object(&merged["mcp"], "mcp")?;
     r.warn_unknown(mcp, SERVER_KEYS, "mcp.");
     let credentials = credentials_from(r, &merged["credentials"], "credentials.")?;
-    let server = server_from(r, DEFAULT_SERVER, mcp, "mcp.", credentials, call_timeout_ms)?;
+    let server = server_from(r, DEFAULT_SERVER, mcp, "mcp.", credentials, defaults)?;
     Ok(IndexMap::from([(DEFAULT_SERVER.to_owned(), server)]))
 }
 
@@ -298,7 +307,7 @@ fn server_from(
     obj: &Map<String, Value>,
     at: &str,
     credentials: CredentialsConfig,
-    default_timeout_ms: u64,
+    defaults: &ServerDefaults,
 ) -> Result<ServerConfig, ConfigError> {
     let command = r
         .non_empty_string(obj, "command", at)?
@@ -337,7 +346,19 @@ fn server_from(
     };
     let call_timeout_ms = r
         .positive(obj, "callTimeoutMs", at)?
-        .unwrap_or(default_timeout_ms);
+        .unwrap_or(defaults.call_timeout_ms);
+    let idle_stop = match r.integer(obj, "idleStopMs", at)? {
+        Some(ms) => Duration::from_millis(ms),
+        None => defaults.idle_stop,
+    };
+    let sharing = match r.string(obj, "sharing", at)? {
+        Some(s) => Sharing::parse(&s).ok_or_else(|| {
+            r.invalid(format!(
+                "{at}sharing must be \"shared\", \"per-project\" or \"per-session\""
+            ))
+        })?,
+        None => Sharing::guess(&command, &args),
+    };
     let client_capabilities = match obj.get("clientCapabilities") {
         None | Some(Value::Null) => json!({"roots": {}, "elicitation": {}}),
         Some(v @ Value::Object(_)) => v.clone(),
@@ -353,7 +374,15 @@ fn server_from(
         max_concurrent,
         call_timeout: Duration::from_millis(call_timeout_ms),
         client_capabilities,
+        idle_stop,
+        sharing,
     })
+}
+
+/// What a server's settings default to, from the top level.
+pub(super) struct ServerDefaults {
+    pub call_timeout_ms: u64,
+    pub idle_stop: Duration,
 }
 
 fn credentials_from(

@@ -56,6 +56,8 @@ pub(super) fn server_with(credentials: CredentialsConfig, env: &[(&str, &str)]) 
         max_concurrent: 1,
         call_timeout: Duration::from_secs(1),
         client_capabilities: json!({}),
+        idle_stop: super::DEFAULT_IDLE_STOP,
+        sharing: super::Sharing::Shared,
     }
 }
 

@@ -109,6 +109,75 @@ pub struct ServerConfig {
     pub call_timeout: Duration,
     /// `clientCapabilities` sent in `initialize`, default `{"roots": {}, "elicitation": {}}`.
     pub client_capabilities: Value,
+    /// `idleStopMs` (the server's, else the top level's, else 10 minutes): the child stops after
+    /// this long without sessions or calls, and starts again on demand. Zero: never.
+    pub idle_stop: Duration,
+    /// `sharing`: who shares one child (default by the kind of server, see [`Sharing::guess`]).
+    pub sharing: Sharing,
+}
+
+/// Who shares one child of a server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sharing {
+    /// Every session (the default).
+    Shared,
+    /// The sessions of one project (`CLAUDE_PROJECT_DIR`, else the client's working
+    /// directory); the child runs in that directory. For servers that act on "here".
+    PerProject,
+    /// Each session its own child, stopped with the session. For servers that hold one user's
+    /// interactive state, such as a browser.
+    PerSession,
+}
+
+impl Sharing {
+    pub fn parse(s: &str) -> Option<Sharing> {
+        match s {
+            "shared" => Some(Sharing::Shared),
+            "per-project" => Some(Sharing::PerProject),
+            "per-session" => Some(Sharing::PerSession),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Sharing::Shared => "shared",
+            Sharing::PerProject => "per-project",
+            Sharing::PerSession => "per-session",
+        }
+    }
+
+    /// The default for a server, by what it is: browser automation keeps one user's
+    /// interactive state (per session); filesystem and git servers act on a directory (per
+    /// project); everything else is shared.
+    pub fn guess(command: &str, args: &[String]) -> Sharing {
+        let line = std::iter::once(command)
+            .chain(args.iter().map(String::as_str))
+            .collect::<Vec<_>>()
+            .join(" ")
+            .to_ascii_lowercase();
+        const PER_SESSION: [&str; 6] = [
+            "playwright",
+            "puppeteer",
+            "chrome-devtools",
+            "browser",
+            "selenium",
+            "chrome-mcp",
+        ];
+        const PER_PROJECT: [&str; 4] = [
+            "server-filesystem",
+            "filesystem",
+            "mcp-server-git",
+            "server-git",
+        ];
+        if PER_SESSION.iter().any(|k| line.contains(k)) {
+            Sharing::PerSession
+        } else if PER_PROJECT.iter().any(|k| line.contains(k)) {
+            Sharing::PerProject
+        } else {
+            Sharing::Shared
+        }
+    }
 }
 
 impl fmt::Debug for ServerConfig {

@@ -128,6 +128,7 @@ async fn control(shared: &Shared, req: ControlRequest) -> Result<Value, WireErro
         }
         ControlMethod::ListTools => list_tools(upstream(shared, params)?).await,
         ControlMethod::Call => call(upstream(shared, params)?, params).await,
+        ControlMethod::StartChild => upstream(shared, params)?.start().await,
         ControlMethod::RestartChild => upstream(shared, params)?.restart().await,
         ControlMethod::Shutdown => {
             let _ = shared.stop.send(true);

@@ -298,6 +298,11 @@ impl Operations {
         self.ops.values().filter(|op| op.owner != *owner).count()
     }
 
+    /// Whether any operation is still running.
+    pub fn any_running(&self) -> bool {
+        self.ops.values().any(|op| op.result.is_none())
+    }
+
     /// How many of someone else's operations are still running.
     pub fn others_running(&self, owner: &Owner) -> usize {
         self.ops

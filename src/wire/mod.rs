@@ -179,17 +179,19 @@ pub enum ControlMethod {
     Status,
     ListTools,
     Call,
+    StartChild,
     RestartChild,
     Shutdown,
 }
 
 impl ControlMethod {
-    pub const ALL: [ControlMethod; 7] = [
+    pub const ALL: [ControlMethod; 8] = [
         ControlMethod::Ping,
         ControlMethod::Info,
         ControlMethod::Status,
         ControlMethod::ListTools,
         ControlMethod::Call,
+        ControlMethod::StartChild,
         ControlMethod::RestartChild,
         ControlMethod::Shutdown,
     ];
@@ -201,6 +203,7 @@ impl ControlMethod {
             ControlMethod::Status => "status",
             ControlMethod::ListTools => "list_tools",
             ControlMethod::Call => "call",
+            ControlMethod::StartChild => "start_child",
             ControlMethod::RestartChild => "restart_child",
             ControlMethod::Shutdown => "shutdown",
         }

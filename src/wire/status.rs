@@ -32,11 +32,11 @@ pub struct Status {
 }
 
 impl Status {
-    /// Every upstream is ready.
+    /// Every upstream is ready, or idle (it starts on demand).
     pub fn healthy(&self) -> bool {
         self.upstreams
             .iter()
-            .all(|u| u.state == UpstreamState::Ready)
+            .all(|u| matches!(u.state, UpstreamState::Ready | UpstreamState::Idle))
     }
 }
 
@@ -64,6 +64,8 @@ impl Era {
 #[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum UpstreamState {
+    /// No child runs: none was needed yet, or it stopped after idling. Started on demand.
+    Idle,
     Starting,
     Initializing,
     Ready,
@@ -79,6 +81,7 @@ pub enum UpstreamState {
 impl UpstreamState {
     pub fn as_str(self) -> &'static str {
         match self {
+            UpstreamState::Idle => "idle",
             UpstreamState::Starting => "starting",
             UpstreamState::Initializing => "initializing",
             UpstreamState::Ready => "ready",

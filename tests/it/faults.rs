@@ -16,6 +16,7 @@ fn a_crash_loop_backs_off_and_status_says_so() {
         json!({"env": {"FAKE_MCP_EXIT_AT_START": "3", "FAKE_MCP_PID_FILE": spawns}}),
     );
     let _d = env.daemon();
+    env.demand_start();
     let mut last = Value::Null;
     wait_for("two failed starts", Duration::from_secs(20), || {
         last = control(&env.socket, "status", Value::Null).unwrap()["upstreams"][0].clone();

@@ -1,6 +1,6 @@
 //! A new session gets `initialize` and `tools/list` at once from what the daemon remembered of
-//! the upstream, even while a slow child is still starting; when the live list differs, the
-//! session is told `list_changed`.
+//! the upstream, without waking the child at all; the first request the cache cannot answer
+//! starts it, and when the live list differs, the session is told `list_changed`.
 
 use crate::support;
 
@@ -57,9 +57,14 @@ fn sessions_are_answered_from_the_cache_while_a_slow_child_starts() {
         "took {took:?} with a 3 s child start"
     );
     let status = control(&env.socket, "status", Value::Null).unwrap();
-    assert_eq!(status["upstreams"][0]["state"], "initializing");
+    assert_eq!(
+        status["upstreams"][0]["state"], "idle",
+        "the child was not woken"
+    );
 
-    // The live list differs: the session is told, and the next list is the live one.
+    // A call wakes it (3 s); the live list differs: the session is told, and the next list is
+    // the live one.
+    s.send(&json!({"jsonrpc":"2.0","id":"wake","method":"tools/call","params":{"name":"echo","arguments":{"text":"x"}}}));
     s.notification("notifications/tools/list_changed", Duration::from_secs(15));
     let live = s.request("tools/list", json!({}));
     assert!(tool_names(&live).contains(&"second".to_string()), "{live}");

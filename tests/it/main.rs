@@ -22,6 +22,7 @@ mod limits;
 mod load;
 mod multiplex;
 mod notifications;
+mod on_demand;
 mod reconnect;
 mod respawn;
 mod search_e2e;

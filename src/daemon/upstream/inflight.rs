@@ -243,6 +243,13 @@ impl InFlight {
         Some(uid)
     }
 
+    /// Whether anyone but the daemon itself waits for the child.
+    pub fn has_external(&self) -> bool {
+        self.pending
+            .values()
+            .any(|p| !matches!(p.origin, Origin::Internal(_)))
+    }
+
     pub fn calls(&self) -> usize {
         self.calls
     }

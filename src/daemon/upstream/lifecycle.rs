@@ -80,12 +80,18 @@ pub(super) struct Life {
     pub probe_kills: bool,
     /// When the running child's stdout reached EOF, if it did.
     pub stdout_closed_at: Option<Instant>,
+    /// Stop the child after this long without sessions or calls (`idleStopMs`; zero: never).
+    pub idle_stop: Duration,
+    /// Since when nothing has needed the child (no session, nothing queued or in flight).
+    pub idle_since: Option<Instant>,
+    /// The child is being stopped for idling.
+    pub idle_stopping: bool,
 }
 
 impl Life {
     pub fn new(record_path: PathBuf, max_line: usize) -> Life {
         Life {
-            state: State::Stopped,
+            state: State::Idle,
             child: None,
             generation: 0,
             restarts: 0,
@@ -106,6 +112,9 @@ impl Life {
             probe_suspect: false,
             probe_kills: false,
             stdout_closed_at: None,
+            idle_stop: Duration::ZERO,
+            idle_since: None,
+            idle_stopping: false,
         }
     }
 
@@ -438,6 +447,23 @@ impl Upstream {
         let Some(c) = self.life.child.take() else {
             return;
         };
+        if std::mem::take(&mut self.life.idle_stopping) && !self.life.shutting_down() {
+            // Stopped for idling: nothing was waiting, and the next demand starts it again.
+            child::remove_record(&self.life.record_path);
+            self.server_requests.clear_child();
+            for p in self.inflight.drain() {
+                let text = format!(
+                    "coogle: the `{}` server stopped while idle; retry",
+                    self.name
+                );
+                self.reply_error(p.origin, p.is_call, ErrorCode::UpstreamUnavailable, &text);
+            }
+            self.own_listen = None;
+            self.life.state = State::Idle;
+            tracing::info!(upstream = %self.name, "stopped the idle upstream; it starts again on demand");
+            self.note_idle();
+            return;
+        }
         let ran = c.started.elapsed();
         let was_ready = self.life.state == State::Ready;
         child::remove_record(&self.life.record_path);
@@ -507,9 +533,17 @@ impl Upstream {
         self.life.restart_at = Some(Instant::now() + wait);
     }
 
-    /// Someone wants the child: if it is down and not scheduled soon, schedule it.
+    /// Someone wants the child: start it when it is idle; if it failed and is not scheduled
+    /// soon, schedule it.
     pub(super) fn demand(&mut self) {
-        if self.life.state != State::Failed || self.life.shutting_down() {
+        if self.life.shutting_down() {
+            return;
+        }
+        if self.life.state == State::Idle {
+            self.start_child();
+            return;
+        }
+        if self.life.state != State::Failed {
             return;
         }
         let earliest = self
@@ -552,6 +586,30 @@ impl Upstream {
                 self.life.consecutive_failures = 0;
                 self.start_child();
             }
+        }
+    }
+
+    /// Start the child unless it runs; `reply` hears once it is ready (at once if it is).
+    pub(super) fn request_start(&mut self, reply: oneshot::Sender<Result<Value, WireError>>) {
+        if self.life.is_ready() {
+            let pid = self.life.child.as_ref().map(|c| c.pid);
+            let _ = reply.send(Ok(json!({"server": self.name, "pid": pid})));
+            return;
+        }
+        self.life
+            .restart_waiters
+            .push(RestartWaiter::Control(reply));
+        if self.life.shutting_down() {
+            let err = WireError::new(ErrorCode::ShuttingDown, "coogle is shutting down");
+            self.answer_restart_waiters(Err(err));
+            return;
+        }
+        match self.life.state {
+            State::Idle | State::Failed | State::Restarting => {
+                self.life.consecutive_failures = 0;
+                self.start_child();
+            }
+            _ => {}
         }
     }
 
@@ -628,6 +686,50 @@ impl Upstream {
                 "{n} calls in a row timed out, so coogle restarted it"
             ));
             self.life.consecutive_timeouts = 0;
+            self.kill_child();
+        }
+    }
+}
+
+impl Upstream {
+    /// Whether anything needs the child now: a session, or a request of anyone's queued, held
+    /// or in flight (the daemon's own bookkeeping aside).
+    fn needed(&self) -> bool {
+        !self.sessions.is_empty()
+            || self.queue.len() > 0
+            || !self.held.is_empty()
+            || !self.waiting_era.is_empty()
+            || self.inflight.has_external()
+            || self.ops.any_running()
+    }
+
+    /// Note whether the child is idle now, after any event.
+    pub(super) fn note_idle(&mut self) {
+        let running = matches!(
+            self.life.state,
+            State::Ready | State::Initializing | State::Starting
+        );
+        if !running || self.needed() {
+            self.life.idle_since = None;
+        } else if self.life.idle_since.is_none() {
+            self.life.idle_since = Some(Instant::now());
+        }
+    }
+
+    /// When the child is to stop for idling, if it is.
+    pub(super) fn idle_deadline(&self) -> Option<Instant> {
+        if self.life.idle_stop.is_zero() || self.life.idle_stopping {
+            return None;
+        }
+        self.life.idle_since.map(|t| t + self.life.idle_stop)
+    }
+
+    /// Nothing needed the child for `idleStopMs`: stop it (it starts again on demand).
+    pub(super) fn check_idle(&mut self, now: Instant) {
+        if self.idle_deadline().is_some_and(|t| t <= now) && self.life.child.is_some() {
+            tracing::info!(upstream = %self.name, "stopping the upstream: idle for {} s", self.life.idle_stop.as_secs());
+            self.life.idle_stopping = true;
+            self.life.idle_since = None;
             self.kill_child();
         }
     }

@@ -115,6 +115,8 @@ pub(crate) enum ControlCmd {
         reply: ControlReply,
     },
     Restart(oneshot::Sender<Result<Value, WireError>>),
+    /// Start the child if it is not running (idle, failed); answered once it is ready.
+    Start(oneshot::Sender<Result<Value, WireError>>),
     Shutdown {
         grace: Duration,
         done: oneshot::Sender<()>,
@@ -159,6 +161,14 @@ impl UpstreamHandle {
         rx.await.unwrap_or_else(|_| Err(gone()))
     }
 
+    pub async fn start(&self) -> Result<Value, WireError> {
+        let (tx, rx) = oneshot::channel();
+        if !self.send(Event::Control(ControlCmd::Start(tx))).await {
+            return Err(gone());
+        }
+        rx.await.unwrap_or_else(|_| Err(gone()))
+    }
+
     pub async fn restart(&self) -> Result<Value, WireError> {
         let (tx, rx) = oneshot::channel();
         if !self.send(Event::Control(ControlCmd::Restart(tx))).await {
@@ -190,6 +200,7 @@ pub(crate) fn start(
     let name = config.name.clone();
     let mut actor = Upstream::new(config, record_path, max_line, tx.clone());
     actor.reaper = reaper;
+    actor.life.idle_stop = actor.config.idle_stop;
     actor.coogle_tool = coogle_tool;
     let caps = actor.config.client_capabilities.clone();
     actor.cache.load("config", &caps);
@@ -319,17 +330,24 @@ impl Upstream {
     }
 
     async fn run(mut self, mut rx: mpsc::Receiver<Event>) {
-        self.start_child();
+        // The child starts on the first request the cache cannot answer (see `demand`).
         loop {
             let wake = self.next_wakeup();
             tokio::select! {
                 event = rx.recv() => match event {
-                    Some(event) => self.handle(event),
+                    Some(event) => {
+                        self.handle(event);
+                        self.note_idle();
+                    }
                     None => break,
                 },
                 _ = sleep_until(wake) => self.on_timer(),
             }
-            if self.life.state == wire::UpstreamState::Stopped && self.life.shutting_down() {
+            if matches!(
+                self.life.state,
+                wire::UpstreamState::Stopped | wire::UpstreamState::Idle
+            ) && self.life.shutting_down()
+            {
                 if let Some((_, Some(done))) = self.life.shutdown.take() {
                     let _ = done.send(());
                 }
@@ -352,6 +370,7 @@ impl Upstream {
             self.life
                 .stdout_closed_at
                 .map(|t| t + lifecycle::STDOUT_CLOSED_GRACE),
+            self.idle_deadline(),
         ]
         .into_iter()
         .flatten()
@@ -398,6 +417,7 @@ impl Upstream {
                 reply,
             } => self.on_control_request(&method, &params, reply),
             ControlCmd::Restart(reply) => self.request_restart(RestartWaiter::Control(reply)),
+            ControlCmd::Start(reply) => self.request_start(reply),
             ControlCmd::Shutdown { grace, done } => self.begin_shutdown(grace, done),
         }
     }
@@ -413,6 +433,7 @@ impl Upstream {
         }
         self.retry_due_rounds(now);
         self.check_stdout_closed(now);
+        self.check_idle(now);
         self.retry_missed(now);
         if self.life.restart_at.is_some_and(|t| t <= now) {
             self.on_restart_due();

@@ -76,7 +76,6 @@ impl Upstream {
                 missed: Vec::new(),
             },
         );
-        self.demand();
     }
 
     pub(super) fn on_session_closed(&mut self, sid: SessionId) {

@@ -13,6 +13,9 @@ impl Doctor<'_> {
                     let tools = u.tools.map_or_else(|| "?".to_string(), |t| t.to_string());
                     self.ok(&format!("upstream {name} connected ({tools} tools)"))
                 }
+                UpstreamState::Idle => self.ok(&format!(
+                    "upstream {name} is idle (its child starts on the first call)"
+                )),
                 // A moment after login or a restart: not broken, just not there yet.
                 UpstreamState::Starting | UpstreamState::Initializing => self.warn(
                     &format!("upstream {name} is {state}"),
@@ -32,7 +35,8 @@ impl Doctor<'_> {
                     &format!("open {} and sign in, then retry the call", s.url),
                 );
             }
-            if u.sign_in.is_empty() && u.state == UpstreamState::Ready {
+            if u.sign_in.is_empty() && matches!(u.state, UpstreamState::Ready | UpstreamState::Idle)
+            {
                 self.ok(&format!("upstream {name}: no Google sign-in pending"));
             }
         }

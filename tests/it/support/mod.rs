@@ -181,8 +181,20 @@ impl Env {
         });
     }
 
-    /// Wait until the upstream is `ready`.
+    /// Ask for the (first) upstream's child to start, as a first uncached request would, without
+    /// waiting: children start on demand. (The answer comes once the child is ready, or fails
+    /// when it cannot start; `status` says which.)
+    pub fn demand_start(&self) {
+        let socket = self.socket.clone();
+        std::thread::spawn(move || {
+            let _ = control(&socket, "start_child", Value::Null);
+        });
+    }
+
+    /// Start the (first) upstream's child, as a first uncached request would, and wait until it
+    /// is `ready`.
     pub fn wait_upstream_ready(&self) -> Value {
+        self.demand_start();
         let mut last = Value::Null;
         wait_for(
             "the upstream to be ready",

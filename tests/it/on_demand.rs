@@ -1,0 +1,75 @@
+//! Children start on demand and stop when idle: a daemon with many servers configured and
+//! nobody using them runs no child at all. A new session is answered from the cache without
+//! waking the child; the first request the cache cannot answer starts it; after `idleStopMs`
+//! without sessions or calls it stops, and it starts again on the next demand.
+
+use crate::support;
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use support::*;
+
+fn state(env: &Env) -> Value {
+    control(&env.socket, "status", Value::Null).unwrap()["upstreams"][0].clone()
+}
+
+#[test]
+fn no_child_runs_until_a_request_needs_it_and_it_stops_when_idle() {
+    let env = Env::new();
+    let pids = env.path("pids");
+    env.write_fake_config(json!({"idleStopMs": 1500, "env": {"FAKE_MCP_PID_FILE": pids}}));
+    // A first run teaches the daemon the child's answers.
+    {
+        let mut d = env.daemon();
+        env.wait_upstream_ready();
+        wait_for("the cache", Duration::from_secs(10), || {
+            state(&env)["tools"].is_u64()
+        });
+        d.signal_and_wait(libc::SIGTERM);
+    }
+    assert_eq!(read_lines(&pids).len(), 1);
+    let _d = env.daemon();
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(state(&env)["state"], "idle");
+    // A new session starts without the child.
+    let mut s = env.shim();
+    s.initialize();
+    s.request("tools/list", json!({}));
+    assert_eq!(state(&env)["state"], "idle", "the cache answered");
+    assert_eq!(read_lines(&pids).len(), 1, "no child was started");
+    // A call needs it.
+    assert_eq!(text(&s.call("echo", json!({"text": "woken"}))), "woken");
+    assert_eq!(read_lines(&pids).len(), 2);
+    // A session that stays connected keeps it, however long it is quiet.
+    std::thread::sleep(Duration::from_millis(2500));
+    assert_eq!(state(&env)["state"], "ready");
+    // Without sessions or calls for idleStopMs, it stops ...
+    let child = state(&env)["pid"].as_u64().unwrap() as u32;
+    drop(s);
+    wait_for("the idle child to stop", Duration::from_secs(10), || {
+        state(&env)["state"] == "idle"
+    });
+    wait_for("its process to be gone", Duration::from_secs(5), || {
+        !pid_alive(child)
+    });
+    // ... and starts again on the next demand.
+    let mut s = env.shim();
+    s.initialize();
+    assert_eq!(text(&s.call("echo", json!({"text": "again"}))), "again");
+    assert_eq!(read_lines(&pids).len(), 3);
+}
+
+#[test]
+fn idle_stop_zero_means_never() {
+    let env = Env::with_fake(json!({"idleStopMs": 0}));
+    let _d = env.daemon();
+    let ready = env.wait_upstream_ready();
+    let pid = ready["upstreams"][0]["pid"].as_u64().unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    let now = state(&env);
+    assert_eq!(
+        (now["state"].clone(), now["pid"].as_u64()),
+        (json!("ready"), Some(pid))
+    );
+}
