@@ -1105,6 +1105,12 @@ impl Call<'_> {
             }
             // `detach` (not in the schema): the grandchild calls setsid(), leaving our process
             // group, as detached helpers and browsers do.
+            // Unlisted (the tool list stays as it was): the working directory it runs in.
+            "cwd" => Ok(text_result(
+                std::env::current_dir()
+                    .map(|d| d.display().to_string())
+                    .unwrap_or_default(),
+            )),
             // Unlisted (the tool list stays as it was): close stdout and keep running, deaf and
             // mute, as a broken server can.
             "close_stdout" => {

@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::net::UnixStream;
 
-use super::control::{control_connection, upstream};
+use super::control::{control_connection, server_name};
 use super::upstream::Event;
 use super::{FIRST_LINE_TIMEOUT, Shared, outbox};
 use crate::paths;
@@ -113,8 +113,16 @@ async fn mcp_session(
     mut r: BufReader<tokio::net::unix::OwnedReadHalf>,
     mut w: tokio::net::unix::OwnedWriteHalf,
 ) {
-    let handle = match upstream(&shared, &json!({"server": hello.server})) {
-        Ok(h) => h.clone(),
+    let id = shared.next_session.fetch_add(1, Ordering::Relaxed);
+    let handle = match server_name(&shared, &json!({"server": hello.server})).and_then(|name| {
+        shared
+            .upstreams
+            .for_session(&name, hello.project_dir.as_deref(), id)
+            .ok_or_else(|| {
+                WireError::new(ErrorCode::NotFound, format!("no upstream named {name:?}"))
+            })
+    }) {
+        Ok(h) => h,
         Err(e) => {
             let _ = w.write_all(&wire::to_line(&HelloReply::err(e))).await;
             return;
@@ -130,7 +138,6 @@ async fn mcp_session(
     {
         return;
     }
-    let id = shared.next_session.fetch_add(1, Ordering::Relaxed);
     // The writer task ends when the actor drops the session (and its queue is written) or the
     // peer goes away; dropping the write half then shuts it down, so the client sees EOF.
     let (out, mut writer, mut closed) = outbox::Outbox::with_close_signal(w);
@@ -185,6 +192,11 @@ async fn mcp_session(
         }
     };
     handle.send(Event::SessionClosed { id }).await;
+    // A per-session server's child goes with its session.
+    let grace = Duration::from_millis(shared.config.shutdown_grace_ms);
+    for own in shared.upstreams.session_ended(id) {
+        own.shutdown(grace).await;
+    }
     if !writer_done {
         let _ = tokio::time::timeout(Duration::from_secs(5), writer).await;
     }

@@ -66,21 +66,24 @@ pub(super) async fn control_connection(
     }
 }
 
-pub(super) fn upstream<'a>(
-    shared: &'a Shared,
-    params: &Value,
-) -> Result<&'a UpstreamHandle, WireError> {
+/// The server a request names (`params.server`; none: the only one, or `google`).
+pub(super) fn server_name(shared: &Shared, params: &Value) -> Result<String, WireError> {
     let name = params.get("server").and_then(|s| s.as_str());
-    let server = shared
+    shared
         .config
         .server(name)
-        .map_err(|e| WireError::new(ErrorCode::NotFound, e.to_string()))?;
-    shared.upstreams.get(&server.name).ok_or_else(|| {
-        WireError::new(
-            ErrorCode::NotFound,
-            format!("no upstream named {:?}", server.name),
-        )
-    })
+        .map(|s| s.name.clone())
+        .map_err(|e| WireError::new(ErrorCode::NotFound, e.to_string()))
+}
+
+/// The instance a control request goes to: the named server's unbound one (a control request
+/// belongs to no project or session).
+fn upstream(shared: &Shared, params: &Value) -> Result<UpstreamHandle, WireError> {
+    let name = server_name(shared, params)?;
+    shared
+        .upstreams
+        .unbound(&name)
+        .ok_or_else(|| WireError::new(ErrorCode::NotFound, format!("no upstream named {name:?}")))
 }
 
 fn info(shared: &Shared) -> Info {
@@ -91,7 +94,7 @@ fn info(shared: &Shared) -> Info {
         socket: shared.options.socket.clone(),
         config_file: shared.config.file.clone(),
         log_file: shared.options.log_file.clone(),
-        upstreams: shared.upstreams.keys().cloned().collect(),
+        upstreams: shared.upstreams.server_names(),
         replace_pending: shared.handover.pending(),
     }
 }
@@ -118,7 +121,7 @@ async fn control(shared: &Shared, req: ControlRequest) -> Result<Value, WireErro
         ControlMethod::Info => to_value(&info(shared)),
         ControlMethod::Status => {
             let mut upstreams = Vec::new();
-            for u in shared.upstreams.values() {
+            for u in shared.upstreams.all() {
                 upstreams.push(u.status().await);
             }
             to_value(&Status {
@@ -126,8 +129,8 @@ async fn control(shared: &Shared, req: ControlRequest) -> Result<Value, WireErro
                 upstreams,
             })
         }
-        ControlMethod::ListTools => list_tools(upstream(shared, params)?).await,
-        ControlMethod::Call => call(upstream(shared, params)?, params).await,
+        ControlMethod::ListTools => list_tools(&upstream(shared, params)?).await,
+        ControlMethod::Call => call(&upstream(shared, params)?, params).await,
         ControlMethod::StartChild => upstream(shared, params)?.start().await,
         ControlMethod::RestartChild => upstream(shared, params)?.restart().await,
         ControlMethod::Shutdown => {

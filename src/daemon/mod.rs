@@ -14,6 +14,7 @@ mod coogle_tool;
 mod handover;
 mod outbox;
 mod reaper;
+mod registry;
 mod scheduler;
 mod stats;
 mod upstream;
@@ -27,14 +28,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize};
 use std::time::{Duration, Instant};
 
-use indexmap::IndexMap;
 use tokio::net::UnixListener;
 use tokio::sync::watch;
 
 use crate::config::Config;
 use crate::paths::{self, RuntimePaths};
 use crate::wire;
-use upstream::UpstreamHandle;
 
 /// A session's number, unique for the daemon's life.
 pub(crate) type SessionId = u64;
@@ -141,7 +140,7 @@ struct Shared {
     max_connections: usize,
     config: Config,
     options: Options,
-    upstreams: IndexMap<String, UpstreamHandle>,
+    upstreams: registry::Registry,
     started: Instant,
     next_session: AtomicU64,
     stop: watch::Sender<bool>,
@@ -242,7 +241,7 @@ pub async fn run(config: Config, options: Options) -> Result<Outcome, DaemonErro
     }
     let listener = bind(&rt.socket)?;
     let reaper = reaper::Reaper::new(options.reap_orphans);
-    let upstreams = start_upstreams(&config, &rt, &reaper);
+    let upstreams = registry::Registry::new(&config, &rt, &reaper);
     let (stop, stop_rx) = watch::channel(false);
     let max_connections = connection_limit(config.max_connections, config.servers.len());
     let shared = Arc::new(Shared {
@@ -266,8 +265,8 @@ pub async fn run(config: Config, options: Options) -> Result<Outcome, DaemonErro
         let _ = std::fs::remove_file(&rt.socket);
     }
     let grace = Duration::from_millis(shared.config.shutdown_grace_ms);
-    let stops = shared.upstreams.values().map(|u| u.shutdown(grace));
-    futures_join_all(stops).await;
+    let all = shared.upstreams.all();
+    futures_join_all(all.iter().map(|u| u.shutdown(grace))).await;
     let sweep = reaper.clone();
     let _ = tokio::task::spawn_blocking(move || sweep.sweep_all()).await;
     tracing::info!("coogle daemon stopped");
@@ -285,27 +284,6 @@ fn bind(socket: &Path) -> Result<UnixListener, DaemonError> {
     let listener = UnixListener::bind(socket).map_err(bind_error)?;
     std::fs::set_permissions(socket, std::fs::Permissions::from_mode(0o600)).map_err(bind_error)?;
     Ok(listener)
-}
-
-fn start_upstreams(
-    config: &Config,
-    rt: &RuntimePaths,
-    reaper: &Arc<reaper::Reaper>,
-) -> IndexMap<String, UpstreamHandle> {
-    config
-        .servers
-        .iter()
-        .map(|(name, server)| {
-            let handle = upstream::start(
-                server.clone(),
-                rt.child_record(name),
-                config.max_line_bytes.saturating_mul(4),
-                config.coogle_tool,
-                reaper.clone(),
-            );
-            (name.clone(), handle)
-        })
-        .collect()
 }
 
 /// Accept connections until asked to stop, a signal, a newer coogle taking over once idle, or
@@ -386,7 +364,7 @@ fn socket_identity(path: &Path) -> Option<(u64, u64)> {
 
 /// No call queued or in flight on any upstream.
 async fn all_idle(shared: &Shared) -> bool {
-    for u in shared.upstreams.values() {
+    for u in shared.upstreams.all() {
         let s = u.status().await;
         if s.queue > 0 || s.in_flight > 0 {
             return false;

@@ -53,6 +53,10 @@ pub struct Hello {
     /// What the client is, when it is not an agent's shim (`cli`, `setup`, `bench`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client: Option<String>,
+    /// The agent's project (`CLAUDE_PROJECT_DIR`, else the shim's working directory), for
+    /// servers shared per project.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub project_dir: Option<std::path::PathBuf>,
 }
 
 impl Hello {
@@ -67,6 +71,11 @@ impl Hello {
                 .ok()
                 .filter(|s| !s.is_empty()),
             client: None,
+            project_dir: std::env::var_os("CLAUDE_PROJECT_DIR")
+                .filter(|d| !d.is_empty())
+                .map(std::path::PathBuf::from)
+                .filter(|d| d.is_absolute())
+                .or_else(|| std::env::current_dir().ok()),
         }
     }
 }

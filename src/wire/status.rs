@@ -97,6 +97,10 @@ impl UpstreamState {
 #[serde(rename_all = "camelCase", default)]
 pub struct UpstreamStatus {
     pub name: String,
+    /// Which instance of the server (a project directory, a session), when it has several.
+    pub instance: Option<String>,
+    /// Who shares one child: `shared`, `per-project` or `per-session`.
+    pub sharing: Option<String>,
     pub state: UpstreamState,
     pub command: String,
     pub pid: Option<u32>,

@@ -35,6 +35,7 @@ mod setup_claude_cli;
 mod setup_search;
 mod setup_wizard;
 mod setup_yes;
+mod sharing;
 mod sign_in;
 mod soak;
 mod tasks;

@@ -188,20 +188,30 @@ impl UpstreamHandle {
     }
 }
 
-/// Start an upstream's actor; it spawns the child at once.
-pub(crate) fn start(
-    config: ServerConfig,
-    record_path: PathBuf,
-    max_line: usize,
-    coogle_tool: bool,
-    reaper: std::sync::Arc<super::reaper::Reaper>,
-) -> UpstreamHandle {
+/// What an upstream actor is started with.
+pub(crate) struct Start {
+    pub config: ServerConfig,
+    /// Where what the daemon learns of the child is kept: shared by a server's instances.
+    pub cache_key: String,
+    /// Which instance this is, for `status` (a project directory, a session); `None` when the
+    /// server is shared by everyone.
+    pub instance: Option<String>,
+    pub record_path: PathBuf,
+    pub max_line: usize,
+    pub coogle_tool: bool,
+    pub reaper: std::sync::Arc<super::reaper::Reaper>,
+}
+
+/// Start an upstream's actor; its child starts on demand.
+pub(crate) fn start(s: Start) -> UpstreamHandle {
     let (tx, rx) = mpsc::channel(4096);
-    let name = config.name.clone();
-    let mut actor = Upstream::new(config, record_path, max_line, tx.clone());
-    actor.reaper = reaper;
+    let name = s.config.name.clone();
+    let mut actor = Upstream::new(s.config, s.record_path, s.max_line, tx.clone());
+    actor.cache = Cache::new(&name, &s.cache_key);
+    actor.instance = s.instance;
+    actor.coogle_tool = s.coogle_tool;
+    actor.reaper = s.reaper;
     actor.life.idle_stop = actor.config.idle_stop;
-    actor.coogle_tool = coogle_tool;
     let caps = actor.config.client_capabilities.clone();
     actor.cache.load("config", &caps);
     tokio::spawn(actor.run(rx));
@@ -256,6 +266,8 @@ struct Queued {
 
 struct Upstream {
     name: String,
+    /// Which instance of the server this is, when it has several (see `registry`).
+    instance: Option<String>,
     config: ServerConfig,
     tx: mpsc::Sender<Event>,
     life: Life,
@@ -303,6 +315,7 @@ impl Upstream {
     ) -> Self {
         Upstream {
             name: config.name.clone(),
+            instance: None,
             cache: Cache::new(&config.name, &config.cache_key()),
             life: Life::new(record_path, max_line),
             tx,

@@ -41,6 +41,8 @@ impl Upstream {
         let server_info = self.server_info();
         UpstreamStatus {
             name: self.name.clone(),
+            instance: self.instance.clone(),
+            sharing: Some(self.config.sharing.as_str().to_string()),
             state: self.life.state,
             command: child::display_command(&self.config),
             pid: self.life.child.as_ref().map(|c| c.pid),
