@@ -40,9 +40,13 @@ fn shell_scripts() -> Vec<PathBuf> {
         root().join("packaging/macos/build-pkg.sh"),
         root().join("packaging/macos/scripts/postinstall"),
     ];
+    // `*.sh`, and the extensionless helpers (zig-cc, check-macos) by their shebang.
     for e in fs::read_dir(root().join("scripts")).unwrap().flatten() {
-        if e.path().extension().is_some_and(|x| x == "sh") {
-            v.push(e.path());
+        let p = e.path();
+        let shebang = fs::read_to_string(&p)
+            .is_ok_and(|t| t.starts_with("#!/bin/sh") || t.starts_with("#!/usr/bin/env bash"));
+        if p.extension().is_some_and(|x| x == "sh") || (p.extension().is_none() && shebang) {
+            v.push(p);
         }
     }
     v
@@ -54,7 +58,7 @@ fn every_script_passes_shellcheck() {
         return;
     };
     let scripts = shell_scripts();
-    assert!(scripts.len() >= 5, "{scripts:?}");
+    assert!(scripts.len() >= 8, "{scripts:?}");
     let (code, out, err) = run(Command::new(shellcheck).args(&scripts));
     assert_eq!(code, 0, "shellcheck:\n{out}{err}");
 }

@@ -31,12 +31,13 @@ impl Pty {
             ws_ypixel: 0,
         };
         // SAFETY: openpty writes two fds into the given ints; the name and termios are null.
+        // The termios is `*const` on Linux and `*mut` on macOS: a null `*mut` fits both.
         let rc = unsafe {
             libc::openpty(
                 &mut master,
                 &mut slave,
                 std::ptr::null_mut(),
-                std::ptr::null(),
+                std::ptr::null_mut(),
                 (&raw const size) as _,
             )
         };
