@@ -47,6 +47,7 @@ pub(super) fn service_spec(paths: &GlobalPaths) -> service::ServiceSpec {
         config,
         socket,
         path_env: service_path_env(),
+        log_dir: crate::paths::log_dir(),
     }
 }
 

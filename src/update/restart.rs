@@ -31,7 +31,7 @@ pub(super) fn restart_daemon(global: &GlobalPaths, exe: &Path) {
         return;
     };
     let old_pid = info.pid;
-    if let Some(how) = crate::service_manager::restart_installed() {
+    if let Some(how) = crate::service_manager::Manager::current().restart_installed() {
         match how {
             Ok(what) => {
                 output::out(&format!("restarted the daemon through {what}"));

@@ -9,7 +9,7 @@ use super::super::service;
 use super::{Doctor, same_file};
 use crate::config::{Config, ServerConfig};
 use crate::secret::{check_key, find_key_here, mask};
-use crate::service_manager;
+use crate::service_manager::{Manager, ServiceStatus};
 
 /// Whether the search server is set up: its own config section or a `search` upstream.
 pub(super) fn search_wanted(cfg_path: &Path) -> bool {
@@ -135,7 +135,8 @@ impl Doctor<'_> {
 
     /// The service runs this binary and is running. Returns whether one is installed.
     pub(super) fn service(&mut self) -> bool {
-        let path = service_manager::installed_path();
+        let manager = Manager::current();
+        let path = manager.installed_path().to_path_buf();
         if !path.exists() {
             self.warn(
                 "no service installed: the daemon starts on demand",
@@ -144,7 +145,7 @@ impl Doctor<'_> {
             return false;
         }
         let exe = self.exe.clone();
-        match service::installed_program() {
+        match service::installed_program_with(&manager) {
             Some(p) if same_file(Path::new(&p), &exe) => {
                 self.ok(&format!("service {} runs this binary", path.display()))
             }
@@ -157,17 +158,22 @@ impl Doctor<'_> {
                 "`coogle setup --yes` rewrites it",
             ),
         }
-        match service_manager::is_active() {
-            Some(true) => self.ok("service is loaded and running"),
-            Some(false) => self.fail(
-                "service is installed but not running",
-                if cfg!(target_os = "macos") {
-                    "`launchctl bootstrap gui/$UID ~/Library/LaunchAgents/dev.coogle.daemon.plist`"
-                } else {
-                    "`systemctl --user enable --now coogle.service`"
-                },
+        match manager.status() {
+            ServiceStatus::Running => self.ok("service is loaded and running"),
+            // launchd keeps an agent that exited 0 loaded and leaves it: the daemon it would
+            // run may be serving already, started on demand.
+            ServiceStatus::Loaded => self.warn(
+                "service is loaded but not running (a daemon started on demand may be serving)",
+                &format!("`{}`", manager.restart_command()),
             ),
-            None => self.warn("the service manager is not available here", ""),
+            ServiceStatus::Stopped => self.fail(
+                "service is installed but not running",
+                &format!("`{}`", manager.enable_command()),
+            ),
+            ServiceStatus::Unknown(why) => self.warn(
+                &format!("the service manager is not available here ({why})"),
+                "",
+            ),
         }
         true
     }

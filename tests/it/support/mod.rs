@@ -142,6 +142,11 @@ impl Env {
             .env("RUST_LOG", "coogle=debug")
             // Never Claude Code's real CLI on a developer's PATH; tests that want one set it.
             .env("COOGLE_CLAUDE_CLI", "none")
+            // Never the real service managers: on a Mac, `setup` would otherwise bootstrap the
+            // test's LaunchAgent into the developer's own GUI session. Tests that want one
+            // point these at a stand-in.
+            .env("COOGLE_SYSTEMCTL", self.tmp.path().join("no-systemctl"))
+            .env("COOGLE_LAUNCHCTL", self.tmp.path().join("no-launchctl"))
             // A developer's Gemini key would add the `search` upstream to every test daemon.
             .env_remove("GOOGLE_API_KEY")
             .env_remove("GEMINI_API_KEY")
