@@ -98,6 +98,7 @@ pub(super) fn add_search_upstream(
             max_concurrent: search.max_concurrent,
             call_timeout: budget.max(Duration::from_millis(call_timeout_ms)),
             client_capabilities: json!({}),
+            search_path: Vec::new(),
         },
     );
 }

@@ -56,6 +56,7 @@ pub(super) fn server_with(credentials: CredentialsConfig, env: &[(&str, &str)]) 
         max_concurrent: 1,
         call_timeout: Duration::from_secs(1),
         client_capabilities: json!({}),
+        search_path: Vec::new(),
     }
 }
 

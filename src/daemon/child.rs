@@ -8,6 +8,7 @@
 //! daemon killed without warning. This module must never signal a process group it cannot tie
 //! to a record it wrote.
 
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
@@ -16,6 +17,8 @@ use serde::{Deserialize, Serialize};
 use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
 
 use crate::config::ServerConfig;
+use crate::exec_path;
+use crate::paths::Platform;
 
 mod procs;
 
@@ -25,6 +28,16 @@ pub enum SpawnError {
     Spawn {
         command: String,
         source: std::io::Error,
+    },
+    /// Said in full because it lands in `coogle status`: which PATH was searched, and where
+    /// the fix is.
+    #[error(
+        "could not start `{command}`: `{program}` is not in any directory of the daemon's PATH ({path}); `coogle doctor` says how to fix it"
+    )]
+    NotFound {
+        command: String,
+        program: String,
+        path: String,
     },
     #[error(transparent)]
     Config(#[from] crate::config::ConfigError),
@@ -38,11 +51,22 @@ pub struct Spawned {
     pub stderr: ChildStderr,
 }
 
-/// Start the upstream's command with its environment, in a new process group.
+/// Start the upstream's command with its environment, in a new process group. The command is
+/// looked up, and the child runs, under [`child_path`]: the same whoever started the daemon.
 pub fn spawn(server: &ServerConfig) -> Result<Spawned, SpawnError> {
     let env = server.child_env()?;
-    let mut cmd = Command::new(&server.command);
+    let path = child_path(server, &env);
+    let program =
+        exec_path::resolve(&server.command, &path, server.cwd.as_deref()).ok_or_else(|| {
+            SpawnError::NotFound {
+                command: display_command(server),
+                program: server.command.clone(),
+                path: path.to_string_lossy().into_owned(),
+            }
+        })?;
+    let mut cmd = Command::new(program);
     cmd.args(&server.args)
+        .env("PATH", &path)
         .envs(env)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -79,6 +103,20 @@ pub fn spawn(server: &ServerConfig) -> Result<Spawned, SpawnError> {
         stdout,
         stderr,
     })
+}
+
+/// The PATH an upstream is found in and runs under: its own `env.PATH` when its config sets
+/// one (taken as written), else the recorded `path`, the daemon's PATH and the usual places
+/// ([`exec_path::daemon_path`]).
+fn child_path(server: &ServerConfig, env: &[(String, String)]) -> OsString {
+    match env.iter().find(|(k, _)| k == "PATH") {
+        Some((_, v)) => OsString::from(v),
+        None => exec_path::daemon_path(
+            &server.search_path,
+            std::env::var_os("PATH").as_deref(),
+            &Platform::current(),
+        ),
+    }
 }
 
 pub fn display_command(server: &ServerConfig) -> String {
@@ -236,6 +274,60 @@ mod tests {
         assert!(members_to_kill(&record(100, None), Some(group[0]), &group).is_empty());
         // Members of another group are never picked, even if listed.
         assert!(members_to_kill(&rec, None, &[proc(200, 200, 70)]).is_empty());
+    }
+
+    fn server(config: serde_json::Value) -> ServerConfig {
+        crate::config::Config::from_value(config, None)
+            .unwrap()
+            .servers
+            .shift_remove("t")
+            .unwrap()
+    }
+
+    /// A bare command found only in the recorded `path` starts, whatever the daemon's own PATH,
+    /// and runs with that PATH (so `npx` finds `node` the same way).
+    #[tokio::test]
+    async fn a_command_is_found_in_the_recorded_path() {
+        use tokio::io::AsyncReadExt;
+        let tmp = tempfile::tempdir().unwrap();
+        let bin = tmp.path().join("bin");
+        std::fs::create_dir(&bin).unwrap();
+        let tool = bin.join("coogle-test-tool");
+        std::fs::write(&tool, "#!/bin/sh\nprintf '%s' \"$PATH\"\n").unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&tool, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let s = server(serde_json::json!({
+            "path": [bin],
+            "servers": {"t": {"command": "coogle-test-tool", "credentials": {"source": "none"}}}
+        }));
+        let mut spawned = spawn(&s).unwrap();
+        let mut out = String::new();
+        spawned.stdout.read_to_string(&mut out).await.unwrap();
+        let _ = spawned.child.wait().await;
+        assert!(out.starts_with(&format!("{}:", bin.display())), "{out}");
+
+        // Not in the recorded path, nor anywhere else: a message that names the PATH searched.
+        let s = server(serde_json::json!({
+            "servers": {"t": {"command": "coogle-test-tool", "credentials": {"source": "none"}}}
+        }));
+        let err = spawn(&s).err().unwrap().to_string();
+        assert!(
+            err.contains("`coogle-test-tool` is not in any directory"),
+            "{err}"
+        );
+        assert!(err.contains("coogle doctor"), "{err}");
+
+        // The server's own env.PATH is taken as written.
+        let s = server(serde_json::json!({
+            "path": ["/nowhere"],
+            "servers": {"t": {"command": "coogle-test-tool", "credentials": {"source": "none"},
+                              "env": {"PATH": bin}}}
+        }));
+        let mut spawned = spawn(&s).unwrap();
+        let mut out = String::new();
+        spawned.stdout.read_to_string(&mut out).await.unwrap();
+        let _ = spawned.child.wait().await;
+        assert_eq!(out, bin.display().to_string());
     }
 
     // A real group, reaped through the OS's own process table (Linux /proc, macOS libproc).
