@@ -18,6 +18,7 @@ mod instant_start;
 mod ipc_abuse;
 mod lifecycle;
 mod load;
+mod minimal_path;
 mod multiplex;
 mod notifications;
 mod reconnect;

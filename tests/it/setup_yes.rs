@@ -118,8 +118,12 @@ fn setup_yes_end_to_end_and_twice_changes_nothing() {
     let config: Value = serde_json::from_slice(&fs::read(&env.config).unwrap()).unwrap();
     assert_eq!(
         config.as_object().unwrap().keys().collect::<Vec<_>>(),
-        ["logLevel", "servers"]
+        ["logLevel", "servers", "path"]
     );
+    // The PATH a daemon started with a minimal environment searches (see minimal_path.rs).
+    let own_path = std::env::var("PATH").unwrap();
+    let first_own = own_path.split(':').find(|d| d.starts_with('/')).unwrap();
+    assert_eq!(config["path"][0], first_own, "{config:#}");
     let google = &config["servers"]["google"];
     assert_eq!(google["maxConcurrent"], 2);
     assert_eq!(
