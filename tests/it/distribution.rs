@@ -304,14 +304,18 @@ fn release_script_packs_verifiable_artifacts_and_updates_the_formula() {
         .arg("--formula")
         .arg(&formula));
     assert_eq!(code, 0, "{out}{err}");
-    let host = format!("{}-unknown-linux-gnu", std::env::consts::ARCH);
+    let host = support::fake_github::target();
     let name = format!("coogle-0.1.0-{host}");
     assert!(out_dir.join(format!("{name}.tar.gz")).is_file(), "{out}");
-    // Every checksum verifies.
-    let (code, sums, err) = run(Command::new("sha256sum")
-        .arg("-c")
-        .arg("SHA256SUMS")
-        .current_dir(&out_dir));
+    // Every checksum verifies (macOS has `shasum -a 256`, not coreutils' sha256sum).
+    let mut check = if cfg!(target_os = "macos") {
+        let mut c = Command::new("shasum");
+        c.args(["-a", "256"]);
+        c
+    } else {
+        Command::new("sha256sum")
+    };
+    let (code, sums, err) = run(check.arg("-c").arg("SHA256SUMS").current_dir(&out_dir));
     assert_eq!(code, 0, "{sums}{err}");
     assert!(
         sums.contains(&format!("{name}.tar.gz: OK")) && sums.contains("coogle-0.1.0.tar.gz: OK"),

@@ -181,12 +181,7 @@ fn interactive_setup_in_a_pty() {
         config["servers"]["google"]["credentials"],
         json!({"source": "manual", "clientId": "typed-id.apps.googleusercontent.com", "clientSecret": secret})
     );
-    assert!(
-        !env.home
-            .join(".config/systemd/user/coogle.service")
-            .exists(),
-        "the service was declined"
-    );
+    assert!(!env.service_file().exists(), "the service was declined");
     let claude: Value =
         serde_json::from_slice(&std::fs::read(env.home.join(".claude.json")).unwrap()).unwrap();
     // The test socket is not the default one, so the entry names it.

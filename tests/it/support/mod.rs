@@ -58,6 +58,43 @@ pub fn client_fixture(name: &str) -> Vec<u8> {
     .unwrap()
 }
 
+/// The executable a running process was started from, resolved through links (Linux
+/// `/proc/<pid>/exe`, macOS `proc_pidpath`).
+pub fn exe_of(pid: u32) -> PathBuf {
+    #[cfg(target_os = "macos")]
+    {
+        let mut buf = vec![0u8; libc::PROC_PIDPATHINFO_MAXSIZE as usize];
+        // SAFETY: proc_pidpath writes at most `buf.len()` bytes and returns how many.
+        let n =
+            unsafe { libc::proc_pidpath(pid as i32, buf.as_mut_ptr().cast(), buf.len() as u32) };
+        assert!(n > 0, "proc_pidpath({pid}) failed");
+        buf.truncate(n as usize);
+        std::fs::canonicalize(String::from_utf8(buf).unwrap()).unwrap()
+    }
+    #[cfg(not(target_os = "macos"))]
+    {
+        std::fs::read_link(format!("/proc/{pid}/exe")).unwrap()
+    }
+}
+
+/// The resident memory of a process in KiB (Linux `/proc/<pid>/status`, elsewhere `ps`).
+pub fn rss_kib(pid: u32) -> u64 {
+    if cfg!(target_os = "linux") {
+        std::fs::read_to_string(format!("/proc/{pid}/status"))
+            .unwrap()
+            .lines()
+            .find(|l| l.starts_with("VmRSS:"))
+            .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+            .unwrap()
+    } else {
+        let out = Command::new("ps")
+            .args(["-o", "rss=", "-p", &pid.to_string()])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).trim().parse().unwrap()
+    }
+}
+
 /// One test's private world.
 pub struct Env {
     pub tmp: tempfile::TempDir,
@@ -77,7 +114,11 @@ impl Env {
         std::fs::create_dir_all(home.join(".config/coogle")).unwrap();
         let socket = tmp.path().join("run").join("coogle.sock");
         let config = home.join(".config/coogle/config.json");
-        let log = home.join(".local/state/coogle/coogle.log");
+        let log = if cfg!(target_os = "macos") {
+            home.join("Library/Logs/coogle/coogle.log")
+        } else {
+            home.join(".local/state/coogle/coogle.log")
+        };
         Env {
             tmp,
             home,
@@ -116,6 +157,17 @@ impl Env {
 
     pub fn path(&self, name: &str) -> PathBuf {
         self.tmp.path().join(name)
+    }
+
+    /// The service file `coogle setup` installs on this OS: the systemd user unit, or the
+    /// LaunchAgent on macOS.
+    pub fn service_file(&self) -> PathBuf {
+        if cfg!(target_os = "macos") {
+            self.home
+                .join("Library/LaunchAgents/dev.coogle.daemon.plist")
+        } else {
+            self.home.join(".config/systemd/user/coogle.service")
+        }
     }
 
     /// `coogle` with this env's HOME, XDG dirs, config and socket. The rest of the environment
@@ -521,8 +573,9 @@ pub fn raw_exchange(socket: &Path, bytes: &[u8]) -> Result<String, String> {
     Ok(line)
 }
 
+/// True while `pid` runs; a zombie is not alive for our purposes.
+#[cfg(target_os = "linux")]
 pub fn pid_alive(pid: u32) -> bool {
-    // A zombie is not alive for our purposes.
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
         Ok(stat) => {
             let state = stat
@@ -535,6 +588,7 @@ pub fn pid_alive(pid: u32) -> bool {
 }
 
 /// Every live process whose command line mentions `needle`.
+#[cfg(target_os = "linux")]
 pub fn processes_matching(needle: &str) -> Vec<u32> {
     let mut out = Vec::new();
     for e in std::fs::read_dir("/proc").unwrap().flatten() {
@@ -549,6 +603,32 @@ pub fn processes_matching(needle: &str) -> Vec<u32> {
         }
     }
     out
+}
+
+/// Without /proc (macOS): what `ps` says. Its `stat` column starts with `Z` for a zombie.
+#[cfg(not(target_os = "linux"))]
+pub fn pid_alive(pid: u32) -> bool {
+    let out = Command::new("ps")
+        .args(["-o", "stat=", "-p", &pid.to_string()])
+        .output()
+        .unwrap();
+    let stat = String::from_utf8_lossy(&out.stdout);
+    let stat = stat.trim();
+    !stat.is_empty() && !stat.starts_with('Z')
+}
+
+#[cfg(not(target_os = "linux"))]
+pub fn processes_matching(needle: &str) -> Vec<u32> {
+    let out = Command::new("ps")
+        .args(["-axww", "-o", "pid=,command="])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| l.contains(needle))
+        .filter_map(|l| l.split_whitespace().next()?.parse().ok())
+        .filter(|&pid| pid_alive(pid))
+        .collect()
 }
 
 pub fn read_lines(path: &Path) -> Vec<String> {
