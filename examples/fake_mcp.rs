@@ -1103,7 +1103,21 @@ impl Call<'_> {
             "sample" if self.ctx.era == Era::Modern || self.ctx.declares("sampling") => {
                 self.sample()
             }
-            "spawn_grandchild" => Ok(spawn_grandchild()),
+            // `detach` (not in the schema): the grandchild calls setsid(), leaving our process
+            // group, as detached helpers and browsers do.
+            // Unlisted (the tool list stays as it was): close stdout and keep running, deaf and
+            // mute, as a broken server can.
+            "close_stdout" => {
+                let _out = lock(&self.shared.stdout);
+                // SAFETY: closing our own stdout while holding its lock, so no line is cut.
+                unsafe {
+                    libc::close(1);
+                }
+                return Reply::Nothing;
+            }
+            "spawn_grandchild" => Ok(spawn_grandchild(
+                self.args.get("detach").and_then(Value::as_bool) == Some(true),
+            )),
             _ if self.shared.extra_tool.as_deref() == Some(name) => {
                 Ok(text_result(format!("extra tool {name}")))
             }
@@ -1201,6 +1215,11 @@ impl Call<'_> {
     fn ask(&self) -> Result<Reply, String> {
         let method = self.string("method", true)?.unwrap_or_default();
         let params = self.args.get("params").cloned().unwrap_or(json!({}));
+        // `delayMs` (not in the schema, so the tool list stays as it was): work that long
+        // first, deaf to cancels, like a server that goes on with a call its client gave up on.
+        if let Some(ms) = self.uint("delayMs", false)? {
+            std::thread::sleep(Duration::from_millis(ms));
+        }
         match self.ctx.era {
             Era::Legacy => Ok(match self.ask_client(method, params) {
                 Some(answer) => text_result(compact(&answer)),
@@ -1338,7 +1357,12 @@ impl Call<'_> {
                     Era::Legacy => true,
                     Era::Modern => self.ctx.log_level.is_some_and(|min| rank >= min),
                 };
-                if wanted {
+                // `count` (not in the schema): a noisy server's burst of log lines.
+                let count = self.uint("count", false)?.unwrap_or(1);
+                for _ in 0..count.max(1) {
+                    if !wanted {
+                        break;
+                    }
                     self.shared.notify(
                         "notifications/message",
                         Some(json!({"level": level, "logger": "fake", "data": "hello from fake"})),
@@ -1483,17 +1507,29 @@ fn base64_decode(text: &str) -> Option<Vec<u8>> {
 
 /// Start a copy of this binary that lingers in our process group with no stdio of ours held
 /// open, as a server's helper process would; the daemon must reap it when the group goes.
-fn spawn_grandchild() -> Reply {
+fn spawn_grandchild(detach: bool) -> Reply {
     let exe = match std::env::current_exe() {
         Ok(exe) => exe,
         Err(e) => return text_error(format!("could not find my own executable: {e}")),
     };
-    let child = Command::new(exe)
-        .arg(GRANDCHILD_ARG)
+    let mut cmd = Command::new(exe);
+    cmd.arg(GRANDCHILD_ARG)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn();
+        .stderr(Stdio::null());
+    if detach {
+        use std::os::unix::process::CommandExt;
+        // SAFETY: setsid is async-signal-safe and affects only the new process.
+        unsafe {
+            cmd.pre_exec(|| {
+                if libc::setsid() < 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+    }
+    let child = cmd.spawn();
     match child {
         Ok(mut child) => {
             let pid = child.id();

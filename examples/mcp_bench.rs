@@ -4,6 +4,8 @@
 //! ```text
 //! mcp_bench latency    CALLS -- CMD ARGS…   sequential tools/call echo; per-call latency
 //! mcp_bench startup    RUNS  -- CMD ARGS…   spawn → initialize → tools/list answered
+//! mcp_bench claude-start RUNS -- CMD ARGS…   spawn → Claude Code's `server/discover` probe →
+//!                                            tools/list (or, on an error, initialize first)
 //! mcp_bench throughput SESSIONS CALLS -- CMD ARGS…   SESSIONS processes calling at once
 //! mcp_bench memory   SESSIONS [PID…] -- CMD ARGS…   start SESSIONS sessions, then sum the RSS
 //!                                                 and PSS of them and of the given PIDs
@@ -71,6 +73,11 @@ impl Server {
         line.push(b'\n');
         self.stdin.write_all(&line).unwrap();
         self.stdin.flush().unwrap();
+        self.read_answer(&json!(id))
+    }
+
+    /// The next answer to request `id`, skipping notifications and other answers.
+    fn read_answer(&mut self, id: &Value) -> Value {
         let mut buf = String::new();
         loop {
             buf.clear();
@@ -79,7 +86,7 @@ impl Server {
                 "server closed stdout"
             );
             let v: Value = serde_json::from_str(&buf).unwrap();
-            if v["id"] == id && v.get("method").is_none() {
+            if v["id"] == *id && v.get("method").is_none() {
                 return v;
             }
         }
@@ -230,6 +237,46 @@ fn startup(runs: u64, cmd: &[String]) -> Value {
     json!({"runs": runs, "median_ms": percentile(&samples, 50.0) / 1000.0, "tools": tools})
 }
 
+/// The first line Claude Code 2.1.328 writes to every stdio server.
+const CLAUDE_PROBE: &str = r#"{"jsonrpc":"2.0","id":"server-discover-probe-1","method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"claude-code","version":"2.1.328"},"io.modelcontextprotocol/clientCapabilities":{"roots":{"listChanged":true},"elicitation":{"form":{},"url":{}}}}}}"#;
+
+/// A session started the way Claude Code starts one: probe, then `tools/list` in the era the
+/// probe said (a DiscoverResult: 2026-07-28; an error: `initialize` first).
+fn claude_start(runs: u64, cmd: &[String]) -> Value {
+    let probe: Value = serde_json::from_str(CLAUDE_PROBE).unwrap();
+    let meta = probe["params"]["_meta"].clone();
+    let (mut total, mut first) = (Vec::new(), Vec::new());
+    let (mut tools, mut era) = (0, "");
+    for _ in 0..runs {
+        let t = Instant::now();
+        let mut s = Server::spawn(cmd);
+        s.stdin.write_all(CLAUDE_PROBE.as_bytes()).unwrap();
+        s.stdin.write_all(b"\n").unwrap();
+        s.stdin.flush().unwrap();
+        let answer = s.read_answer(&json!("server-discover-probe-1"));
+        first.push(t.elapsed());
+        let listed = if answer.get("result").is_some() {
+            era = "2026-07-28";
+            s.request("tools/list", json!({"_meta": meta}))
+        } else {
+            era = "handshake";
+            s.initialize();
+            s.request("tools/list", json!({}))
+        };
+        total.push(t.elapsed());
+        tools = listed["result"]["tools"].as_array().map_or(0, Vec::len);
+    }
+    total.sort();
+    first.sort();
+    json!({
+        "runs": runs,
+        "median_ms": percentile(&total, 50.0) / 1000.0,
+        "probe_ms": percentile(&first, 50.0) / 1000.0,
+        "tools": tools,
+        "era": era,
+    })
+}
+
 fn throughput(sessions: u64, calls: u64, cmd: &[String]) -> Value {
     let mut servers: Vec<Server> = (0..sessions).map(|_| Server::spawn(cmd)).collect();
     for s in &mut servers {
@@ -271,6 +318,7 @@ fn main() {
     let out = match head[0].as_str() {
         "latency" => latency(n(1), cmd),
         "startup" => startup(n(1), cmd),
+        "claude-start" => claude_start(n(1), cmd),
         "throughput" => throughput(n(1), n(2), cmd),
         "rss" => json!({"rss_kib": rss_kib(n(1) as u32), "pss_kib": pss_kib(n(1) as u32)}),
         "memory" => {

@@ -23,6 +23,12 @@ BENCH=$BIN/examples/mcp_bench
 WORK=$(mktemp -d /tmp/coogle-bench.XXXXXX)
 DAEMONS=()
 cleanup() {
+  # Daemons a shim started on demand are not in DAEMONS: stop every one by its socket.
+  for cfg in "$WORK"/*/config.json; do
+    [[ -e $cfg ]] || continue
+    d=$(dirname "$cfg")
+    COOGLE_CONFIG=$cfg COOGLE_SOCKET=$d/s.sock "$COOGLE" stop >/dev/null 2>&1 || true
+  done
   for pid in "${DAEMONS[@]}"; do kill "$pid" 2>/dev/null || true; done
   wait 2>/dev/null || true
   rm -rf "$WORK"
@@ -42,7 +48,8 @@ start_daemon() {
   COOGLE_CONFIG=$WORK/$name/config.json COOGLE_SOCKET=$WORK/$name/s.sock \
     "$COOGLE" serve >/dev/null 2>&1 &
   DAEMONS+=($!)
-  for _ in $(seq 1 200); do
+  # Ready means every upstream answered (`status` exits 0); uvx may take most of a minute cold.
+  for _ in $(seq 1 1200); do
     if COOGLE_CONFIG=$WORK/$name/config.json COOGLE_SOCKET=$WORK/$name/s.sock \
         "$COOGLE" status --json >/dev/null 2>&1; then return 0; fi
     sleep 0.05
@@ -74,23 +81,33 @@ if [[ -n $UVX ]]; then
   start_daemon workspace "{\"mcp\":$(server_json "$UVX" "${WS_ARGS[@]}"),\"credentials\":{\"source\":\"env\"}}"
 fi
 
-# The peer: mcp-proxy (PyPI) shares one stdio child over SSE; each session runs a client-mode
-# bridge (stdio <-> SSE), the way several agents would share it.
+# The peer: rmcp-mux 0.3.1 (crates.io), the strongest multiplexer that runs here: one daemon
+# per server on a Unix socket, one `rmcp-mux-proxy` per session, the same fake child.
+# Install it with `cargo install rmcp-mux --version '~0.3' --no-default-features --features cli`.
 PEER=""
-if [[ ${SKIP_PEER:-0} != 1 ]] && python3 -m venv "$WORK/venv" >/dev/null 2>&1 \
-    && "$WORK/venv/bin/pip" install --quiet --disable-pip-version-check "mcp-proxy==0.13.0" >/dev/null 2>&1; then
-  PEER=$WORK/venv/bin/mcp-proxy
-  PEER_PORT=${PEER_PORT:-18765}
-  "$PEER" --port "$PEER_PORT" --host 127.0.0.1 -- "$FAKE" >"$WORK/peer.log" 2>&1 &
+if [[ ${SKIP_PEER:-0} != 1 ]] && command -v rmcp-mux >/dev/null && command -v rmcp-mux-proxy >/dev/null; then
+  PEER_SOCKET=$WORK/mux.sock
+  rmcp-mux --socket "$PEER_SOCKET" --cmd "$FAKE" --lazy-start false --max-active-clients 8 \
+    --log-level warn >"$WORK/peer.log" 2>&1 &
   DAEMONS+=($!)
   PEER_PID=$!
-  for _ in $(seq 1 100); do
-    if python3 -c "import socket,sys; socket.create_connection(('127.0.0.1', $PEER_PORT), 1)" 2>/dev/null; then break; fi
-    sleep 0.1
-  done
+  for _ in $(seq 1 100); do [[ -S $PEER_SOCKET ]] && break; sleep 0.05; done
+  PEER="rmcp-mux-proxy --socket $PEER_SOCKET"
+  PEER_VERSION=$(rmcp-mux --version 2>/dev/null | awk '{print $2}')
 else
-  echo "mcp-proxy could not be installed; the peer comparison is skipped" >&2
+  echo "rmcp-mux is not installed; the peer comparison is skipped" >&2
 fi
+
+# A fake child that takes seconds to start, for a cold daemon's session start (the tools cache
+# is on disk from a first run, as it is after any earlier day's use).
+SLOW_MS=${SLOW_MS:-3000}
+slow_json=$(server_json "$FAKE" | python3 -c 'import json,sys; d=json.loads(sys.stdin.read()); d["env"]={"FAKE_MCP_START_DELAY_MS": sys.argv[1]}; print(json.dumps(d))' "$SLOW_MS")
+mkdir -p "$WORK/slow"
+printf '%s\n' "{\"servers\":{\"google\":$slow_json}}" > "$WORK/slow/config.json"
+stop_daemon() { # NAME: stop it and wait until its socket is gone
+  COOGLE_CONFIG=$WORK/$1/config.json COOGLE_SOCKET=$WORK/$1/s.sock "$COOGLE" stop >/dev/null 2>&1 || true
+  for _ in $(seq 1 200); do [[ -S $WORK/$1/s.sock ]] || break; sleep 0.05; done
+}
 
 RESULTS=$WORK/results.jsonl
 record() { # label json
@@ -108,8 +125,8 @@ for _ in $(seq 1 "$RUNS"); do
     record coogle-everything "$("$BENCH" latency "$CALLS" -- $(shim everything) --server everything)"
   fi
   if [[ -n $PEER ]]; then
-    # The peer is two orders of magnitude slower: fewer calls keep the run short.
-    record peer-fake "$("$BENCH" latency $((CALLS / 10)) -- "$PEER" "http://127.0.0.1:$PEER_PORT/sse")"
+    # shellcheck disable=SC2086
+    record peer-fake "$("$BENCH" latency "$CALLS" -- $PEER)"
   fi
 done
 
@@ -118,13 +135,42 @@ echo "new session → tools/list" >&2
 record startup-coogle-fake "$("$BENCH" startup 20 -- $(shim fake))"
 record startup-direct-fake "$("$BENCH" startup 20 -- "$FAKE")"
 if [[ -n $PEER ]]; then
-  record startup-peer-fake "$("$BENCH" startup 5 -- "$PEER" "http://127.0.0.1:$PEER_PORT/sse")"
+  # shellcheck disable=SC2086
+  record startup-peer-fake "$("$BENCH" startup 20 -- $PEER)"
   record rss-peer-server "$("$BENCH" rss "$PEER_PID" -- x)"
 fi
+
+echo "Claude Code-style start (server/discover probe, then tools/list), warm and cold" >&2
+# shellcheck disable=SC2046
+record cc-warm-coogle-fake "$("$BENCH" claude-start 20 -- $(shim fake))"
+record cc-direct-fake "$("$BENCH" claude-start 20 -- "$FAKE")"
+if [[ -n $PEER ]]; then
+  # shellcheck disable=SC2086
+  record cc-warm-peer-fake "$("$BENCH" claude-start 20 -- $PEER)"
+fi
+# Cold: no daemon, a child that takes SLOW_MS to start, the cache on disk from a first run.
+# shellcheck disable=SC2046
+"$BENCH" claude-start 1 -- $(shim slow) >/dev/null
+for _ in $(seq 1 "$RUNS"); do
+  stop_daemon slow
+  # shellcheck disable=SC2046
+  record cc-cold-coogle-slow "$("$BENCH" claude-start 1 -- $(shim slow))"
+done
+stop_daemon slow
+record cc-direct-slow "$("$BENCH" claude-start 1 -- env FAKE_MCP_START_DELAY_MS="$SLOW_MS" "$FAKE")"
 if [[ -n $UVX ]]; then
   # shellcheck disable=SC2046
   record startup-coogle-workspace "$("$BENCH" startup 10 -- $(shim workspace))"
   record startup-direct-workspace "$("$BENCH" startup 3 -- "$UVX" "${WS_ARGS[@]}")"
+  # shellcheck disable=SC2046
+  record cc-warm-coogle-workspace "$("$BENCH" claude-start 10 -- $(shim workspace))"
+  record cc-direct-workspace "$("$BENCH" claude-start 3 -- "$UVX" "${WS_ARGS[@]}")"
+  for _ in $(seq 1 3); do
+    stop_daemon workspace
+    # shellcheck disable=SC2046
+    record cc-cold-coogle-workspace "$("$BENCH" claude-start 1 -- $(shim workspace))"
+  done
+  start_daemon workspace "$(cat "$WORK/workspace/config.json")"
 fi
 
 echo "throughput: 8 sessions × $TP_CALLS calls" >&2
@@ -187,12 +233,12 @@ for n in 1 4 10; do
     record "mem-direct-ws-$n" "$("$BENCH" memory "$n" -- "$UVX" "${WS_ARGS[@]}")"
   fi
   if [[ -n $PEER ]]; then
-    # shellcheck disable=SC2046
-    record "mem-peer-fake-$n" "$("$BENCH" memory "$n" "$PEER_PID" $(pgrep -P "$PEER_PID") -- "$PEER" "http://127.0.0.1:$PEER_PORT/sse")"
+    # shellcheck disable=SC2046,SC2086
+    record "mem-peer-fake-$n" "$("$BENCH" memory "$n" "$PEER_PID" $(pgrep -P "$PEER_PID") -- $PEER)"
   fi
 done
 
-python3 - "$RESULTS" "$RUNS" "$CALLS" "$TP_CALLS" <<'PY'
+SLOW_MS=$SLOW_MS PEER_VERSION=${PEER_VERSION:-} python3 - "$RESULTS" "$RUNS" "$CALLS" "$TP_CALLS" <<'PY'
 import json, statistics, sys, platform, os, subprocess
 path, runs, calls, tp_calls = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
 rows = [json.loads(l) for l in open(path)]
@@ -214,6 +260,17 @@ for name, d, c in [("fake child", "startup-direct-fake", "startup-coogle-fake"),
     dv, cv = med(d, "median_ms"), med(c, "median_ms")
     ratio = f"{dv/cv:.0f}× faster" if dv > cv else f"+{cv-dv:.1f} ms (shim start)"
     print(f"| new session → tools/list, {name} | {dv:.1f} ms | {cv:.1f} ms (warm daemon) | {ratio} |")
+for name, direct, warm, cold in [
+        ("fake child", "cc-direct-fake", "cc-warm-coogle-fake", None),
+        (f"fake child starting in {os.environ.get('SLOW_MS', '3000')} ms", "cc-direct-slow", None, "cc-cold-coogle-slow"),
+        ("workspace-mcp", "cc-direct-workspace", "cc-warm-coogle-workspace", "cc-cold-coogle-workspace")]:
+    if not by(direct): continue
+    dv = med(direct, "median_ms")
+    era = by(direct)[0]["era"]
+    parts = []
+    if warm and by(warm): parts.append(f"warm {med(warm,'median_ms'):.1f} ms ({by(warm)[0]['era']})")
+    if cold and by(cold): parts.append(f"cold daemon {med(cold,'median_ms'):.1f} ms, probe answered in {med(cold,'probe_ms'):.1f} ms ({by(cold)[0]['era']})")
+    print(f"| Claude Code-style start (probe → tools/list), {name} | {dv:.1f} ms ({era}) | {'; '.join(parts)} | |")
 shim = med("coogle-fake", "rss_kib")
 print(f"| RSS of one `coogle mcp` shim | – | {shim/1024:.1f} MiB | |")
 print(f"| RSS of the daemon (fake child) | – | {med('rss-daemon-fake','rss_kib')/1024:.1f} MiB | |")
@@ -235,22 +292,31 @@ for n in (1, 4, 10):
 for label, mc in (("tp-mc1", 1), ("tp-mc8", 8)):
     print(f"| throughput, 8 sessions, maxConcurrent {mc} (fake echo) | – | {med(label,'calls_per_s'):.0f} calls/s | |")
 if by("peer-fake"):
-    print("\nSide by side with a peer that also shares one child among sessions: mcp-proxy 0.13.0 (PyPI), its SSE server in front of the same fake child, one client-mode bridge per session.\n")
-    print("| measure | coogle | mcp-proxy | ratio |")
+    peer = f"rmcp-mux {os.environ.get('PEER_VERSION') or ''}".strip()
+    print(f"\nSide by side with a peer that also shares one child among sessions: {peer} (crates.io), its daemon in front of the same fake child, one `rmcp-mux-proxy` per session.\n")
+    print(f"| measure | coogle | {peer} | ratio |")
     print("| --- | ---: | ---: | ---: |")
     for q in ("p50_us", "p99_us"):
         c, p = med("coogle-fake", q) - med("direct-fake", q), med("peer-fake", q) - med("direct-fake", q)
-        print(f"| added latency per tools/call, {q[:3]} | {c:.0f} µs | {p:.0f} µs | {p/c:.0f}× |")
+        print(f"| added latency per tools/call, {q[:3]} | {c:.0f} µs | {p:.0f} µs | {p/c:.1f}× |")
     c, p = med("startup-coogle-fake", "median_ms"), med("startup-peer-fake", "median_ms")
-    print(f"| new session → tools/list | {c:.1f} ms | {p:.1f} ms | {p/c:.0f}× |")
+    print(f"| new session → tools/list | {c:.1f} ms | {p:.1f} ms | {p/c:.1f}× |")
+    if by("cc-warm-peer-fake"):
+        c, p = med("cc-warm-coogle-fake", "median_ms"), med("cc-warm-peer-fake", "median_ms")
+        ce, pe = by("cc-warm-coogle-fake")[0]["era"], by("cc-warm-peer-fake")[0]["era"]
+        print(f"| Claude Code-style start, era the session ends up in | {c:.1f} ms ({ce}) | {p:.1f} ms ({pe}) | {p/c:.1f}× |")
     c, p = med("coogle-fake", "rss_kib") / 1024, med("peer-fake", "rss_kib") / 1024
-    print(f"| memory per session (shim / bridge) | {c:.1f} MiB | {p:.1f} MiB | {p/c:.0f}× |")
+    print(f"| RSS per session (shim / proxy) | {c:.1f} MiB | {p:.1f} MiB | {p/c:.2f}× |")
+    for n in (10,):
+        cm, pm = by(f"mem-coogle-fake-{n}"), by(f"mem-peer-fake-{n}")
+        if cm and pm:
+            print(f"| PSS per session (shim / proxy), {n} sessions | {cm[0]['sessions_pss_kib']/n/1024:.2f} MiB | {pm[0]['sessions_pss_kib']/n/1024:.2f} MiB | |")
     c, p = med("rss-daemon-fake", "rss_kib") / 1024, med("rss-peer-server", "rss_kib") / 1024
-    print(f"| shared part (daemon / SSE server), without the child | {c:.1f} MiB | {p:.1f} MiB | {p/c:.0f}× |")
+    print(f"| shared part (daemon), without the child | {c:.1f} MiB | {p:.1f} MiB | {p/c:.1f}× |")
     for n in (1, 10):
         c, p = by(f"mem-coogle-fake-{n}"), by(f"mem-peer-fake-{n}")
         if c and p:
             c = (c[0]["sessions_pss_kib"] + c[0]["others_pss_kib"]) / 1024
             p = (p[0]["sessions_pss_kib"] + p[0]["others_pss_kib"]) / 1024
-            print(f"| memory, {n} session(s), all processes (PSS) | {c:.1f} MiB | {p:.1f} MiB | {p/c:.0f}× |")
+            print(f"| memory, {n} session(s), all processes (PSS) | {c:.1f} MiB | {p:.1f} MiB | {p/c:.1f}× |")
 PY

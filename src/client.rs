@@ -98,7 +98,7 @@ impl Starter {
             Ok((a, b)) => (Stdio::from(a), Stdio::from(b)),
             Err(_) => (Stdio::null(), Stdio::null()),
         };
-        let mut cmd = std::process::Command::new(live_exe(&self.exe));
+        let mut cmd = std::process::Command::new(crate::process::live_exe(&self.exe));
         cmd.arg("serve").arg("--socket").arg(&self.socket);
         if let Some(c) = &self.config {
             cmd.arg("--config").arg(c);
@@ -128,19 +128,6 @@ impl Starter {
         });
         Ok(())
     }
-}
-
-/// The binary to start. After `coogle self-update` replaced the file, Linux reports an older
-/// process's own executable (`current_exe`) as `/path/coogle (deleted)`; the file now at
-/// `/path/coogle` is the new version, which is the one to start.
-fn live_exe(exe: &Path) -> PathBuf {
-    if !exe.exists()
-        && let Some(s) = exe.to_str()
-        && let Some(stripped) = s.strip_suffix(" (deleted)")
-    {
-        return PathBuf::from(stripped);
-    }
-    exe.to_path_buf()
 }
 
 /// Nothing listens at the socket (yet): worth starting a daemon and waiting for it.
@@ -346,24 +333,4 @@ pub async fn rmcp_session(
     info.serve((conn.reader, conn.writer))
         .await
         .map_err(|e| ClientError::Mcp(e.to_string()))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Regression: a shim that outlived a self-update started `/path/coogle (deleted)`.
-    #[test]
-    fn a_replaced_binary_is_started_from_its_path() {
-        let dir = tempfile::tempdir().unwrap();
-        let exe = dir.path().join("coogle");
-        std::fs::write(&exe, b"").unwrap();
-        let deleted = PathBuf::from(format!("{} (deleted)", exe.display()));
-        assert_eq!(live_exe(&deleted), exe);
-        assert_eq!(live_exe(&exe), exe);
-        // A file really named that way is left alone.
-        let odd = dir.path().join("odd (deleted)");
-        std::fs::write(&odd, b"").unwrap();
-        assert_eq!(live_exe(&odd), odd);
-    }
 }

@@ -125,6 +125,19 @@ impl Drained {
     }
 }
 
+/// The binary to start. After `coogle self-update` replaced the file, Linux reports an older
+/// process's own executable (`current_exe`) as `/path/coogle (deleted)`; the file now at
+/// `/path/coogle` is the new version, which is the one to start.
+pub(crate) fn live_exe(exe: &Path) -> PathBuf {
+    if !exe.exists()
+        && let Some(s) = exe.to_str()
+        && let Some(stripped) = s.strip_suffix(" (deleted)")
+    {
+        return PathBuf::from(stripped);
+    }
+    exe.to_path_buf()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -161,5 +174,20 @@ mod tests {
             ),
             Err(RunError::TimedOut { .. })
         ));
+    }
+
+    /// Regression: a shim that outlived a self-update started `/path/coogle (deleted)`.
+    #[test]
+    fn a_replaced_binary_is_started_from_its_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let exe = dir.path().join("coogle");
+        std::fs::write(&exe, b"").unwrap();
+        let deleted = PathBuf::from(format!("{} (deleted)", exe.display()));
+        assert_eq!(live_exe(&deleted), exe);
+        assert_eq!(live_exe(&exe), exe);
+        // A file really named that way is left alone.
+        let odd = dir.path().join("odd (deleted)");
+        std::fs::write(&odd, b"").unwrap();
+        assert_eq!(live_exe(&odd), odd);
     }
 }

@@ -22,6 +22,11 @@ use serde_json::value::RawValue;
 use crate::client::{self, ClientError, REPLY_LINE_CAP, Starter};
 use crate::wire::{self, Hello, Kind, Line, Message, id_key, raw, rpc_code};
 
+/// How the daemon's last line to a session it disconnects starts (see
+/// `wire::DISCONNECTED_NOTICE`): checked as a prefix, so other lines cost nothing.
+const DISCONNECTED_PREFIX: &[u8] =
+    b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/coogle/disconnected\"";
+
 /// Lines from the client buffered while the daemon is away; past this, requests are refused.
 const MAX_BUFFERED: usize = 1000;
 
@@ -59,6 +64,9 @@ struct State {
     last_tools: Option<u64>,
     /// The id of the shim's own `tools/list` after a reconnect.
     probe: Option<String>,
+    /// Why the daemon closed this connection, when it said (it disconnects a session that
+    /// leaves too much unread); told to the agent instead of "the daemon went away".
+    disconnect_reason: Option<String>,
 }
 
 fn hash_of(text: &str) -> u64 {
@@ -92,6 +100,7 @@ impl State {
             reconnects: 0,
             last_tools: None,
             probe: None,
+            disconnect_reason: None,
         }
     }
 
@@ -143,6 +152,13 @@ impl State {
 
     /// Note a daemon line; false when the client must not see it.
     fn observe_daemon(&mut self, line: &[u8]) -> bool {
+        if line.starts_with(DISCONNECTED_PREFIX) {
+            self.disconnect_reason = Message::parse(line)
+                .ok()
+                .and_then(|m| m.params_field("reason"))
+                .and_then(|r| serde_json::from_str::<String>(r.get()).ok());
+            return false;
+        }
         if self.in_flight.is_empty() && self.swallow.is_none() && self.probe.is_none() {
             return true;
         }
@@ -183,6 +199,13 @@ impl State {
     /// Answer every request the daemon took with it (not those still buffered: they go to the
     /// next daemon).
     fn fail_in_flight(&mut self) {
+        let text = match self.disconnect_reason.take() {
+            Some(reason) => format!("{reason}; the session reconnects, so retry"),
+            None => {
+                "coogle: the daemon went away during this request; it is being restarted, so retry"
+                    .to_string()
+            }
+        };
         let gone: Vec<String> = self
             .in_flight
             .iter()
@@ -193,12 +216,10 @@ impl State {
             let Some(p) = self.in_flight.remove(&key) else {
                 continue;
             };
-            let text =
-                "coogle: the daemon went away during this request; it is being restarted, so retry";
             let line = if p.is_call {
-                wire::response_line(&p.id, &raw(&wire::tool_error_result(text)))
+                wire::response_line(&p.id, &raw(&wire::tool_error_result(&text)))
             } else {
-                wire::error_line(Some(&p.id), rpc_code::UPSTREAM_UNAVAILABLE, text)
+                wire::error_line(Some(&p.id), rpc_code::UPSTREAM_UNAVAILABLE, &text)
             };
             write_client(&line);
         }
@@ -418,6 +439,36 @@ mod tests {
     /// Regression (a flaky `reconnect` test under load): a request buffered while the daemon
     /// was gone was answered with "the daemon went away" when the reader noticed the loss a
     /// moment later, and then answered again after the replay.
+    /// The daemon's last line to a session it disconnects is not passed on, and its reason is
+    /// what the agent reads instead of "the daemon went away".
+    #[test]
+    fn a_disconnect_says_why() {
+        let mut st = state();
+        let notice = wire::notification_line(
+            wire::DISCONNECTED_NOTICE,
+            Some(&serde_json::json!({"reason": "coogle disconnected this session: x"})),
+        );
+        assert!(notice.starts_with(DISCONNECTED_PREFIX));
+        assert!(!st.observe_daemon(notice.trim_ascii_end()));
+        assert!(
+            st.disconnect_reason
+                .as_deref()
+                .unwrap()
+                .contains("disconnected this session")
+        );
+        st.in_flight.insert(
+            r#""q""#.into(),
+            InFlight {
+                id: raw("q"),
+                is_call: false,
+                is_tools_list: false,
+                sent: true,
+            },
+        );
+        st.fail_in_flight();
+        assert!(st.disconnect_reason.is_none(), "told once");
+    }
+
     #[test]
     fn a_buffered_request_is_not_failed_when_the_daemon_goes_away() {
         let mut st = state();

@@ -54,6 +54,7 @@ async fn run_daemon(ctx: Context, log_stderr: bool) -> ExitCode {
         socket: ctx.socket.clone(),
         handle_signals: true,
         log_file: Some(log_file),
+        reap_orphans: true,
     };
     match daemon::run(ctx.config, options).await {
         Ok(daemon::Outcome::Stopped) => ExitCode::Success,

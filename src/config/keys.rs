@@ -17,6 +17,7 @@ pub(super) const TOP_LEVEL_KEYS: &[&str] = &[
     "path",
     "logLevel",
     "maxLineBytes",
+    "maxConnections",
     "shutdownGraceMs",
     "callTimeoutMs",
     "coogleTool",

@@ -145,6 +145,7 @@ struct TopLevel {
     shutdown_grace_ms: u64,
     call_timeout_ms: u64,
     coogle_tool: bool,
+    max_connections: Option<usize>,
 }
 
 impl TopLevel {
@@ -164,6 +165,12 @@ impl TopLevel {
         let call_timeout_ms = r
             .positive(merged, "callTimeoutMs", "")?
             .unwrap_or(DEFAULT_CALL_TIMEOUT_MS);
+        let max_connections = match r.positive(merged, "maxConnections", "")? {
+            Some(n) => {
+                Some(usize::try_from(n).map_err(|_| r.invalid("maxConnections is too large"))?)
+            }
+            None => None,
+        };
         let coogle_tool = match merged.get("coogleTool") {
             None | Some(Value::Null) => true,
             Some(Value::Bool(b)) => *b,
@@ -177,6 +184,7 @@ impl TopLevel {
             shutdown_grace_ms,
             call_timeout_ms,
             coogle_tool,
+            max_connections,
         })
     }
 }
@@ -258,6 +266,7 @@ pub(super) fn from_value_with(
         max_line_bytes: top.max_line_bytes,
         shutdown_grace_ms: top.shutdown_grace_ms,
         coogle_tool: top.coogle_tool,
+        max_connections: top.max_connections,
         servers,
         search,
     })
@@ -589,6 +598,10 @@ mod tests {
             (
                 json!({"callTimeoutMs": "soon"}),
                 "callTimeoutMs must be a non-negative integer",
+            ),
+            (
+                json!({"maxConnections": 0}),
+                "maxConnections must be at least 1",
             ),
             (
                 json!({"maxLineBytes": 0}),

@@ -27,6 +27,9 @@ pub struct Config {
     pub max_line_bytes: usize,
     /// `shutdownGraceMs`, default 5000.
     pub shutdown_grace_ms: u64,
+    /// `maxConnections`: open connections at the most (default: what the daemon's file limit
+    /// leaves room for, up to 4096).
+    pub max_connections: Option<usize>,
     /// `coogleTool`, default true: add the `coogle` tool (status, restart, async calls) to each
     /// upstream's tool list.
     pub coogle_tool: bool,

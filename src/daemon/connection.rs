@@ -21,7 +21,43 @@ use crate::wire::{
     self, ControlResponse, ErrorCode, FirstLine, Hello, HelloReply, Line, WireError,
 };
 
-pub(super) async fn handle_connection(shared: Arc<Shared>, stream: UnixStream) {
+/// Counts an open connection for as long as it lives.
+struct Counted(Arc<Shared>);
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.0.connections.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// A new connection: served, or, past the connection limit, told so and closed at once (so a
+/// flood of idle connections cannot take the daemon's file descriptors from everyone).
+pub(super) async fn accepted(shared: Arc<Shared>, mut stream: UnixStream) {
+    let open = shared.connections.fetch_add(1, Ordering::AcqRel) + 1;
+    let guard = Counted(shared.clone());
+    if open > shared.max_connections {
+        tracing::warn!(
+            open,
+            limit = shared.max_connections,
+            "refused a connection: too many open"
+        );
+        let e = WireError::new(
+            ErrorCode::InvalidRequest,
+            format!(
+                "too many connections to the coogle daemon ({}); try again shortly",
+                shared.max_connections
+            ),
+        );
+        let _ = stream
+            .write_all(&wire::to_line(&ControlResponse::err(Value::Null, e)))
+            .await;
+        return;
+    }
+    handle_connection(shared, stream).await;
+    drop(guard);
+}
+
+async fn handle_connection(shared: Arc<Shared>, stream: UnixStream) {
     match stream.peer_cred() {
         Ok(cred) if cred.uid() == paths::uid() => {}
         Ok(cred) => {
@@ -84,17 +120,9 @@ async fn mcp_session(
             return;
         }
     };
-    // Decided before the answer, so a client that asks `info` next sees the decision.
-    if wire::version_newer(&hello.version, wire::VERSION)
-        && !shared.replace_when_idle.swap(true, Ordering::Relaxed)
-    {
-        tracing::info!(
-            client_version = %hello.version,
-            "a newer coogle connected; this daemon ({}) will stop once idle so the new version serves",
-            wire::VERSION
-        );
-    } else if hello.version != wire::VERSION {
+    if hello.version != wire::VERSION {
         tracing::info!(client_version = %hello.version, "a client of another version connected");
+        shared.handover.claim(&hello.version);
     }
     if w.write_all(&wire::to_line(&HelloReply::ok(&handle.name)))
         .await
@@ -105,7 +133,7 @@ async fn mcp_session(
     let id = shared.next_session.fetch_add(1, Ordering::Relaxed);
     // The writer task ends when the actor drops the session (and its queue is written) or the
     // peer goes away; dropping the write half then shuts it down, so the client sees EOF.
-    let (out, mut writer) = outbox::Outbox::new(w);
+    let (out, mut writer, mut closed) = outbox::Outbox::with_close_signal(w);
     if !handle.send(Event::SessionOpen { id, hello, out }).await {
         return;
     }
@@ -142,13 +170,25 @@ async fn mcp_session(
         }
     };
     // A finished JoinHandle must not be polled again (tokio panics): wait for the writer
-    // afterwards only when the reader ended first.
+    // afterwards only when it has not finished yet.
     let writer_done = tokio::select! {
         _ = reader => false,
         _ = &mut writer => true,
+        // The daemon dropped the session (it would not read, or the upstream stopped): what is
+        // queued is the last it gets, and a peer that never reads it does not hold the
+        // connection (and that memory) for long.
+        _ = &mut closed => {
+            if tokio::time::timeout(DRAIN_AFTER_CLOSE, &mut writer).await.is_err() {
+                writer.abort();
+            }
+            true
+        }
     };
     handle.send(Event::SessionClosed { id }).await;
     if !writer_done {
         let _ = tokio::time::timeout(Duration::from_secs(5), writer).await;
     }
 }
+
+/// How long a session the daemon closed has to read what was queued for it.
+const DRAIN_AFTER_CLOSE: Duration = Duration::from_secs(30);

@@ -3,12 +3,14 @@
 //! through `call`, so no tool can collide with the daemon's own methods.
 
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 
 use serde_json::{Value, json};
 use tokio::io::{AsyncWriteExt, BufReader};
 
 use super::Shared;
+
+/// How long a control connection may sit without sending a request.
+const CONTROL_IDLE: std::time::Duration = std::time::Duration::from_secs(10);
 use super::connection::too_long;
 use super::upstream::UpstreamHandle;
 use crate::wire::{
@@ -28,16 +30,24 @@ pub(super) async fn control_connection(
         buf.clear();
         let req = match next.take() {
             Some(req) => req,
-            None => match wire::read_line_capped(&mut r, &mut buf, cap).await {
-                Ok(Line::Complete) if wire::is_blank(&buf) => continue,
-                Ok(Line::Complete) => wire::parse_control(&buf),
-                Ok(Line::Eof) if !wire::is_blank(&buf) => wire::parse_control(&buf),
-                Ok(Line::TooLong) => {
+            // A control connection that sends nothing for a while is closed: idle ones must not
+            // pile up and hold the daemon's descriptors.
+            None => match tokio::time::timeout(
+                CONTROL_IDLE,
+                wire::read_line_capped(&mut r, &mut buf, cap),
+            )
+            .await
+            {
+                Err(_idle) => return,
+                Ok(Ok(Line::Complete)) if wire::is_blank(&buf) => continue,
+                Ok(Ok(Line::Complete)) => wire::parse_control(&buf),
+                Ok(Ok(Line::Eof)) if !wire::is_blank(&buf) => wire::parse_control(&buf),
+                Ok(Ok(Line::TooLong)) => {
                     let resp = ControlResponse::err(Value::Null, too_long(cap));
                     let _ = w.write_all(&wire::to_line(&resp)).await;
                     return;
                 }
-                Ok(Line::Eof) | Err(_) => return,
+                Ok(Ok(Line::Eof) | Err(_)) => return,
             },
         };
         let resp = match req {
@@ -82,7 +92,7 @@ fn info(shared: &Shared) -> Info {
         config_file: shared.config.file.clone(),
         log_file: shared.options.log_file.clone(),
         upstreams: shared.upstreams.keys().cloned().collect(),
-        replace_pending: shared.replace_when_idle.load(Ordering::Relaxed),
+        replace_pending: shared.handover.pending(),
     }
 }
 

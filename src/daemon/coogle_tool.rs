@@ -5,8 +5,10 @@
 //! outlive a client's patience.
 //!
 //! This module owns the tool's definition, argument parsing and the store of operations; the
-//! upstream actor runs the calls. Operation ids are random, so any session of the upstream that
-//! knows one may fetch it (a session that reconnected after a daemon restart, say).
+//! upstream actor runs the calls. An operation belongs to whoever started it, like a task: its
+//! owner is the agent's Claude Code session (`CLAUDE_CODE_SESSION_ID`, which survives the
+//! shim reconnecting) or else the connection, never mere knowledge of the id. Other owners'
+//! operations are invisible: not listed, not waited for, not cancelled.
 
 use std::collections::{BTreeSet, HashMap};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -45,6 +47,7 @@ pub fn definition(server: &str) -> Value {
                     "description": "What to do"
                 },
                 "tool": {"type": "string", "description": "start_call: the tool to call"},
+                "force": {"type": "boolean", "description": "restart: even while other sessions have calls in flight (they fail)"},
                 "arguments": {"type": "object", "description": "start_call: the tool's arguments"},
                 "operation": {"type": "string", "description": "wait, cancel: the operation id"},
                 "wait_ms": {
@@ -88,7 +91,7 @@ pub fn inject(result: &RawValue, server: &str) -> Option<Box<RawValue>> {
 pub enum Action {
     Status,
     Info,
-    Restart,
+    Restart { force: bool },
     StartCall { tool: String, arguments: Value },
     Wait { operation: String, wait: Duration },
     ListOperations,
@@ -109,7 +112,12 @@ pub fn parse(arguments: &Value) -> Result<Action, String> {
     Ok(match action {
         "status" => Action::Status,
         "info" => Action::Info,
-        "restart" => Action::Restart,
+        "restart" => Action::Restart {
+            force: arguments
+                .get("force")
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
+        },
         "list_operations" => Action::ListOperations,
         "start_call" => {
             let tool = arguments
@@ -149,7 +157,11 @@ pub fn parse(arguments: &Value) -> Result<Action, String> {
     })
 }
 
+/// Who an operation belongs to (see the module doc).
+pub type Owner = String;
+
 struct Operation {
+    owner: Owner,
     tool: String,
     started: Instant,
     started_at: SystemTime,
@@ -183,11 +195,12 @@ pub enum WaitOutcome {
 }
 
 impl Operations {
-    pub fn start(&mut self, tool: &str) -> String {
+    pub fn start(&mut self, tool: &str, owner: &Owner) -> String {
         let id = format!("op-{}", uuid::Uuid::new_v4().simple());
         self.ops.insert(
             id.clone(),
             Operation {
+                owner: owner.clone(),
                 tool: tool.to_string(),
                 started: Instant::now(),
                 started_at: SystemTime::now(),
@@ -216,8 +229,12 @@ impl Operations {
             .collect()
     }
 
-    pub fn wait(&mut self, waiter: Waiter, wait: Duration) -> WaitOutcome {
-        let Some(op) = self.ops.get(&waiter.operation) else {
+    pub fn wait(&mut self, waiter: Waiter, owner: &Owner, wait: Duration) -> WaitOutcome {
+        let Some(op) = self
+            .ops
+            .get(&waiter.operation)
+            .filter(|op| op.owner == *owner)
+        else {
             return WaitOutcome::Unknown;
         };
         if let Some(result) = &op.result {
@@ -267,12 +284,34 @@ impl Operations {
         self.deadlines.retain(|(_, id)| !ids.contains(id));
     }
 
-    pub fn is_running(&self, operation: &str) -> Option<bool> {
-        self.ops.get(operation).map(|op| op.result.is_none())
+    /// Whether `owner`'s operation is still running; `None` for an operation that is not
+    /// theirs (or not there).
+    pub fn is_running(&self, operation: &str, owner: &Owner) -> Option<bool> {
+        self.ops
+            .get(operation)
+            .filter(|op| op.owner == *owner)
+            .map(|op| op.result.is_none())
     }
 
-    pub fn list(&self) -> Value {
-        let mut ops: Vec<(&String, &Operation)> = self.ops.iter().collect();
+    /// How many operations belong to someone else (for `status`, which shows only counts).
+    pub fn others(&self, owner: &Owner) -> usize {
+        self.ops.values().filter(|op| op.owner != *owner).count()
+    }
+
+    /// How many of someone else's operations are still running.
+    pub fn others_running(&self, owner: &Owner) -> usize {
+        self.ops
+            .values()
+            .filter(|op| op.owner != *owner && op.result.is_none())
+            .count()
+    }
+
+    pub fn list(&self, owner: &Owner) -> Value {
+        let mut ops: Vec<(&String, &Operation)> = self
+            .ops
+            .iter()
+            .filter(|(_, op)| op.owner == *owner)
+            .collect();
         ops.sort_by_key(|(_, op)| op.started);
         Value::Array(
             ops.into_iter()
@@ -366,43 +405,53 @@ mod tests {
     #[test]
     fn operations_finish_wait_and_expire() {
         let mut ops = Operations::default();
-        let id = ops.start("sleep");
+        let me = Owner::from("me");
+        let id = ops.start("sleep", &me);
         let w = |op: &str| Waiter {
             operation: op.into(),
             session: 1,
             client_id: RawValue::from_string("7".into()).unwrap(),
         };
         assert!(matches!(
-            ops.wait(w(&id), Duration::ZERO),
+            ops.wait(w(&id), &me, Duration::ZERO),
             WaitOutcome::Running
         ));
         assert!(matches!(
-            ops.wait(w("op-nope"), Duration::ZERO),
+            ops.wait(w("op-nope"), &me, Duration::ZERO),
             WaitOutcome::Unknown
         ));
         assert!(matches!(
-            ops.wait(w(&id), Duration::from_secs(60)),
+            ops.wait(w(&id), &me, Duration::from_secs(60)),
             WaitOutcome::Waiting
         ));
         assert!(ops.next_deadline().is_some());
         let done = ops.finish(&id, RawValue::from_string("{\"ok\":1}".into()).unwrap());
         assert_eq!(done.len(), 1);
         assert!(ops.next_deadline().is_none());
-        match ops.wait(w(&id), Duration::ZERO) {
+        match ops.wait(w(&id), &me, Duration::ZERO) {
             WaitOutcome::Done(r) => assert_eq!(r.get(), "{\"ok\":1}"),
             _ => panic!("expected the result"),
         }
         // A waiter whose time runs out is handed back; a result past retention is forgotten.
-        let other = ops.start("sleep");
+        let other = ops.start("sleep", &me);
         assert!(matches!(
-            ops.wait(w(&other), Duration::from_millis(1)),
+            ops.wait(w(&other), &me, Duration::from_millis(1)),
             WaitOutcome::Waiting
         ));
         let later = Instant::now() + Duration::from_millis(5);
         assert_eq!(ops.expire(later).len(), 1);
         ops.expire(Instant::now() + RETENTION + Duration::from_secs(1));
-        assert_eq!(ops.is_running(&id), None);
-        assert_eq!(ops.is_running(&other), Some(true));
-        assert_eq!(ops.list().as_array().unwrap().len(), 1);
+        assert_eq!(ops.is_running(&id, &me), None);
+        assert_eq!(ops.is_running(&other, &me), Some(true));
+        assert_eq!(ops.list(&me).as_array().unwrap().len(), 1);
+        // Someone else's operation is not there for them.
+        let you = Owner::from("you");
+        assert_eq!(ops.is_running(&other, &you), None);
+        assert!(matches!(
+            ops.wait(w(&other), &you, Duration::ZERO),
+            WaitOutcome::Unknown
+        ));
+        assert_eq!(ops.list(&you).as_array().unwrap().len(), 0);
+        assert_eq!(ops.others(&you), 1);
     }
 }

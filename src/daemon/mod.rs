@@ -11,7 +11,9 @@ mod child;
 mod connection;
 mod control;
 mod coogle_tool;
+mod handover;
 mod outbox;
+mod reaper;
 mod scheduler;
 mod stats;
 mod upstream;
@@ -22,7 +24,7 @@ use std::os::fd::AsRawFd;
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize};
 use std::time::{Duration, Instant};
 
 use indexmap::IndexMap;
@@ -40,6 +42,46 @@ pub(crate) type SessionId = u64;
 /// How often the daemon checks that its socket is still there and still its own.
 const SOCKET_CHECK: Duration = Duration::from_secs(2);
 
+/// Open connections at the most: what `maxConnections` says, else what the file limit leaves
+/// room for (each child takes a few descriptors, and the log, lock and listener some), up to
+/// 4096. The soft file limit is raised to the hard one first, as far as that goes.
+fn connection_limit(configured: Option<usize>, upstreams: usize) -> usize {
+    if let Some(n) = configured {
+        return n;
+    }
+    let files = raise_file_limit();
+    files.saturating_sub(64 + 8 * upstreams).clamp(16, 4096)
+}
+
+/// Raise the soft limit on open files towards the hard one (capped: macOS reports an infinite
+/// hard limit it does not honour); returns the soft limit in force.
+fn raise_file_limit() -> usize {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit/setrlimit read and write the struct we own.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) != 0 {
+            return 1024;
+        }
+        let want = lim.rlim_max.min(10_240);
+        if want > lim.rlim_cur {
+            let raised = libc::rlimit {
+                rlim_cur: want,
+                rlim_max: lim.rlim_max,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 {
+                lim.rlim_cur = want;
+            }
+        }
+    }
+    usize::try_from(lim.rlim_cur).unwrap_or(1024)
+}
+
+/// How often the daemon looks at the process table for what lives below its children.
+const REAPER_SCAN: Duration = Duration::from_secs(3);
+
 /// How long a new connection may take to send its first line.
 const FIRST_LINE_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -51,6 +93,9 @@ pub struct Options {
     pub handle_signals: bool,
     /// Where the log goes, for `info`.
     pub log_file: Option<PathBuf>,
+    /// Become the parent of what children leave behind (a child subreaper), to stop it: a
+    /// daemon of its own. Off for a daemon run inside another program (tests).
+    pub reap_orphans: bool,
 }
 
 #[derive(Debug, PartialEq, Eq)]
@@ -91,14 +136,17 @@ pub enum DaemonError {
 }
 
 struct Shared {
+    /// Connections open now, against `max_connections`.
+    connections: AtomicUsize,
+    max_connections: usize,
     config: Config,
     options: Options,
     upstreams: IndexMap<String, UpstreamHandle>,
     started: Instant,
     next_session: AtomicU64,
     stop: watch::Sender<bool>,
-    /// A newer coogle said hello: hand over to it once no call is queued or in flight.
-    replace_when_idle: std::sync::atomic::AtomicBool,
+    /// A newer coogle is installed: hand over to it once no call is queued or in flight.
+    handover: Arc<handover::Handover>,
 }
 
 /// Take the single-instance lock for `rt`; `None` when another daemon holds it.
@@ -193,20 +241,24 @@ pub async fn run(config: Config, options: Options) -> Result<Outcome, DaemonErro
         );
     }
     let listener = bind(&rt.socket)?;
-    let upstreams = start_upstreams(&config, &rt);
+    let reaper = reaper::Reaper::new(options.reap_orphans);
+    let upstreams = start_upstreams(&config, &rt, &reaper);
     let (stop, stop_rx) = watch::channel(false);
+    let max_connections = connection_limit(config.max_connections, config.servers.len());
     let shared = Arc::new(Shared {
+        connections: AtomicUsize::new(0),
+        max_connections,
         config,
         options,
         upstreams,
         started: Instant::now(),
         next_session: AtomicU64::new(1),
         stop,
-        replace_when_idle: std::sync::atomic::AtomicBool::new(false),
+        handover: Default::default(),
     });
     tracing::info!(socket = %rt.socket.display(), pid = std::process::id(), version = wire::VERSION, "coogle daemon listening");
     let our_socket = socket_identity(&rt.socket);
-    serve(&shared, &listener, &rt.socket, our_socket, stop_rx).await?;
+    serve(&shared, &listener, &rt.socket, our_socket, stop_rx, &reaper).await?;
 
     // Stop accepting first, so no new session lands on a daemon that is going away.
     drop(listener);
@@ -216,6 +268,8 @@ pub async fn run(config: Config, options: Options) -> Result<Outcome, DaemonErro
     let grace = Duration::from_millis(shared.config.shutdown_grace_ms);
     let stops = shared.upstreams.values().map(|u| u.shutdown(grace));
     futures_join_all(stops).await;
+    let sweep = reaper.clone();
+    let _ = tokio::task::spawn_blocking(move || sweep.sweep_all()).await;
     tracing::info!("coogle daemon stopped");
     drop(lock);
     Ok(Outcome::Stopped)
@@ -233,7 +287,11 @@ fn bind(socket: &Path) -> Result<UnixListener, DaemonError> {
     Ok(listener)
 }
 
-fn start_upstreams(config: &Config, rt: &RuntimePaths) -> IndexMap<String, UpstreamHandle> {
+fn start_upstreams(
+    config: &Config,
+    rt: &RuntimePaths,
+    reaper: &Arc<reaper::Reaper>,
+) -> IndexMap<String, UpstreamHandle> {
     config
         .servers
         .iter()
@@ -243,6 +301,7 @@ fn start_upstreams(config: &Config, rt: &RuntimePaths) -> IndexMap<String, Upstr
                 rt.child_record(name),
                 config.max_line_bytes.saturating_mul(4),
                 config.coogle_tool,
+                reaper.clone(),
             );
             (name.clone(), handle)
         })
@@ -257,6 +316,7 @@ async fn serve(
     socket: &Path,
     our_socket: Option<(u64, u64)>,
     mut stop_rx: watch::Receiver<bool>,
+    reaper: &Arc<reaper::Reaper>,
 ) -> Result<(), DaemonError> {
     let (mut sigterm, mut sigint) = if shared.options.handle_signals {
         use tokio::signal::unix::{SignalKind, signal};
@@ -272,15 +332,21 @@ async fn serve(
     // than leave it (and its child) running forever.
     let mut socket_check = tokio::time::interval(SOCKET_CHECK);
     socket_check.tick().await;
+    // Who lives below each child, seen now and then (see `reaper`).
+    let mut scan = tokio::time::interval(REAPER_SCAN);
     loop {
         tokio::select! {
+            _ = scan.tick() => {
+                let reaper = reaper.clone();
+                tokio::task::spawn_blocking(move || reaper.scan());
+            }
             _ = socket_check.tick() => {
                 if socket_lost(our_socket, socket_identity(socket)) {
                     tracing::warn!(socket = %socket.display(), "the socket was removed or replaced; shutting down");
                     return Ok(());
                 }
             }
-            _ = idle_check.tick(), if shared.replace_when_idle.load(Ordering::Relaxed) => {
+            _ = idle_check.tick(), if shared.handover.pending() => {
                 if all_idle(shared).await {
                     tracing::info!("handing over to the newer coogle: stopping while idle");
                     return Ok(());
@@ -289,7 +355,7 @@ async fn serve(
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => {
                     let shared = shared.clone();
-                    tokio::spawn(async move { connection::handle_connection(shared, stream).await });
+                    tokio::spawn(async move { connection::accepted(shared, stream).await });
                 }
                 Err(e) => {
                     tracing::warn!("accept failed: {e}");

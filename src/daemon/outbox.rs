@@ -46,7 +46,10 @@ pub struct Closed;
 pub struct Outbox<W: TryWriter> {
     writer: Arc<W>,
     queued: Arc<AtomicUsize>,
+    queued_bytes: Arc<AtomicUsize>,
     tx: mpsc::UnboundedSender<Vec<u8>>,
+    /// Dropped with the outbox: tells whoever holds the receiver that no more lines will come.
+    _closed: Option<tokio::sync::oneshot::Sender<()>>,
 }
 
 impl<W: TryWriter> Outbox<W> {
@@ -55,18 +58,38 @@ impl<W: TryWriter> Outbox<W> {
     pub fn new(writer: W) -> (Self, JoinHandle<()>) {
         let writer = Arc::new(writer);
         let queued = Arc::new(AtomicUsize::new(0));
+        let queued_bytes = Arc::new(AtomicUsize::new(0));
         let (tx, mut rx) = mpsc::unbounded_channel::<Vec<u8>>();
-        let (w, q) = (writer.clone(), queued.clone());
+        let (w, q, qb) = (writer.clone(), queued.clone(), queued_bytes.clone());
         let task = tokio::spawn(async move {
             while let Some(line) = rx.recv().await {
                 let ok = write_all(&*w, &line).await.is_ok();
                 q.fetch_sub(1, Ordering::AcqRel);
+                qb.fetch_sub(line.len(), Ordering::AcqRel);
                 if !ok {
                     break;
                 }
             }
         });
-        (Outbox { writer, queued, tx }, task)
+        let outbox = Outbox {
+            writer,
+            queued,
+            queued_bytes,
+            tx,
+            _closed: None,
+        };
+        (outbox, task)
+    }
+
+    /// [`Outbox::new`], plus a receiver that resolves once the outbox is dropped (its owner is
+    /// done with the peer: what is queued is the last that will be written).
+    pub fn with_close_signal(
+        writer: W,
+    ) -> (Self, JoinHandle<()>, tokio::sync::oneshot::Receiver<()>) {
+        let (mut outbox, task) = Outbox::new(writer);
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        outbox._closed = Some(tx);
+        (outbox, task, rx)
     }
 
     /// Write `line` now if the kernel takes it, else queue it behind what is waiting.
@@ -83,12 +106,18 @@ impl<W: TryWriter> Outbox<W> {
             }
         }
         self.queued.fetch_add(1, Ordering::AcqRel);
+        self.queued_bytes.fetch_add(rest.len(), Ordering::AcqRel);
         self.tx.send(rest).map_err(|_| Closed)
     }
 
     /// Lines waiting for the peer to read.
     pub fn queued(&self) -> usize {
         self.queued.load(Ordering::Acquire)
+    }
+
+    /// Bytes waiting for the peer to read.
+    pub fn queued_bytes(&self) -> usize {
+        self.queued_bytes.load(Ordering::Acquire)
     }
 }
 
@@ -123,6 +152,7 @@ mod tests {
             outbox.send(line).unwrap();
         }
         assert!(outbox.queued() > 0, "the buffer should have filled");
+        assert!(outbox.queued_bytes() >= outbox.queued() * 1000);
         drop(outbox);
         let mut got = Vec::new();
         let mut b = b;

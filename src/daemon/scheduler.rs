@@ -4,16 +4,27 @@
 //! all of them, so the queue keeps one FIFO per session and serves the sessions in turn. It owns
 //! ordering only; how many calls run at once is the upstream's business.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 
 pub type QueueKey = u64;
 
+/// A queued item, with the tag it can be found by (a session's request id).
+#[derive(Debug)]
+struct Entry<T> {
+    tag: Option<String>,
+    item: T,
+}
+
 #[derive(Debug)]
 pub struct FairQueue<T> {
-    queues: HashMap<QueueKey, VecDeque<T>>,
+    /// Each key's items by sequence number: FIFO, and removable from the middle in O(log n).
+    queues: HashMap<QueueKey, BTreeMap<u64, Entry<T>>>,
     /// Keys with a non-empty queue, in the order they will be served next.
     order: VecDeque<QueueKey>,
+    /// Where each tag's items are, so a cancel never scans the queue.
+    tags: HashMap<(QueueKey, String), VecDeque<u64>>,
     len: usize,
+    next_seq: u64,
 }
 
 impl<T> Default for FairQueue<T> {
@@ -21,18 +32,34 @@ impl<T> Default for FairQueue<T> {
         FairQueue {
             queues: HashMap::new(),
             order: VecDeque::new(),
+            tags: HashMap::new(),
             len: 0,
+            next_seq: 0,
         }
     }
 }
 
 impl<T> FairQueue<T> {
+    #[cfg(test)]
     pub fn push(&mut self, key: QueueKey, item: T) {
+        self.push_tagged(key, None, item);
+    }
+
+    /// Queue `item`, findable later by `tag` (see [`FairQueue::remove_tagged`]).
+    pub fn push_tagged(&mut self, key: QueueKey, tag: Option<String>, item: T) {
+        let seq = self.next_seq;
+        self.next_seq += 1;
         let q = self.queues.entry(key).or_default();
         if q.is_empty() {
             self.order.push_back(key);
         }
-        q.push_back(item);
+        if let Some(t) = &tag {
+            self.tags
+                .entry((key, t.clone()))
+                .or_default()
+                .push_back(seq);
+        }
+        q.insert(seq, Entry { tag, item });
         self.len += 1;
     }
 
@@ -40,27 +67,57 @@ impl<T> FairQueue<T> {
     pub fn pop(&mut self) -> Option<(QueueKey, T)> {
         let key = self.order.pop_front()?;
         let q = self.queues.get_mut(&key)?;
-        let item = q.pop_front()?;
+        let (seq, entry) = q.pop_first()?;
         if q.is_empty() {
             self.queues.remove(&key);
         } else {
             self.order.push_back(key);
         }
         self.len -= 1;
-        Some((key, item))
+        self.untag(key, &entry.tag, seq);
+        Some((key, entry.item))
     }
 
-    /// Remove and return the first item of `key`'s queue that matches.
+    /// Remove `key`'s oldest item tagged `tag`: O(log n), whatever the queue's length.
+    pub fn remove_tagged(&mut self, key: QueueKey, tag: &str) -> Option<T> {
+        let seq = *self.tags.get(&(key, tag.to_string()))?.front()?;
+        self.remove_seq(key, seq)
+    }
+
+    /// Remove and return the first item of `key`'s queue that matches (a scan: for rare uses).
     pub fn remove_first(&mut self, key: QueueKey, pred: impl Fn(&T) -> bool) -> Option<T> {
+        let seq = self
+            .queues
+            .get(&key)?
+            .iter()
+            .find(|(_, e)| pred(&e.item))
+            .map(|(s, _)| *s)?;
+        self.remove_seq(key, seq)
+    }
+
+    fn remove_seq(&mut self, key: QueueKey, seq: u64) -> Option<T> {
         let q = self.queues.get_mut(&key)?;
-        let pos = q.iter().position(pred)?;
-        let item = q.remove(pos)?;
+        let entry = q.remove(&seq)?;
         self.len -= 1;
         if q.is_empty() {
             self.queues.remove(&key);
             self.order.retain(|k| *k != key);
         }
-        Some(item)
+        self.untag(key, &entry.tag, seq);
+        Some(entry.item)
+    }
+
+    fn untag(&mut self, key: QueueKey, tag: &Option<String>, seq: u64) {
+        let Some(t) = tag else {
+            return;
+        };
+        let k = (key, t.clone());
+        if let Some(seqs) = self.tags.get_mut(&k) {
+            seqs.retain(|s| *s != seq);
+            if seqs.is_empty() {
+                self.tags.remove(&k);
+            }
+        }
     }
 
     /// Remove a whole session's queue.
@@ -68,8 +125,9 @@ impl<T> FairQueue<T> {
         match self.queues.remove(&key) {
             Some(q) => {
                 self.order.retain(|k| *k != key);
+                self.tags.retain(|(k, _), _| *k != key);
                 self.len -= q.len();
-                q.into()
+                q.into_values().map(|e| e.item).collect()
             }
             None => Vec::new(),
         }
@@ -88,7 +146,7 @@ impl<T> FairQueue<T> {
     }
 
     pub fn len_of(&self, key: QueueKey) -> usize {
-        self.queues.get(&key).map_or(0, VecDeque::len)
+        self.queues.get(&key).map_or(0, BTreeMap::len)
     }
 }
 
@@ -120,6 +178,37 @@ mod tests {
         let order: Vec<i32> = std::iter::from_fn(|| q.pop().map(|(_, v)| v)).collect();
         assert_eq!(order, vec![10, 20, 30, 11, 21]);
         assert_eq!(q.len(), 0);
+    }
+
+    #[test]
+    fn tagged_items_are_removed_without_a_scan_oldest_first() {
+        let mut q = FairQueue::default();
+        for i in 0..50_000 {
+            q.push_tagged(1, Some(format!("t{i}")), i);
+        }
+        q.push_tagged(1, Some("dup".into()), -1);
+        q.push_tagged(1, Some("dup".into()), -2);
+        let t = std::time::Instant::now();
+        for i in (0..50_000).step_by(10) {
+            assert_eq!(q.remove_tagged(1, &format!("t{i}")), Some(i));
+        }
+        assert!(
+            t.elapsed() < std::time::Duration::from_secs(2),
+            "{:?}",
+            t.elapsed()
+        );
+        assert_eq!(q.remove_tagged(1, "t0"), None, "removed once");
+        assert_eq!(q.remove_tagged(1, "dup"), Some(-1));
+        assert_eq!(q.pop().map(|(_, v)| v), Some(1));
+        assert_eq!(q.len(), 45_000);
+        let n = q.len_of(1);
+        assert_eq!(q.remove_key(1).len(), n);
+        assert_eq!(q.len(), 0);
+        assert_eq!(
+            q.remove_tagged(1, "t1"),
+            None,
+            "a removed key's tags go with it"
+        );
     }
 
     #[test]

@@ -103,6 +103,13 @@ impl Message {
         self.fields.get("id").is_some_and(|id| id.get() != "null")
     }
 
+    /// A method with `"id": null`: neither a proper request (MCP ids are strings or numbers)
+    /// nor a notification (those have no id at all).
+    pub fn has_null_id(&self) -> bool {
+        self.fields.contains_key("method")
+            && self.fields.get("id").is_some_and(|id| id.get() == "null")
+    }
+
     pub fn id(&self) -> Option<&RawValue> {
         self.fields.get("id").map(|b| &**b)
     }
@@ -329,6 +336,10 @@ pub fn tool_error_result(text: &str) -> serde_json::Value {
         "isError": true
     })
 }
+
+/// The notification the daemon writes last to a session it disconnects, with `params.reason`:
+/// the shim reads it (and does not pass it on) to tell the agent what really happened.
+pub const DISCONNECTED_NOTICE: &str = "notifications/coogle/disconnected";
 
 /// Canonical text of a JSON-RPC id, so the same id written differently (`1`, `1.0` aside:
 /// whitespace, escapes) still matches.

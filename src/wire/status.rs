@@ -178,6 +178,9 @@ pub struct SessionStatus {
     pub uptime_ms: u64,
     pub queued: usize,
     pub in_flight: usize,
+    /// Notifications (logs, progress, list changes) not delivered because the session was not
+    /// reading; its answers are never dropped.
+    pub dropped_notifications: u64,
     pub stats: Stats,
 }
 

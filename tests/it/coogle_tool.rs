@@ -41,7 +41,7 @@ fn status_info_and_restart_from_the_agent_side() {
 fn a_slow_call_runs_in_the_background_and_is_fetched_later() {
     let env = Env::with_fake(json!({}));
     let _d = env.daemon();
-    let mut a = env.shim();
+    let mut a = env.shim_of_claude_session("agent-a");
     a.initialize();
     let t = Instant::now();
     let started = a.call(
@@ -62,10 +62,11 @@ fn a_slow_call_runs_in_the_background_and_is_fetched_later() {
         now["result"]["structuredContent"]["status"], "running",
         "{now}"
     );
-    // Another session (say, after a reconnect) waits for it and gets the tool's own result.
-    let mut b = env.shim();
-    b.initialize();
-    let done = b.call(
+    // The same agent on a new connection (a shim restarted) waits for it and gets the tool's
+    // own result; an operation belongs to its agent, not to whoever learns its id.
+    let mut again = env.shim_of_claude_session("agent-a");
+    again.initialize();
+    let done = again.call(
         "coogle",
         json!({"action": "wait", "operation": op, "wait_ms": 10000}),
     );
@@ -105,4 +106,65 @@ fn a_slow_call_runs_in_the_background_and_is_fetched_later() {
     assert!(t.elapsed() < Duration::from_secs(1));
     let unknown = a.call("coogle", json!({"action": "wait", "operation": "op-nope"}));
     assert_eq!(unknown["result"]["isError"], true);
+}
+
+/// Regression (hardening review): `list_operations` listed every session's operations, and
+/// then `wait` returned another session's result and `cancel` cancelled it; `status` showed
+/// other sessions' clients; `restart` failed other sessions' calls without a word.
+#[test]
+fn operations_status_and_restart_respect_other_sessions() {
+    let env = Env::with_fake(json!({"maxConcurrent": 2}));
+    let _d = env.daemon();
+    let mut a = env.shim_of_claude_session("agent-a");
+    let mut b = env.shim_of_claude_session("agent-b");
+    let mut anonymous = env.shim();
+    for s in [&mut a, &mut b, &mut anonymous] {
+        s.initialize();
+    }
+    let started = a.call(
+        "coogle",
+        json!({"action": "start_call", "tool": "sleep", "arguments": {"ms": 1500, "text": "a's"}}),
+    );
+    let op = started["result"]["structuredContent"]["operation"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    for s in [&mut b, &mut anonymous] {
+        let list = s.call("coogle", json!({"action": "list_operations"}));
+        assert_eq!(
+            list["result"]["structuredContent"]["operations"],
+            json!([]),
+            "{list}"
+        );
+        let wait = s.call("coogle", json!({"action": "wait", "operation": op}));
+        assert_eq!(wait["result"]["isError"], true, "{wait}");
+        let cancel = s.call("coogle", json!({"action": "cancel", "operation": op}));
+        assert_eq!(cancel["result"]["isError"], true, "{cancel}");
+    }
+    // B's status shows B, and the others only as counts.
+    let status = b.call("coogle", json!({"action": "status"}));
+    let structured = &status["result"]["structuredContent"];
+    assert_eq!(
+        structured["sessions"].as_array().unwrap().len(),
+        1,
+        "{status}"
+    );
+    assert_eq!(structured["otherSessions"], 2);
+    assert!(!status.to_string().contains("agent-a"), "{status}");
+    // A restart while A's operation runs is refused, and says why.
+    let refused = b.call("coogle", json!({"action": "restart"}));
+    assert_eq!(refused["result"]["isError"], true);
+    assert!(text(&refused).contains("force"), "{refused}");
+    let done = a.call(
+        "coogle",
+        json!({"action": "wait", "operation": op, "wait_ms": 10000}),
+    );
+    assert_eq!(text(&done), "a's", "A's call was not disturbed: {done}");
+    // Forced, it restarts.
+    let pid = text(&a.call("pid", json!({})));
+    a.send(&json!({"jsonrpc":"2.0","id":"long","method":"tools/call","params":{"name":"sleep","arguments":{"ms":5000}}}));
+    std::thread::sleep(Duration::from_millis(200));
+    let forced = b.call("coogle", json!({"action": "restart", "force": true}));
+    assert_ne!(forced["result"]["isError"], true, "{forced}");
+    assert_ne!(text(&a.call("pid", json!({}))), pid);
 }

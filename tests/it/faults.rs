@@ -69,3 +69,21 @@ fn a_hung_child_is_restarted_after_consecutive_timeouts() {
     );
     assert_eq!(status["upstreams"][0]["stats"]["timeouts"], 3);
 }
+
+/// Regression (hardening review): a child that closed its stdout but kept running was noticed
+/// only after three call timeouts. Its EOF is noticed at once: the call fails saying why and
+/// the next call gets a fresh child.
+#[test]
+fn a_child_that_closes_its_stdout_is_replaced_at_once() {
+    let env = Env::with_fake(json!({"callTimeoutMs": 60000}));
+    let _d = env.daemon();
+    let mut s = env.shim();
+    s.initialize();
+    let before = text(&s.call("pid", json!({})));
+    let t = std::time::Instant::now();
+    let r = s.call("close_stdout", json!({}));
+    assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
+    assert!(text(&r).contains("closed its stdout"), "{r}");
+    let after = s.call("pid", json!({}));
+    assert_ne!(text(&after), before, "a new child");
+}

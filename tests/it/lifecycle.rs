@@ -172,6 +172,47 @@ fn sigkilled_daemon_leaves_no_child_behind_after_the_next_start() {
     let _ = env.run(&["stop"]);
 }
 
+/// Regression (hardening review): a grandchild that called setsid() escaped the process-group
+/// kill, survived its child's crash and `coogle stop`, and lived on as an orphan.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_detached_grandchild_outlives_neither_its_child_nor_the_daemon() {
+    let env = Env::with_fake(json!({}));
+    let _d = env.daemon();
+    let mut s = env.shim();
+    s.initialize();
+    let detached = |s: &mut Shim| -> u32 {
+        text(&s.call("spawn_grandchild", json!({"detach": true})))
+            .parse()
+            .unwrap()
+    };
+    // The child crashes: what it detached goes with it, seen or not by a scan.
+    let early = detached(&mut s);
+    std::thread::sleep(Duration::from_millis(3500));
+    let late = detached(&mut s);
+    assert!(pid_alive(early) && pid_alive(late));
+    s.send(&json!({"jsonrpc":"2.0","id":"boom","method":"tools/call","params":{"name":"crash","arguments":{}}}));
+    s.response(&json!("boom"), Duration::from_secs(10));
+    wait_for(
+        "the detached grandchildren to go with their child",
+        Duration::from_secs(10),
+        || !pid_alive(early) && !pid_alive(late),
+    );
+    // The daemon stops: what the new child detached goes too.
+    wait_for("the respawn", Duration::from_secs(15), || {
+        control(&env.socket, "status", Value::Null)
+            .is_ok_and(|st| st["upstreams"][0]["state"] == "ready")
+    });
+    let orphan = detached(&mut s);
+    let out = env.run(&["stop"]);
+    assert_eq!(out.status, Some(0), "{out}");
+    wait_for(
+        "the detached grandchild to go with the daemon",
+        Duration::from_secs(10),
+        || !pid_alive(orphan),
+    );
+}
+
 /// Linux-only: it connects as another user through util-linux's `setpriv`.
 #[cfg(target_os = "linux")]
 #[test]

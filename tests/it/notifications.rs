@@ -9,7 +9,7 @@ use crate::support;
 
 use std::time::Duration;
 
-use serde_json::json;
+use serde_json::{Value, json};
 use support::*;
 
 const QUIET: Duration = Duration::from_millis(300);
@@ -104,4 +104,67 @@ fn resource_updates_reach_subscribers_only_and_the_child_is_subscribed_once() {
         Duration::from_secs(5),
         || count("resources/unsubscribe") == 1,
     );
+}
+
+/// Regression (hardening review): about 1,500 log lines caused by another session's call, while
+/// an agent paused reading for 3 s, disconnected that agent; its healthy call was cancelled
+/// upstream and it was told "the daemon went away". Notifications are dropped for a session
+/// that is not reading; its own answers are not, and it stays connected.
+#[test]
+fn a_paused_reader_keeps_its_call_while_a_noisy_child_logs() {
+    use std::io::{BufRead, BufReader, Write};
+    let env = Env::with_fake(json!({"env": {"FAKE_MCP_ERA": "legacy"}, "maxConcurrent": 2}));
+    let _d = env.daemon();
+    env.wait_upstream_ready();
+    // A: a raw session that will stop reading.
+    let stream = connect_patiently(&env.socket).unwrap();
+    let mut w = stream.try_clone().unwrap();
+    let mut r = BufReader::new(stream);
+    let mut line = String::new();
+    w.write_all(b"{\"coogle\":1,\"mode\":\"mcp\",\"version\":\"0.1.0\"}\n")
+        .unwrap();
+    r.read_line(&mut line).unwrap();
+    let send = |w: &mut std::os::unix::net::UnixStream, v: Value| {
+        w.write_all(format!("{v}\n").as_bytes()).unwrap()
+    };
+    send(
+        &mut w,
+        json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"a","version":"1"}}}),
+    );
+    line.clear();
+    r.read_line(&mut line).unwrap();
+    send(
+        &mut w,
+        json!({"jsonrpc":"2.0","method":"notifications/initialized"}),
+    );
+    send(
+        &mut w,
+        json!({"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"sleep","arguments":{"ms":1500}}}),
+    );
+    // B makes the child log a burst while A reads nothing for 3 s.
+    let mut b = env.shim();
+    b.initialize();
+    b.call("notify", json!({"kind": "log", "count": 3000}));
+    std::thread::sleep(Duration::from_secs(3));
+    // A reads again: its answer is there, after whatever logs it was sent.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let mut answer = None;
+    while answer.is_none() && std::time::Instant::now() < deadline {
+        line.clear();
+        assert!(r.read_line(&mut line).unwrap() > 0, "A was disconnected");
+        let v: Value = serde_json::from_str(&line).unwrap();
+        assert_ne!(v["method"], "notifications/coogle/disconnected", "{v}");
+        if v["id"] == "a" {
+            answer = Some(v);
+        }
+    }
+    assert_eq!(text(&answer.expect("A's answer")), "slept 1500 ms");
+    let status = control(&env.socket, "status", Value::Null).unwrap();
+    let sessions = status["upstreams"][0]["sessions"].as_array().unwrap();
+    let a = sessions
+        .iter()
+        .find(|s| s["clientInfo"]["name"] == "a")
+        .expect("A is still connected");
+    assert!(a["droppedNotifications"].as_u64().unwrap() > 0, "{a}");
+    assert_eq!(status["upstreams"][0]["stats"]["cancelled"], 0);
 }

@@ -75,3 +75,47 @@ fn a_request_no_session_can_take_is_refused_at_once() {
         "the client was not asked"
     );
 }
+
+/// Regression (hardening review): B's call timed out (or B cancelled it) while the child went
+/// on with it; the elicitation the child then sent for it ("secret of caller B") went to A, the
+/// one session still busy, and A's answer went back as B's. It must reach no other session.
+#[test]
+fn a_timed_out_or_cancelled_calls_request_never_reaches_another_session() {
+    for cancel in [false, true] {
+        let env = Env::with_fake(
+            json!({"env": {"FAKE_MCP_ERA": "legacy"}, "maxConcurrent": 2, "callTimeoutMs": 1000}),
+        );
+        let _d = env.daemon();
+        let mut a = env.shim();
+        let mut b = env.shim();
+        init(&mut a, json!({"elicitation": {}}));
+        init(&mut b, json!({"elicitation": {}}));
+        b.send(&json!({"jsonrpc":"2.0","id":"b","method":"tools/call","params":{"name":"ask",
+            "arguments":{"method":"elicitation/create","delayMs":1300,
+                         "params":{"message":"secret of caller B","requestedSchema":{"type":"object"}}}}}));
+        if cancel {
+            std::thread::sleep(Duration::from_millis(300));
+            b.send(&json!({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"b"}}));
+        } else {
+            let timed_out = b.response(&json!("b"), Duration::from_secs(5));
+            assert!(text(&timed_out).contains("timed out"), "{timed_out}");
+        }
+        // A is busy when the child, still on B's call, asks for B's secret.
+        a.send(&json!({"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"sleep","arguments":{"ms":900}}}));
+        let until = Instant::now() + Duration::from_millis(1500);
+        while Instant::now() < until {
+            if let Some(m) = a.recv(Duration::from_millis(100)) {
+                assert_ne!(
+                    m["method"], "elicitation/create",
+                    "A was asked for B's secret: {m}"
+                );
+            }
+        }
+        let leaked = |s: &Shim| {
+            s.stray
+                .iter()
+                .any(|m| m.to_string().contains("secret of caller B"))
+        };
+        assert!(!leaked(&a), "cancel: {cancel}");
+    }
+}

@@ -4,7 +4,6 @@
 use crate::support;
 
 use std::io::Write;
-use std::os::unix::net::UnixStream;
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -73,7 +72,8 @@ fn a_thousand_dropped_connections_do_not_grow_the_daemon() {
         .unwrap() as u32;
     let churn = || {
         for i in 0..1000 {
-            let mut s = UnixStream::connect(&env.socket).unwrap();
+            // A full accept backlog (a loaded machine) is not what this test measures.
+            let mut s = connect_patiently(&env.socket).unwrap();
             if i % 2 == 0 {
                 let _ = s.write_all(b"{\"coogle\":1,\"mode\":\"mcp\",\"version\":\"x\"}\n");
             }
@@ -86,13 +86,22 @@ fn a_thousand_dropped_connections_do_not_grow_the_daemon() {
                 .is_empty()
         });
     };
-    churn();
-    let warm = rss_kib(pid);
-    churn();
-    churn();
-    let end = rss_kib(pid);
+    // The allocator's high-water mark wanders by most of a MiB from one burst to the next, so
+    // compare the highest RSS of three bursts after warm-up with that of three more: a leak
+    // grows it with every burst, noise does not.
+    let peak = || {
+        (0..3)
+            .map(|_| {
+                churn();
+                rss_kib(pid)
+            })
+            .max()
+            .unwrap()
+    };
+    let warm = peak();
+    let end = peak();
     assert!(
         end <= warm + 1024,
-        "daemon RSS grew from {warm} KiB to {end} KiB over 2,000 more connections"
+        "daemon RSS grew from {warm} KiB to {end} KiB over 3,000 more connections"
     );
 }

@@ -65,8 +65,10 @@ pub(super) fn attach(
     max_line: usize,
     upstream: &str,
     tail: StderrTail,
+    reaper: std::sync::Arc<crate::daemon::reaper::Reaper>,
 ) -> Result<ChildHandle, String> {
     let pid = spawned.pid;
+    reaper.child_started(upstream, pid);
     // The child's stdin as a non-blocking pipe, so the actor can write without a hop.
     let stdin = spawned
         .stdin
@@ -89,13 +91,16 @@ pub(super) fn attach(
 
     let (exited_tx, exited_rx) = watch::channel(false);
     let mut proc = spawned.child;
+    let name = upstream.to_string();
     tokio::spawn(async move {
         let status = match proc.wait().await {
             Ok(s) => s.to_string(),
             Err(e) => format!("wait failed: {e}"),
         };
-        // Sweep the group: a grandchild (python under uvx) must not outlive its parent.
+        // Sweep the group: a grandchild (python under uvx) must not outlive its parent; and
+        // what left the group (setsid) goes too.
         child::signal_group(pid, libc::SIGKILL);
+        let _ = tokio::task::spawn_blocking(move || reaper.child_exited(&name, pid)).await;
         let _ = exited_tx.send(true);
         // Deliver every line the child wrote before its exit is reported.
         let _ = tokio::time::timeout(Duration::from_secs(2), reader).await;
@@ -136,7 +141,11 @@ async fn read_stdout(
                 let _ = tx.send(Event::Child { generation, event }).await;
                 break;
             }
-            Ok(Line::Eof) | Err(_) => break,
+            Ok(Line::Eof) | Err(_) => {
+                let event = ChildEvent::StdoutClosed;
+                let _ = tx.send(Event::Child { generation, event }).await;
+                break;
+            }
         }
     }
 }

@@ -48,28 +48,31 @@ impl Upstream {
                 return;
             }
         };
+        let owner = self.owner_of(sid);
         let result = match action {
-            Action::Status => {
-                let status = self.status();
-                let text = status_text(&status);
-                coogle_tool::result(&text, serde_json::to_value(&status).unwrap_or(Value::Null))
-            }
+            Action::Status => self.status_result(sid, &owner),
             Action::Info => self.info_result(sid),
-            Action::Restart => {
-                self.request_restart(RestartWaiter::Tool {
-                    session: sid,
-                    client_id,
-                });
-                return;
+            Action::Restart { force } => {
+                if let Some(refusal) = self.restart_refusal(sid, &owner, force) {
+                    refusal
+                } else {
+                    self.request_restart(RestartWaiter::Tool {
+                        session: sid,
+                        client_id,
+                    });
+                    return;
+                }
             }
-            Action::StartCall { tool, arguments } => self.start_operation(sid, &tool, arguments),
+            Action::StartCall { tool, arguments } => {
+                self.start_operation(sid, &owner, &tool, arguments)
+            }
             Action::Wait { operation, wait } => {
                 let waiter = Waiter {
                     operation: operation.clone(),
                     session: sid,
                     client_id: client_id.clone(),
                 };
-                match self.ops.wait(waiter, wait) {
+                match self.ops.wait(waiter, &owner, wait) {
                     WaitOutcome::Done(result) => {
                         self.send_to_session(sid, response_line(&client_id, &result));
                         return;
@@ -77,17 +80,17 @@ impl Upstream {
                     WaitOutcome::Waiting => return,
                     WaitOutcome::Running => coogle_tool::running(&operation),
                     WaitOutcome::Unknown => wire::tool_error_result(&format!(
-                        "coogle: no operation {operation:?} (results are kept {} minutes after they finish)",
+                        "coogle: no operation {operation:?} of this session (results are kept {} minutes after they finish)",
                         coogle_tool::RETENTION.as_secs() / 60
                     )),
                 }
             }
             Action::ListOperations => {
-                let list = self.ops.list();
+                let list = self.ops.list(&owner);
                 let n = list.as_array().map_or(0, Vec::len);
                 coogle_tool::result(&format!("{n} operation(s)"), json!({"operations": list}))
             }
-            Action::Cancel { operation } => self.cancel_operation(sid, &operation),
+            Action::Cancel { operation } => self.cancel_operation(sid, &owner, &operation),
         };
         self.send_to_session(sid, response_line(&client_id, &raw(&result)));
     }
@@ -110,8 +113,70 @@ impl Upstream {
         coogle_tool::result(&text, info)
     }
 
-    fn start_operation(&mut self, sid: SessionId, tool: &str, arguments: Value) -> Value {
-        let op = self.ops.start(tool);
+    /// Who a session's operations belong to: its Claude Code session when the shim knows it
+    /// (it outlives a reconnect), else the connection.
+    fn owner_of(&self, sid: SessionId) -> coogle_tool::Owner {
+        match self
+            .sessions
+            .get(&sid)
+            .and_then(|s| s.hello.claude_session_id.as_deref())
+        {
+            Some(claude) => format!("claude:{claude}"),
+            None => format!("session:{sid}"),
+        }
+    }
+
+    /// `status` for one session: everything about the server, this session's own details, and
+    /// the others only as counts (their clients, pids and calls are theirs).
+    fn status_result(&self, sid: SessionId, owner: &coogle_tool::Owner) -> Value {
+        let mut status = self.status();
+        let others = status.sessions.iter().filter(|s| s.id != sid).count();
+        status.sessions.retain(|s| s.id == sid);
+        let text = format!(
+            "{}\nOther sessions: {others}; their background operations: {}.",
+            status_text(&status, others + status.sessions.len()),
+            self.ops.others(owner)
+        );
+        let mut structured = serde_json::to_value(&status).unwrap_or(Value::Null);
+        structured["otherSessions"] = json!(others);
+        coogle_tool::result(&text, structured)
+    }
+
+    /// A restart ends every call the child is working on. Refused, unless forced, while other
+    /// sessions have calls queued or in flight, with what it would do to them.
+    fn restart_refusal(
+        &self,
+        sid: SessionId,
+        owner: &coogle_tool::Owner,
+        force: bool,
+    ) -> Option<Value> {
+        if force {
+            return None;
+        }
+        let status = self.status();
+        let theirs: usize = status
+            .sessions
+            .iter()
+            .filter(|s| s.id != sid)
+            .map(|s| s.in_flight + s.queued)
+            .sum::<usize>()
+            + self.ops.others_running(owner);
+        (theirs > 0).then(|| {
+            wire::tool_error_result(&format!(
+                "coogle: not restarted: other sessions have {theirs} call(s) queued or in flight on the `{}` server, and a restart would fail them. Retry when they are done, or pass \"force\": true to restart anyway.",
+                self.name
+            ))
+        })
+    }
+
+    fn start_operation(
+        &mut self,
+        sid: SessionId,
+        owner: &coogle_tool::Owner,
+        tool: &str,
+        arguments: Value,
+    ) -> Value {
+        let op = self.ops.start(tool, owner);
         let params = json!({"name": tool, "arguments": arguments});
         let line = wire::request_line(&raw(&0), "tools/call", &params);
         if let Ok(msg) = Message::parse(line.trim_ascii_end()) {
@@ -125,10 +190,15 @@ impl Upstream {
         )
     }
 
-    fn cancel_operation(&mut self, sid: SessionId, operation: &str) -> Value {
-        if self.ops.is_running(operation) != Some(true) {
+    fn cancel_operation(
+        &mut self,
+        sid: SessionId,
+        owner: &coogle_tool::Owner,
+        operation: &str,
+    ) -> Value {
+        if self.ops.is_running(operation, owner) != Some(true) {
             return wire::tool_error_result(&format!(
-                "coogle: operation {operation:?} is not running"
+                "coogle: operation {operation:?} of this session is not running"
             ));
         }
         let is_op = |o: &Origin| matches!(o, Origin::Operation(x) if x == operation);

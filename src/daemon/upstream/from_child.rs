@@ -32,6 +32,9 @@ impl Upstream {
                     .id()
                     .and_then(|id| serde_json::from_str::<u64>(id.get()).ok());
                 let Some(p) = uid.and_then(|u| self.inflight.remove(u)) else {
+                    if let Some(uid) = uid {
+                        self.inflight.settled(uid);
+                    }
                     tracing::debug!(upstream = %self.name, "dropping a response to no pending request (cancelled or timed out)");
                     return;
                 };
@@ -165,7 +168,7 @@ impl Upstream {
                     return;
                 };
                 msg.set_params_field("progressToken", original.to_owned());
-                self.send_to_session(sid, msg.to_line());
+                self.notify_session(sid, msg.to_line(), false);
             }
             "notifications/message" => {
                 let level = msg
@@ -185,7 +188,7 @@ impl Upstream {
                     .and_then(|t| serde_json::from_str::<String>(t.get()).ok())
                     .and_then(|t| self.tasks.owner(&t));
                 if let Some(sid) = owner {
-                    self.send_to_session(sid, msg.to_line());
+                    self.notify_session(sid, msg.to_line(), false);
                 }
             }
             "notifications/resources/updated" => {
@@ -195,7 +198,7 @@ impl Upstream {
                     .unwrap_or_default();
                 let line = msg.to_line();
                 for sid in self.subscriptions.subscribers(&uri) {
-                    self.send_to_session(sid, line.clone());
+                    self.notify_session(sid, line.clone(), false);
                 }
             }
             "notifications/cancelled" => {
@@ -224,7 +227,8 @@ impl Upstream {
                         self.refresh_tools();
                     }
                 }
-                self.broadcast(&msg.to_line());
+                let keep = method.ends_with("/list_changed");
+                self.broadcast(&msg.to_line(), keep);
             }
         }
     }
@@ -245,7 +249,8 @@ impl Upstream {
             return;
         }
         let capability = method.split('/').next().unwrap_or_default();
-        let target = self.caller_of(&msg).filter(|id| {
+        let caller = self.caller_of(&msg);
+        let target = caller.filter(|id| {
             self.sessions.get(id).is_some_and(|s| {
                 s.era != Some(Era::Modern)
                     && s.capabilities
@@ -270,14 +275,18 @@ impl Upstream {
     }
 
     /// The session that caused a child's request: the owner of the task it names, else the
-    /// one session with requests in flight.
-    fn caller_of(&self, msg: &Message) -> Option<SessionId> {
+    /// one session the child may be working for. A call that timed out or was cancelled still
+    /// counts while the child may go on with it (its session, gone or not, stays a candidate),
+    /// so another session is never asked on its behalf; more than one candidate, or one that
+    /// cannot answer (a control call), and nobody is asked.
+    fn caller_of(&mut self, msg: &Message) -> Option<SessionId> {
         if let Some(owner) = related_task(msg).and_then(|t| self.tasks.owner(&t)) {
             return Some(owner);
         }
-        let mut busy = self.inflight.busy_sessions();
-        match (busy.next(), busy.next()) {
-            (Some(id), None) => Some(id),
+        let callers = self.inflight.callers(std::time::Instant::now())?;
+        let mut it = callers.into_iter();
+        match (it.next(), it.next()) {
+            (Some(Some(id)), None) => Some(id),
             _ => None,
         }
     }
@@ -291,7 +300,7 @@ impl Upstream {
                 let data = notice_text(&self.name, &url);
                 let params = json!({"level": "warning", "logger": "coogle", "data": data});
                 let line = wire::notification_line("notifications/message", Some(&params));
-                self.broadcast(&line);
+                self.broadcast(&line, true);
             }
             Change::Done => {
                 tracing::info!(upstream = %self.name, account, "signed in: calls work again")
@@ -305,7 +314,7 @@ impl Upstream {
     /// be told whose it is, and no session gets it (logs are not worth another's leaking).
     fn route_request_log(&mut self, level: u8, line: &[u8]) {
         match self.inflight.log_listeners(level).as_slice() {
-            [sid] => self.send_to_session(*sid, line.to_vec()),
+            [sid] => self.notify_session(*sid, line.to_vec(), false),
             [] => {}
             _ => {
                 self.unattributed_logs += 1;

@@ -31,6 +31,13 @@ use crate::wire::{
     rpc_code,
 };
 
+/// Calls one session may have waiting for a free slot; past this, a call is answered at once
+/// with an error instead of growing the daemon without bound.
+const MAX_QUEUED_PER_SESSION: usize = 256;
+
+/// Requests (of all sessions) that may wait for a child that is not ready yet.
+const MAX_WAITING: usize = 4096;
+
 /// The methods whose answer a 2026-07-28 child may make `input_required`.
 const ASKS_FOR_INPUT: [&str; 3] = ["tools/call", "prompts/get", "resources/read"];
 
@@ -48,6 +55,10 @@ impl Upstream {
         };
         match msg.kind() {
             Kind::Request => self.on_session_request(sid, Request::classify(msg)),
+            Kind::Notification if msg.has_null_id() => {
+                let text = "invalid request: a request's id must be a string or a number, not null";
+                self.send_to_session(sid, error_line(None, rpc_code::INVALID_REQUEST, text));
+            }
             Kind::Notification => self.on_session_notification(sid, msg),
             Kind::Response => {
                 let key = msg.id().map(id_key).unwrap_or_default();
@@ -75,8 +86,7 @@ impl Upstream {
     pub(super) fn on_session_request(&mut self, sid: SessionId, req: Request) {
         // Much of what a request means depends on the child's era: until it is known, wait.
         let Some(child_era) = self.child_era() else {
-            self.waiting_era.push_back((sid, req));
-            self.demand();
+            self.wait_for_era(sid, req);
             return;
         };
         if let Some(s) = self.sessions.get_mut(&sid)
@@ -164,10 +174,7 @@ impl Upstream {
                 }
                 self.send_to_session(sid, response_line(&req.id, &result));
             }
-            None => {
-                self.waiting_era.push_back((sid, req));
-                self.demand();
-            }
+            None => self.wait_for_era(sid, req),
         }
     }
 
@@ -195,8 +202,7 @@ impl Upstream {
                 "Method not found",
             ),
             (Era::Modern, None, _) => {
-                self.waiting_era.push_back((sid, req));
-                self.demand();
+                self.wait_for_era(sid, req);
                 return;
             }
         };
@@ -261,9 +267,24 @@ impl Upstream {
             return;
         }
         if req.method == Method::ToolsCall {
+            if self.queue.len_of(key) >= MAX_QUEUED_PER_SESSION {
+                let text = format!(
+                    "coogle: this session already has {MAX_QUEUED_PER_SESSION} calls waiting for the `{}` server; wait for some to finish",
+                    self.name
+                );
+                self.count_session_outcome(&origin, Outcome::Error, Duration::ZERO);
+                self.reply_error(origin, true, ErrorCode::UpstreamUnavailable, &text);
+                return;
+            }
+            // Tagged with the session's id for it, so a cancel finds it without a scan.
+            let tag = match &origin {
+                Origin::Session { client_id, .. } => Some(id_key(client_id)),
+                _ => None,
+            };
             let enqueued = Instant::now();
-            self.queue.push(
+            self.queue.push_tagged(
                 key,
+                tag,
                 Queued {
                     origin,
                     req,
@@ -291,10 +312,37 @@ impl Upstream {
         }
         if self.life.is_ready() {
             self.dispatch(origin, req);
+        } else if self.held.len() >= MAX_WAITING {
+            let is_call = req.method == Method::ToolsCall;
+            let text = self.too_much_waiting();
+            self.reply_error(origin, is_call, ErrorCode::UpstreamUnavailable, &text);
         } else {
             self.held.push_back((key, origin, req));
             self.demand();
         }
+    }
+
+    fn too_much_waiting(&self) -> String {
+        format!(
+            "coogle: the `{}` server is starting and {MAX_WAITING} requests already wait for it; retry shortly",
+            self.name
+        )
+    }
+
+    /// Keep a session's request until the child's era is known (a first start).
+    fn wait_for_era(&mut self, sid: SessionId, req: Request) {
+        if self.waiting_era.len() >= MAX_WAITING {
+            let text = self.too_much_waiting();
+            let is_call = req.method == Method::ToolsCall;
+            let origin = Origin::Session {
+                id: sid,
+                client_id: req.id,
+            };
+            self.reply_error(origin, is_call, ErrorCode::UpstreamUnavailable, &text);
+            return;
+        }
+        self.waiting_era.push_back((sid, req));
+        self.demand();
     }
 
     /// The capabilities the child sees for a request, and the cache key they give: a
@@ -470,10 +518,7 @@ impl Upstream {
     /// Cancel one of a session's requests wherever it is: queued, held, waiting for input or
     /// in flight.
     fn cancel(&mut self, sid: SessionId, key: &str, reason: &str) {
-        if let Some(q) = self
-            .queue
-            .remove_first(sid, |q| q.origin.matches_client(sid, key))
-        {
+        if let Some(q) = self.queue.remove_tagged(sid, key) {
             self.count_session_outcome(&q.origin, Outcome::Cancelled, Duration::ZERO);
             self.stats.record(Outcome::Cancelled, Duration::ZERO);
             return;
@@ -505,6 +550,7 @@ impl Upstream {
     /// Forget an in-flight request and tell the child to stop working on it.
     pub(super) fn abandon(&mut self, uid: u64, reason: &str, outcome: Outcome) -> Option<Pending> {
         let p = self.inflight.remove(uid)?;
+        self.inflight.abandoned(uid, &p);
         if p.is_call {
             let took = p.started.elapsed();
             self.count_session_outcome(&p.origin, outcome, took);

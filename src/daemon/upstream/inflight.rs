@@ -7,7 +7,7 @@
 //! completed, abandoned or failed request means for the sessions is the actor's business; this
 //! table only keeps the books.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::Instant;
 
 use serde_json::value::RawValue;
@@ -17,6 +17,17 @@ use super::listen::ListenFilter;
 use super::tasks::TaskRole;
 use crate::daemon::SessionId;
 use crate::wire::id_key;
+
+/// How long an abandoned request still counts as possibly running in the child. A child told
+/// to cancel should stop at once; one that does not, past this, is taken to have given up.
+const ABANDONED_WATCH: std::time::Duration = std::time::Duration::from_secs(600);
+/// Abandoned requests remembered at the most; past this, every child request is ambiguous
+/// until they drain.
+const ABANDONED_MAX: usize = 1024;
+
+/// Who a request the child works on is for: a session, or someone who cannot answer a
+/// request from the child (a control connection, a background operation).
+pub(super) type Caller = Option<SessionId>;
 
 /// One request the child is working on.
 pub(super) struct Pending {
@@ -57,6 +68,11 @@ pub(super) struct Retry {
 
 pub(super) struct InFlight {
     pending: HashMap<u64, Pending>,
+    /// Requests nobody waits for any more (timed out, cancelled, their session gone) that the
+    /// child may still be working on: a request the child sends meanwhile may be theirs.
+    abandoned: BTreeMap<u64, (Caller, Instant)>,
+    /// More were abandoned than are remembered: who caused a child's request cannot be known.
+    abandoned_overflow: bool,
     deadlines: BTreeSet<(Instant, u64)>,
     by_client: HashMap<(SessionId, String), u64>,
     per_session: HashMap<SessionId, usize>,
@@ -69,6 +85,8 @@ impl Default for InFlight {
     fn default() -> Self {
         InFlight {
             pending: HashMap::new(),
+            abandoned: BTreeMap::new(),
+            abandoned_overflow: false,
             deadlines: BTreeSet::new(),
             by_client: HashMap::new(),
             per_session: HashMap::new(),
@@ -125,8 +143,54 @@ impl InFlight {
         Some(p)
     }
 
+    /// `p` (just removed) is no longer waited for, but the child may go on with it: remember
+    /// whose it was, for attributing what the child asks meanwhile.
+    pub fn abandoned(&mut self, uid: u64, p: &Pending) {
+        if matches!(p.origin, Origin::Internal(_)) {
+            return;
+        }
+        if self.abandoned.len() >= ABANDONED_MAX {
+            self.abandoned_overflow = true;
+            return;
+        }
+        self.abandoned
+            .insert(uid, (p.origin.session(), Instant::now()));
+    }
+
+    /// The child answered `uid` after all: it is done with it.
+    pub fn settled(&mut self, uid: u64) {
+        self.abandoned.remove(&uid);
+        if self.abandoned.is_empty() {
+            self.abandoned_overflow = false;
+        }
+    }
+
+    /// Everyone the child may be working for: the callers of requests in flight and of
+    /// abandoned ones it may still be on. `None` when that cannot be known (too many abandoned).
+    pub fn callers(&mut self, now: Instant) -> Option<BTreeSet<Caller>> {
+        self.abandoned
+            .retain(|_, (_, at)| now.duration_since(*at) < ABANDONED_WATCH);
+        if self.abandoned.is_empty() {
+            self.abandoned_overflow = false;
+        }
+        if self.abandoned_overflow {
+            return None;
+        }
+        let live = self
+            .pending
+            .values()
+            .filter(|p| !matches!(p.origin, Origin::Internal(_)))
+            .map(|p| p.origin.session());
+        Some(
+            live.chain(self.abandoned.values().map(|(c, _)| *c))
+                .collect(),
+        )
+    }
+
     /// Everything, for a child that is gone.
     pub fn drain(&mut self) -> Vec<Pending> {
+        self.abandoned.clear();
+        self.abandoned_overflow = false;
         let uids: Vec<u64> = self.pending.keys().copied().collect();
         uids.into_iter().filter_map(|u| self.remove(u)).collect()
     }
@@ -213,11 +277,6 @@ impl InFlight {
                 _ => None,
             })
     }
-
-    /// The sessions with at least one request in flight.
-    pub fn busy_sessions(&self) -> impl Iterator<Item = SessionId> + '_ {
-        self.per_session.keys().copied()
-    }
 }
 
 #[cfg(test)]
@@ -272,15 +331,46 @@ mod tests {
         assert_eq!(t.expire(now + Duration::from_secs(1)), Some(b));
         assert_eq!(t.get(b).unwrap().deadline, None);
         assert_eq!(t.next_deadline(), Some(now + Duration::from_secs(2)));
-        let mut busy: Vec<_> = t.busy_sessions().collect();
-        busy.sort();
-        assert_eq!(busy, vec![1, 2]);
+        let callers: Vec<_> = t.callers(now).unwrap().into_iter().collect();
+        assert_eq!(callers, vec![Some(1), Some(2)]);
         assert!(t.remove(a).is_some());
         assert_eq!((t.calls(), t.of_session_count(1)), (0, 0));
         assert_eq!(t.find_client(1, "\"x\""), None);
         assert!(t.remove(a).is_none(), "removed once");
         assert_eq!(t.drain().len(), 1);
-        assert_eq!((t.next_deadline(), t.busy_sessions().count()), (None, 0));
+        assert_eq!(t.next_deadline(), None);
+        assert!(t.callers(now).unwrap().is_empty());
+    }
+
+    #[test]
+    fn an_abandoned_request_counts_until_the_child_answers_it() {
+        let mut t = InFlight::default();
+        let now = Instant::now();
+        let a = t.take_uid();
+        t.insert(
+            a,
+            pending(session(1, "x"), true, now + Duration::from_secs(5)),
+        );
+        let p = t.remove(a).unwrap();
+        t.abandoned(a, &p);
+        let b = t.take_uid();
+        t.insert(
+            b,
+            pending(session(2, "y"), true, now + Duration::from_secs(5)),
+        );
+        let callers: Vec<_> = t.callers(now).unwrap().into_iter().collect();
+        assert_eq!(
+            callers,
+            vec![Some(1), Some(2)],
+            "1's call may still be running"
+        );
+        t.settled(a);
+        let callers: Vec<_> = t.callers(now).unwrap().into_iter().collect();
+        assert_eq!(callers, vec![Some(2)]);
+        // Past the watch, an abandoned request no longer counts.
+        t.abandoned(a, &p);
+        let later = now + ABANDONED_WATCH + Duration::from_secs(1);
+        assert_eq!(t.callers(later).unwrap().len(), 1);
     }
 
     /// A session that sends a second request with an id still in flight keeps finding the

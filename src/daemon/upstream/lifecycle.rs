@@ -29,6 +29,9 @@ const MAX_BACKOFF: Duration = Duration::from_secs(60);
 const HEALTHY_RUN: Duration = Duration::from_secs(10);
 /// How long the `server/discover` probe waits before `initialize` is tried too.
 pub(crate) const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
+/// A child whose stdout closed and that has not exited after this is stopped: it can no longer
+/// answer (normally the exit follows at once, and its own status says why).
+pub(crate) const STDOUT_CLOSED_GRACE: Duration = Duration::from_millis(500);
 /// Grace between SIGTERM and SIGKILL when stopping a child.
 const STOP_GRACE: Duration = Duration::from_secs(2);
 
@@ -75,6 +78,8 @@ pub(super) struct Life {
     pub probe_suspect: bool,
     /// This child dies of the `server/discover` probe: it is started with `initialize`.
     pub probe_kills: bool,
+    /// When the running child's stdout reached EOF, if it did.
+    pub stdout_closed_at: Option<Instant>,
 }
 
 impl Life {
@@ -100,6 +105,7 @@ impl Life {
             initialize_sent: false,
             probe_suspect: false,
             probe_kills: false,
+            stdout_closed_at: None,
         }
     }
 
@@ -149,6 +155,7 @@ impl Upstream {
             self.life.max_line,
             &self.name,
             self.life.stderr_tail.clone(),
+            self.reaper.clone(),
         );
         match attached {
             Ok(handle) => self.on_spawned(handle),
@@ -391,7 +398,32 @@ impl Upstream {
         }
     }
 
+    /// The child's stdout reached EOF. Usually it is exiting; one that goes on running can
+    /// never answer again and is stopped, at once rather than after three timeouts.
+    pub(super) fn on_stdout_closed(&mut self) {
+        if self.life.child.is_some() {
+            self.life.stdout_closed_at = Some(Instant::now());
+        }
+    }
+
+    pub(super) fn check_stdout_closed(&mut self, now: Instant) {
+        if self
+            .life
+            .stdout_closed_at
+            .is_some_and(|t| now >= t + STDOUT_CLOSED_GRACE)
+        {
+            self.life.stdout_closed_at = None;
+            if self.life.child.is_some() {
+                let why = "it closed its stdout but kept running, so coogle restarted it";
+                tracing::warn!(upstream = %self.name, "{why}");
+                self.life.stop_reason = Some(why.to_string());
+                self.kill_child();
+            }
+        }
+    }
+
     pub(super) fn on_child_exit(&mut self, status: String) {
+        self.life.stdout_closed_at = None;
         let Some(c) = self.life.child.take() else {
             return;
         };

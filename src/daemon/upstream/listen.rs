@@ -74,7 +74,7 @@ impl Upstream {
         if let (Some(_), Origin::Session { id, client_id }) = (&p.listen, &p.origin) {
             let (sid, client_id) = (*id, client_id.clone());
             msg.set_meta_fields(vec![(META_SUBSCRIPTION, client_id)]);
-            self.send_to_session(sid, msg.to_line());
+            self.notify_session(sid, msg.to_line(), method.ends_with("/list_changed"));
         }
     }
 
@@ -86,10 +86,10 @@ impl Upstream {
             "notifications/tools/list_changed" => {
                 self.cache.invalidate_tools();
                 self.refresh_tools();
-                self.broadcast(&msg.to_line());
+                self.broadcast(&msg.to_line(), true);
             }
             "notifications/prompts/list_changed" | "notifications/resources/list_changed" => {
-                self.broadcast(&msg.to_line())
+                self.broadcast(&msg.to_line(), true)
             }
             "notifications/resources/updated" => {
                 let uri = msg
@@ -98,7 +98,7 @@ impl Upstream {
                     .unwrap_or_default();
                 let line = msg.to_line();
                 for sid in self.subscriptions.subscribers(&uri) {
-                    self.send_to_session(sid, line.clone());
+                    self.notify_session(sid, line.clone(), false);
                 }
             }
             _ => {}
@@ -108,10 +108,8 @@ impl Upstream {
     /// Tell sessions the tool list changed: handshake-era sessions with a plain notification,
     /// and, with `to_listens`, 2026-07-28 sessions through each of their listens that asked.
     pub(super) fn announce_tools_changed(&mut self, to_listens: bool) {
-        self.broadcast(&wire::notification_line(
-            "notifications/tools/list_changed",
-            None,
-        ));
+        let changed = wire::notification_line("notifications/tools/list_changed", None);
+        self.broadcast(&changed, true);
         if !to_listens {
             return;
         }
@@ -124,7 +122,7 @@ impl Upstream {
         for (sid, listen_id) in listens {
             let params = json!({"_meta": {META_SUBSCRIPTION: listen_id}});
             let line = wire::notification_line("notifications/tools/list_changed", Some(&params));
-            self.send_to_session(sid, line);
+            self.notify_session(sid, line, true);
         }
     }
 

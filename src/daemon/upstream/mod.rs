@@ -98,6 +98,8 @@ pub(crate) enum Event {
 pub(crate) enum ChildEvent {
     Line(Vec<u8>),
     LineTooLong,
+    /// Its stdout reached EOF: it can never answer again, whether or not it still runs.
+    StdoutClosed,
     Exited(String),
 }
 
@@ -182,10 +184,12 @@ pub(crate) fn start(
     record_path: PathBuf,
     max_line: usize,
     coogle_tool: bool,
+    reaper: std::sync::Arc<super::reaper::Reaper>,
 ) -> UpstreamHandle {
     let (tx, rx) = mpsc::channel(4096);
     let name = config.name.clone();
     let mut actor = Upstream::new(config, record_path, max_line, tx.clone());
+    actor.reaper = reaper;
     actor.coogle_tool = coogle_tool;
     let caps = actor.config.client_capabilities.clone();
     actor.cache.load("config", &caps);
@@ -265,10 +269,14 @@ struct Upstream {
     /// Log messages of a 2026-07-28 child that more than one session could have asked for,
     /// and that no session got.
     unattributed_logs: u64,
+    /// When to retry delivering list changes sessions missed while not reading.
+    missed_retry_at: Option<Instant>,
     /// Whether the `coogle` tool is offered (config `coogleTool`).
     coogle_tool: bool,
     ops: Operations,
     stats: CallStats,
+    /// Stops what a child leaves behind when it exits (see `reaper`).
+    reaper: std::sync::Arc<super::reaper::Reaper>,
 }
 
 pub(super) fn ms(d: Duration) -> u64 {
@@ -301,9 +309,11 @@ impl Upstream {
             sign_ins: SignIns::default(),
             child_log_level: None,
             unattributed_logs: 0,
+            missed_retry_at: None,
             coogle_tool: false,
             ops: Operations::default(),
             stats: CallStats::default(),
+            reaper: Default::default(),
             config,
         }
     }
@@ -338,6 +348,10 @@ impl Upstream {
             shutdown,
             self.ops.next_deadline(),
             self.rounds.next_due(),
+            self.missed_retry_at,
+            self.life
+                .stdout_closed_at
+                .map(|t| t + lifecycle::STDOUT_CLOSED_GRACE),
         ]
         .into_iter()
         .flatten()
@@ -365,6 +379,7 @@ impl Upstream {
                         self.life.stop_reason = Some(msg);
                         self.kill_child();
                     }
+                    ChildEvent::StdoutClosed => self.on_stdout_closed(),
                     ChildEvent::Exited(status) => self.on_child_exit(status),
                 }
             }
@@ -397,6 +412,8 @@ impl Upstream {
             self.on_timeout(uid);
         }
         self.retry_due_rounds(now);
+        self.check_stdout_closed(now);
+        self.retry_missed(now);
         if self.life.restart_at.is_some_and(|t| t <= now) {
             self.on_restart_due();
         }

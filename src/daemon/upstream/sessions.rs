@@ -19,8 +19,16 @@ use crate::daemon::stats::{CallStats, Outcome};
 use crate::wire::{self, Hello, rpc_code};
 use serde_json::json;
 
-/// Lines a session may have waiting to be written before it counts as not reading.
-pub(crate) const SESSION_BUFFER: usize = 1024;
+/// Lines queued for a session past which its notifications are dropped (list changes are kept,
+/// once each, for when it reads again): a session that pauses must not have its own answers
+/// wait behind a noisy child's logs, nor make the daemon hold them.
+const NOTICE_LIMIT: usize = 256;
+/// What a session may leave unread before it is disconnected, the last resort: its answers
+/// are never dropped, so this bounds the memory the daemon holds for one session.
+const UNREAD_LIMIT_BYTES: usize = 64 << 20;
+const UNREAD_LIMIT_LINES: usize = 65_536;
+/// How often missed list changes are retried for a session that is not reading.
+pub(super) const MISSED_RETRY: Duration = Duration::from_millis(250);
 
 pub(super) struct Session {
     pub out: Outbox<OwnedWriteHalf>,
@@ -36,6 +44,10 @@ pub(super) struct Session {
     pub initialized: bool,
     pub log_level: Option<u8>,
     pub stats: CallStats,
+    /// Notifications not delivered because the session was not reading.
+    pub dropped: u64,
+    /// List changes it missed meanwhile, delivered once it reads again.
+    pub missed: Vec<Vec<u8>>,
 }
 
 impl Upstream {
@@ -60,6 +72,8 @@ impl Upstream {
                 initialized: false,
                 log_level: None,
                 stats: CallStats::default(),
+                dropped: 0,
+                missed: Vec::new(),
             },
         );
         self.demand();
@@ -110,31 +124,106 @@ impl Upstream {
         }
     }
 
+    /// An answer (or a request) for one session: never dropped. A session that leaves too much
+    /// of them unread is disconnected, and told why.
     pub(super) fn send_to_session(&mut self, sid: SessionId, line: Vec<u8>) {
+        self.deliver_missed(sid);
         let Some(s) = self.sessions.get(&sid) else {
             return;
         };
         match s.out.send(line) {
-            Ok(()) if s.out.queued() > SESSION_BUFFER => {
-                tracing::warn!(upstream = %self.name, session = sid, "the session is not reading its responses; disconnecting it");
-                self.on_session_closed(sid);
+            Ok(())
+                if s.out.queued_bytes() > UNREAD_LIMIT_BYTES
+                    || s.out.queued() > UNREAD_LIMIT_LINES =>
+            {
+                self.disconnect_unread(sid)
             }
             Ok(()) => {}
             Err(_) => self.on_session_closed(sid),
         }
     }
 
-    /// A line for every initialized session.
-    pub(super) fn broadcast(&mut self, line: &[u8]) {
-        self.send_to_each(line, |_| true);
+    /// A notification for one session: dropped (and counted) while the session has more than
+    /// a little unread; a list change is kept, once, for when it reads again.
+    pub(super) fn notify_session(&mut self, sid: SessionId, line: Vec<u8>, keep_if_missed: bool) {
+        let Some(s) = self.sessions.get_mut(&sid) else {
+            return;
+        };
+        if s.out.queued() >= NOTICE_LIMIT {
+            s.dropped += 1;
+            if keep_if_missed && !s.missed.contains(&line) && s.missed.len() < 16 {
+                s.missed.push(line);
+                self.missed_retry_at
+                    .get_or_insert_with(|| Instant::now() + MISSED_RETRY);
+            }
+            return;
+        }
+        self.send_to_session(sid, line);
+    }
+
+    /// Deliver what a session missed, once it is reading again.
+    fn deliver_missed(&mut self, sid: SessionId) {
+        let Some(s) = self.sessions.get_mut(&sid) else {
+            return;
+        };
+        if s.missed.is_empty() || s.out.queued() >= NOTICE_LIMIT {
+            return;
+        }
+        for line in std::mem::take(&mut s.missed) {
+            if s.out.send(line).is_err() {
+                break;
+            }
+        }
+    }
+
+    /// Retry missed list changes for every session (on a timer, for sessions that went quiet).
+    pub(super) fn retry_missed(&mut self, now: Instant) {
+        if self.missed_retry_at.is_none_or(|t| t > now) {
+            return;
+        }
+        self.missed_retry_at = None;
+        let ids: Vec<SessionId> = self.sessions.keys().copied().collect();
+        for sid in ids {
+            self.deliver_missed(sid);
+        }
+        if self.sessions.values().any(|s| !s.missed.is_empty()) {
+            self.missed_retry_at = Some(now + MISSED_RETRY);
+        }
+    }
+
+    /// The last resort for a session that does not read its answers: say why at the end of
+    /// what it has to read, and close it.
+    fn disconnect_unread(&mut self, sid: SessionId) {
+        let Some(s) = self.sessions.get(&sid) else {
+            return;
+        };
+        let reason = format!(
+            "coogle disconnected this session: it left {} answers ({} KiB) unread on the `{}` server",
+            s.out.queued(),
+            s.out.queued_bytes() / 1024,
+            self.name
+        );
+        tracing::warn!(upstream = %self.name, session = sid, "{reason}");
+        let params = json!({"reason": reason});
+        let _ = s.out.send(wire::notification_line(
+            wire::DISCONNECTED_NOTICE,
+            Some(&params),
+        ));
+        self.on_session_closed(sid);
+    }
+
+    /// A line for every initialized (handshake-era) session; a list change is kept for one
+    /// that is not reading.
+    pub(super) fn broadcast(&mut self, line: &[u8], keep_if_missed: bool) {
+        self.notify_each(line, keep_if_missed, |_| true);
     }
 
     /// A log message from the child, to each session whose level admits it.
     pub(super) fn fan_out_log(&mut self, level: u8, line: &[u8]) {
-        self.send_to_each(line, |s| log_level::admits(s.log_level, level));
+        self.notify_each(line, false, |s| log_level::admits(s.log_level, level));
     }
 
-    fn send_to_each(&mut self, line: &[u8], wants: impl Fn(&Session) -> bool) {
+    fn notify_each(&mut self, line: &[u8], keep: bool, wants: impl Fn(&Session) -> bool) {
         let ids: Vec<SessionId> = self
             .sessions
             .iter()
@@ -142,7 +231,7 @@ impl Upstream {
             .map(|(id, _)| *id)
             .collect();
         for id in ids {
-            self.send_to_session(id, line.to_vec());
+            self.notify_session(id, line.to_vec(), keep);
         }
     }
 

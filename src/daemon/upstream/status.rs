@@ -32,6 +32,7 @@ impl Upstream {
                     connected_at_ms: since_epoch(s.connected_at),
                     uptime_ms: ms(s.connected.elapsed()),
                     queued: self.queue.len_of(id),
+                    dropped_notifications: s.dropped,
                     in_flight: self.inflight.of_session_count(id),
                     stats: s.stats.to_status(),
                 }
@@ -91,8 +92,8 @@ impl Upstream {
     }
 }
 
-/// `status` for an agent to read.
-pub(super) fn status_text(s: &UpstreamStatus) -> String {
+/// `status` for an agent to read; `sessions` counts every session sharing the server.
+pub(super) fn status_text(s: &UpstreamStatus, sessions: usize) -> String {
     let pid = s.pid.map_or_else(|| "null".to_string(), |p| p.to_string());
     let mut t = format!(
         "Server `{}` is {} (pid {pid}, restarts {}, queue {}, in flight {}/{}).",
@@ -120,6 +121,6 @@ pub(super) fn status_text(s: &UpstreamStatus) -> String {
         };
         t.push_str(&format!("\nGoogle sign-in required{account}: {}", si.url));
     }
-    t.push_str(&format!("\n{} session(s) share it.", s.sessions.len()));
+    t.push_str(&format!("\n{sessions} session(s) share it."));
     t
 }

@@ -311,6 +311,66 @@ async fn a_child_request_goes_to_the_one_busy_session_and_is_refused_when_ambigu
     h.reads_nothing(2).await;
 }
 
+/// Regression (hardening review): B's call timed out, the child went on with it and asked for
+/// an elicitation, and the request went to A, the one session still busy.
+#[tokio::test]
+async fn a_request_of_a_call_the_child_may_still_run_never_goes_to_another_session() {
+    let mut h = Harness::ready(json!({"maxConcurrent": 2})).await;
+    let caps = json!({"elicitation": {}});
+    h.session(1, caps.clone()).await;
+    h.session(2, caps).await;
+    h.says(2, call(json!("b"), "ask", json!({})));
+    let b = h.child_reads().await;
+    h.says(2, json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "b"}}));
+    assert_eq!(h.child_reads().await["method"], "notifications/cancelled");
+    h.says(1, call(json!("a"), "echo", json!({})));
+    h.child_reads().await;
+    h.child_says(
+        json!({"jsonrpc": "2.0", "id": 77, "method": "elicitation/create",
+        "params": {"message": "secret of caller B"}}),
+    );
+    let refused = h.child_reads().await;
+    assert_eq!(refused["id"], 77);
+    assert!(refused.get("error").is_some(), "{refused}");
+    h.reads_nothing(1).await;
+    h.reads_nothing(2).await;
+    // The child answers B's call after all: from then on A is the only one it works for.
+    h.child_says(json!({"jsonrpc": "2.0", "id": b["id"], "result": {}}));
+    h.child_says(json!({"jsonrpc": "2.0", "id": 78, "method": "elicitation/create", "params": {"message": "for A"}}));
+    assert_eq!(h.reads(1).await["params"]["message"], "for A");
+    // A session that left stays a candidate for its calls the child may still run.
+    let mut h = Harness::ready(json!({"maxConcurrent": 2})).await;
+    h.session(1, json!({"elicitation": {}})).await;
+    h.session(2, json!({"elicitation": {}})).await;
+    h.says(2, call(json!("b"), "ask", json!({})));
+    h.child_reads().await;
+    h.actor.handle(Event::SessionClosed { id: 2 });
+    assert_eq!(h.child_reads().await["method"], "notifications/cancelled");
+    h.says(1, call(json!("a"), "echo", json!({})));
+    h.child_reads().await;
+    h.child_says(json!({"jsonrpc": "2.0", "id": 79, "method": "elicitation/create", "params": {"message": "B's"}}));
+    assert!(h.child_reads().await.get("error").is_some());
+    h.reads_nothing(1).await;
+}
+
+/// Regression (hardening review): a request with `"id": null` was taken for a notification and
+/// forwarded, so its sender waited for an answer that never came.
+#[tokio::test]
+async fn a_null_id_is_an_invalid_request() {
+    let mut h = Harness::ready(json!({})).await;
+    h.session(1, json!({})).await;
+    h.says(
+        1,
+        json!({"jsonrpc": "2.0", "id": null, "method": "tools/call", "params": {"name": "echo"}}),
+    );
+    let e = h.reads(1).await;
+    assert_eq!(
+        (e["id"].clone(), e["error"]["code"].clone()),
+        (Value::Null, json!(-32600))
+    );
+    h.child_reads_nothing().await;
+}
+
 #[tokio::test]
 async fn a_task_is_visible_only_to_its_creator() {
     let mut h = Harness::ready(json!({})).await;

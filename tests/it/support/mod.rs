@@ -174,7 +174,13 @@ impl Env {
     /// is inherited (CA bundles, PATH, pyenv), and uv keeps using the real cache so third-party
     /// servers are not downloaded again for every temporary HOME.
     pub fn cmd(&self) -> Command {
-        let mut c = Command::new(COOGLE);
+        self.sealed(COOGLE)
+    }
+
+    /// Any program with this env's HOME, XDG dirs, config and socket (a client that starts
+    /// `coogle mcp` itself, say), as [`Env::cmd`] runs coogle.
+    pub fn sealed(&self, program: impl AsRef<std::ffi::OsStr>) -> Command {
+        let mut c = Command::new(program);
         if let Some(real_home) = std::env::var_os("HOME").map(PathBuf::from) {
             if std::env::var_os("UV_CACHE_DIR").is_none() {
                 c.env("UV_CACHE_DIR", real_home.join(".cache/uv"));
@@ -220,7 +226,7 @@ impl Env {
             .stderr(Stdio::piped())
             .spawn()
             .expect("spawn coogle serve");
-        let d = Daemon { child: Some(child) };
+        let d = Daemon::new(child);
         self.wait_ready();
         d
     }
@@ -252,6 +258,13 @@ impl Env {
 
     pub fn shim(&self) -> Shim {
         self.shim_with(&[])
+    }
+
+    /// A shim started by the Claude Code session `id` (its `CLAUDE_CODE_SESSION_ID`).
+    pub fn shim_of_claude_session(&self, id: &str) -> Shim {
+        let mut cmd = self.cmd();
+        cmd.env("CLAUDE_CODE_SESSION_ID", id);
+        self.stdio_server(cmd, &["mcp"])
     }
 
     pub fn shim_with(&self, extra: &[&str]) -> Shim {
@@ -339,34 +352,47 @@ impl std::fmt::Display for Output {
 /// A `coogle serve` process, killed (SIGKILL) when dropped if still running.
 pub struct Daemon {
     pub child: Option<Child>,
+    /// Its stderr (the log, with `--log-stderr`), drained as it comes: a daemon whose log pipe
+    /// fills blocks in its logging, which is not what any test means to check.
+    stderr: Option<std::thread::JoinHandle<String>>,
 }
 
 impl Daemon {
+    fn new(mut child: Child) -> Daemon {
+        let stderr = child.stderr.take().map(|mut e| {
+            std::thread::spawn(move || {
+                let mut err = String::new();
+                let _ = e.read_to_string(&mut err);
+                err
+            })
+        });
+        Daemon {
+            child: Some(child),
+            stderr,
+        }
+    }
+
     pub fn pid(&self) -> u32 {
         self.child.as_ref().unwrap().id()
     }
 
     /// Send a signal and wait for exit; returns the exit code and stderr.
     pub fn signal_and_wait(&mut self, sig: i32) -> (Option<i32>, String) {
-        let mut child = self.child.take().unwrap();
+        let child = self.child.as_ref().unwrap();
         unsafe {
             libc::kill(child.id() as i32, sig);
         }
-        let status = wait_child(&mut child, Duration::from_secs(20));
-        let mut err = String::new();
-        if let Some(mut e) = child.stderr.take() {
-            let _ = e.read_to_string(&mut err);
-        }
-        (status, err)
+        self.wait_exit()
     }
 
     pub fn wait_exit(&mut self) -> (Option<i32>, String) {
         let mut child = self.child.take().unwrap();
         let status = wait_child(&mut child, Duration::from_secs(20));
-        let mut err = String::new();
-        if let Some(mut e) = child.stderr.take() {
-            let _ = e.read_to_string(&mut err);
-        }
+        let err = self
+            .stderr
+            .take()
+            .and_then(|t| t.join().ok())
+            .unwrap_or_default();
         (status, err)
     }
 }
@@ -558,9 +584,23 @@ pub fn control(socket: &Path, method: &str, params: Value) -> Result<Value, Stri
     }
 }
 
+/// Connect, waiting out a full accept backlog (EAGAIN on a loaded machine) for up to 5 s: the
+/// tests that use this check answers, not how fast a busy daemon accepts.
+pub fn connect_patiently(socket: &Path) -> std::io::Result<UnixStream> {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        match UnixStream::connect(socket) {
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock && Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            other => return other,
+        }
+    }
+}
+
 /// Send bytes plus a newline on a fresh connection and read one line back.
 pub fn raw_exchange(socket: &Path, bytes: &[u8]) -> Result<String, String> {
-    let mut s = UnixStream::connect(socket).map_err(|e| e.to_string())?;
+    let mut s = connect_patiently(socket).map_err(|e| e.to_string())?;
     s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
     s.write_all(bytes).map_err(|e| e.to_string())?;
     s.write_all(b"\n").map_err(|e| e.to_string())?;
@@ -674,6 +714,50 @@ pub fn require_program(program: &str) -> Option<PathBuf> {
         );
     }
     found
+}
+
+/// The official Python SDK (`mcp` 2.x) importable by `python3`. Missing: a failure when
+/// `COOGLE_REQUIRE_THIRD_PARTY` is set (CI installs it), else `false` with a SKIPPED line.
+pub fn python_sdk() -> bool {
+    let ok = Command::new("python3")
+        .args(["-c", "import mcp, mcp.client.client"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        assert!(
+            std::env::var_os("COOGLE_REQUIRE_THIRD_PARTY").is_none(),
+            "the Python SDK `mcp` is not installed but COOGLE_REQUIRE_THIRD_PARTY is set (see .ci/run)"
+        );
+        eprintln!(
+            "SKIPPED: the Python MCP SDK is not installed (pip install mcp==2.3.0, as .ci/run does)"
+        );
+    }
+    ok
+}
+
+/// Run `tests/it/py/era_client.py` (the official Python SDK as the client) against
+/// `coogle mcp` in this env; its JSON report, or a failure naming what it printed.
+pub fn py_client(env: &Env, mode: &str, extra: &[&str], shim_args: &[&str]) -> Value {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/py/era_client.py");
+    let mut cmd = env.sealed("python3");
+    cmd.arg(&script)
+        .args(["--mode", mode])
+        .args(extra)
+        .arg("--")
+        .arg(COOGLE)
+        .arg("mcp");
+    cmd.args(shim_args);
+    let out = cmd.output().expect("run python3");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    serde_json::from_str(stdout.trim()).unwrap_or_else(|e| {
+        panic!(
+            "era_client.py printed no JSON ({e}); status {:?}\n--- stdout\n{stdout}\n--- stderr\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
 }
 
 /// How many lines of the fake server's event log start with `prefix` (a method name).
