@@ -36,7 +36,7 @@ fn a_newer_client_gets_an_idle_old_daemon_replaced() {
     std::fs::create_dir_all(&bin).unwrap();
     let installed = bin.join("coogle");
     std::fs::copy(COOGLE, &installed).unwrap();
-    let child = env
+    let mut child = env
         .sealed(&installed)
         .args(["serve", "--log-stderr"])
         .stdout(std::process::Stdio::null())
@@ -74,7 +74,7 @@ fn a_newer_client_gets_an_idle_old_daemon_replaced() {
     assert_eq!(text(&busy), "slept 2500 ms");
     // ... then, idle, it hands over.
     wait_for("the old daemon to stop", Duration::from_secs(10), || {
-        !pid_alive(old_pid)
+        child.try_wait().unwrap().is_some()
     });
     // The shim reconnects to a daemon it starts, and its session goes on.
     assert_eq!(
