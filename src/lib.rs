@@ -22,6 +22,7 @@ pub(crate) mod logging;
 pub(crate) mod output;
 pub(crate) mod paths;
 mod process;
+mod redact;
 pub(crate) mod search_server;
 mod secret;
 mod service_manager;

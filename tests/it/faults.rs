@@ -87,3 +87,30 @@ fn a_child_that_closes_its_stdout_is_replaced_at_once() {
     let after = s.call("pid", json!({}));
     assert_ne!(text(&after), before, "a new child");
 }
+
+/// Regression (hardening review): a child's stderr went into the daemon's log verbatim, secrets
+/// and all. What looks like a credential is taken out: the child's own secret environment, and
+/// tokens and fields of well-known shapes.
+#[test]
+fn credentials_in_a_childs_stderr_are_not_logged() {
+    let secret = "tok-live-0123456789abcdef";
+    let env = Env::with_fake(json!({"env": {"MY_SERVICE_TOKEN": secret}}));
+    let d = env.daemon();
+    let mut s = env.shim();
+    s.initialize();
+    let line = format!(
+        "leaking {secret} and ya29.a0AfB_longaccesstoken123 plus password=correcthorsebattery"
+    );
+    s.call("stderr", json!({"lines": 1, "text": line}));
+    s.call("echo", json!({"text": "sync"}));
+    drop(s);
+    let mut d = d;
+    let (_, log) = d.signal_and_wait(libc::SIGTERM);
+    assert!(
+        log.contains("leaking [redacted] and [redacted] plus password=[redacted]"),
+        "{log}"
+    );
+    for leaked in [secret, "ya29.a0AfB", "correcthorsebattery"] {
+        assert!(!log.contains(leaked), "{leaked} in the log");
+    }
+}

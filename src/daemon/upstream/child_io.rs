@@ -56,19 +56,33 @@ pub(super) struct ChildHandle {
     pub exited: watch::Receiver<bool>,
 }
 
+/// What a child's pipes are wired to.
+pub(super) struct Wiring {
+    pub generation: u64,
+    pub tx: mpsc::Sender<Event>,
+    /// The longest line accepted from the child.
+    pub max_line: usize,
+    pub upstream: String,
+    pub tail: StderrTail,
+    pub reaper: std::sync::Arc<crate::daemon::reaper::Reaper>,
+    /// Values to take out of the child's stderr before it is logged.
+    pub secrets: Vec<String>,
+}
+
 /// Wire a freshly spawned child to the actor. Errors only when its stdin cannot be made
 /// non-blocking (the child is then killed).
-pub(super) fn attach(
-    spawned: Spawned,
-    generation: u64,
-    tx: mpsc::Sender<Event>,
-    max_line: usize,
-    upstream: &str,
-    tail: StderrTail,
-    reaper: std::sync::Arc<crate::daemon::reaper::Reaper>,
-) -> Result<ChildHandle, String> {
+pub(super) fn attach(spawned: Spawned, wiring: Wiring) -> Result<ChildHandle, String> {
+    let Wiring {
+        generation,
+        tx,
+        max_line,
+        upstream,
+        tail,
+        reaper,
+        secrets,
+    } = wiring;
     let pid = spawned.pid;
-    reaper.child_started(upstream, pid);
+    reaper.child_started(&upstream, pid);
     // The child's stdin as a non-blocking pipe, so the actor can write without a hop.
     let stdin = spawned
         .stdin
@@ -87,11 +101,16 @@ pub(super) fn attach(
         tx.clone(),
         max_line,
     ));
-    tokio::spawn(drain_stderr(spawned.stderr, upstream.to_string(), tail));
+    tokio::spawn(drain_stderr(
+        spawned.stderr,
+        upstream.clone(),
+        tail,
+        secrets,
+    ));
 
     let (exited_tx, exited_rx) = watch::channel(false);
     let mut proc = spawned.child;
-    let name = upstream.to_string();
+    let name = upstream;
     tokio::spawn(async move {
         let status = match proc.wait().await {
             Ok(s) => s.to_string(),
@@ -150,7 +169,14 @@ async fn read_stdout(
     }
 }
 
-async fn drain_stderr(stderr: tokio::process::ChildStderr, upstream: String, tail: StderrTail) {
+/// The child's stderr into the daemon log, line by line, with credentials taken out (see
+/// `redact`): a traceback or a debug line may hold the child's token or key.
+async fn drain_stderr(
+    stderr: tokio::process::ChildStderr,
+    upstream: String,
+    tail: StderrTail,
+    secrets: Vec<String>,
+) {
     let mut r = BufReader::new(stderr);
     let mut buf = Vec::new();
     loop {
@@ -158,7 +184,8 @@ async fn drain_stderr(stderr: tokio::process::ChildStderr, upstream: String, tai
         match r.read_until(b'\n', &mut buf).await {
             Ok(0) | Err(_) => break,
             Ok(_) => {
-                let mut text = String::from_utf8_lossy(&buf).trim_end().to_string();
+                let mut text =
+                    crate::redact::redact(String::from_utf8_lossy(&buf).trim_end(), &secrets);
                 if text.len() > STDERR_LINE_MAX {
                     let mut cut = STDERR_LINE_MAX;
                     while !text.is_char_boundary(cut) {

@@ -148,19 +148,30 @@ impl Upstream {
         if let Err(e) = child::write_record(&self.life.record_path, &record) {
             tracing::warn!(path = %self.life.record_path.display(), "could not record the child pid: {e}");
         }
-        let attached = child_io::attach(
-            spawned,
-            self.life.generation,
-            self.tx.clone(),
-            self.life.max_line,
-            &self.name,
-            self.life.stderr_tail.clone(),
-            self.reaper.clone(),
-        );
+        let wiring = child_io::Wiring {
+            generation: self.life.generation,
+            tx: self.tx.clone(),
+            max_line: self.life.max_line,
+            upstream: self.name.clone(),
+            tail: self.life.stderr_tail.clone(),
+            reaper: self.reaper.clone(),
+            secrets: self.secret_values(),
+        };
+        let attached = child_io::attach(spawned, wiring);
         match attached {
             Ok(handle) => self.on_spawned(handle),
             Err(reason) => self.on_start_failed(reason),
         }
+    }
+
+    /// The values of the child's secret environment (its credentials, keys and tokens), to take
+    /// out of what it writes to stderr before that is logged.
+    fn secret_values(&self) -> Vec<String> {
+        let env = self.config.child_env().unwrap_or_default();
+        env.into_iter()
+            .filter(|(k, _)| crate::redact::is_secret_name(k))
+            .map(|(_, v)| v)
+            .collect()
     }
 
     /// A child is running: find out which era it speaks. It is probed with `server/discover`
