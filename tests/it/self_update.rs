@@ -187,14 +187,19 @@ fn an_installed_service_is_restarted_through_the_service_manager() {
     fs::write(&service, text).unwrap();
     let calls = w.env.path("manager.log");
     let manager = w.env.path("manager");
+    let daemon = w.env.daemon();
+    let old_pid = daemon.pid();
     // Loaded and running (launchctl `print` says `state = running`; systemctl's `is-active`
-    // exits 0); the restart stops the daemon and starts the service's program detached.
+    // exits 0). The restart does what systemd and launchd do: stop the daemon, wait until its
+    // process has exited (`coogle stop` returns once the socket is gone, while the old daemon
+    // may still hold its lock for a moment), then start the service's program detached.
     fs::write(
         &manager,
         format!(
             "#!/bin/sh\necho \"$*\" >> '{calls}'\ncase \"$*\" in\n\
              'print gui/'*/dev.coogle.daemon) echo 'state = running' ;;\n\
              '{restart}') '{exe}' stop >/dev/null 2>&1\n\
+             i=0; while [ $i -lt 400 ] && ps -o stat= -p {old_pid} 2>/dev/null | grep -q '^[^Z]'; do sleep 0.05; i=$((i + 1)); done\n\
              '{exe}' serve </dev/null >/dev/null 2>&1 &\n;;\nesac\nexit 0\n",
             calls = calls.display(),
             exe = w.exe.display()
@@ -202,8 +207,6 @@ fn an_installed_service_is_restarted_through_the_service_manager() {
     )
     .unwrap();
     fs::set_permissions(&manager, fs::Permissions::from_mode(0o755)).unwrap();
-    let daemon = w.env.daemon();
-    let old_pid = daemon.pid();
 
     let out = w
         .env
