@@ -13,6 +13,18 @@
 #                      [--url-base URL]
 #
 # --binary packs an already-built host binary instead of building (CI reuses its build).
+#
+# macOS binaries are built on a Mac. Linking one needs Apple's SDK (the Security and
+# CoreFoundation frameworks rustls-platform-verifier links against), which only Xcode or its
+# Command Line Tools provide; from Linux, a macOS target gets as far as scripts/check-macos (a
+# compile and lint check, what CI runs), so this script leaves macOS targets out unless it
+# runs on a Mac (an explicit --target is tried, and skipped with a warning when its link
+# fails). On a Mac (or a macOS CI runner, which has the SDK):
+#   rustup target add aarch64-apple-darwin x86_64-apple-darwin
+#   scripts/release.sh --target aarch64-apple-darwin --target x86_64-apple-darwin
+# packs both archives; packaging/macos/build-pkg.sh joins the two into a universal binary
+# (lipo) and signs, notarizes and staples the pkg. Homebrew builds from the source tarball on
+# the user's Mac (the formula's `depends_on "rust" => :build`), so it needs no binary from here.
 set -eu
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -32,7 +44,7 @@ while [ $# -gt 0 ]; do
         --binary) [ $# -ge 2 ] || die "--binary needs a value"; binary="$2"; shift 2 ;;
         --formula) [ $# -ge 2 ] || die "--formula needs a value"; formula="$2"; shift 2 ;;
         --url-base) [ $# -ge 2 ] || die "--url-base needs a value"; url_base="$2"; shift 2 ;;
-        -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+        -h|--help) awk 'NR > 1 && /^set -eu$/ { exit } NR > 1' "$0"; exit 0 ;;
         *) die "unknown option $1 (try --help)" ;;
     esac
 done
@@ -45,6 +57,9 @@ if [ -z "$targets" ]; then
     targets="$host"
     for t in x86_64-unknown-linux-gnu aarch64-unknown-linux-gnu x86_64-apple-darwin aarch64-apple-darwin; do
         [ "$t" = "$host" ] && continue
+        # Only a Mac can link a macOS binary (see above): elsewhere an installed macOS target is
+        # there for scripts/check-macos, not for a release build that cannot finish.
+        case "$t:$host" in *-apple-darwin:*-apple-darwin) ;; *-apple-darwin:*) continue ;; esac
         if rustup target list --installed 2>/dev/null | grep -qx "$t"; then
             targets="$targets $t"
         fi

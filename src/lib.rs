@@ -5,7 +5,7 @@
 //! [`cli`] holds the commands a person runs. [`wire`] is the protocol both ends share.
 //!
 //! Dependencies point one way: `main → cli → {daemon, shim, client, setup, update,
-//! search_server} → {wire, config, paths, fsutil, process, secret, installed, service_manager,
+//! search_server} → {wire, config, paths, exec_path, fsutil, process, secret, installed, service_manager,
 //! error, date, output, logging, tls}`. Nothing in the lower layer imports the upper one, and
 //! nothing but `cli` imports `setup` or `update`.
 
@@ -15,6 +15,7 @@ pub(crate) mod config;
 pub(crate) mod daemon;
 mod date;
 mod error;
+pub(crate) mod exec_path;
 pub mod fsutil;
 mod installed;
 pub(crate) mod logging;

@@ -1,5 +1,6 @@
-//! Where coogle keeps its socket, lock, pid records and log, and the checks that make the
-//! per-user socket directory safe to use.
+//! Where coogle keeps its socket, lock, pid records, log and cache (and where Claude Desktop
+//! keeps its config), and the checks that make the per-user socket directory safe to use.
+//! Each path is decided from a [`Platform`] value, so the macOS choices are tested on Linux.
 //!
 //! This module decides paths and checks ownership; it must never create anything but coogle's
 //! own private directories, and it never loosens a permission it did not set.
@@ -9,7 +10,8 @@ use std::io;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-/// The longest path a Unix socket address can hold on Linux and macOS (sun_path minus NUL).
+/// The longest path a Unix socket address can hold on both Linux and macOS: macOS's `sun_path`
+/// is 104 bytes (Linux's 108), one of them the terminating NUL.
 pub const MAX_SOCKET_PATH: usize = 103;
 
 #[derive(Debug, thiserror::Error)]
@@ -42,6 +44,154 @@ fn env_path(name: &str) -> Option<PathBuf> {
         .filter(|v| !v.is_empty())
         .map(PathBuf::from)
         .filter(|p| p.is_absolute())
+}
+
+/// Whose conventions the paths follow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Os {
+    MacOs,
+    /// Linux and every other Unix: the XDG base directories.
+    Linux,
+}
+
+impl Os {
+    /// The OS this binary was built for.
+    pub const fn current() -> Os {
+        if cfg!(target_os = "macos") {
+            Os::MacOs
+        } else {
+            Os::Linux
+        }
+    }
+}
+
+/// Everything the path decisions read from the machine, in one value: [`Platform::current`]
+/// in real use; tests build a macOS one on Linux (and the reverse) so every branch of every
+/// path is checked on the machines that run the tests.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Platform {
+    pub os: Os,
+    pub uid: u32,
+    pub home: PathBuf,
+    /// The XDG variables, each only when set to an absolute path.
+    pub xdg_runtime_dir: Option<PathBuf>,
+    pub xdg_config_home: Option<PathBuf>,
+    pub xdg_state_home: Option<PathBuf>,
+    pub xdg_cache_home: Option<PathBuf>,
+    /// macOS's per-user private temporary directory, `confstr(_CS_DARWIN_USER_TEMP_DIR)`
+    /// (`/var/folders/xx/…/T/`): mode 0700, owned by the user, and the same for every process
+    /// of the user whatever its environment (Terminal, launchd, a GUI app), unlike `$TMPDIR`,
+    /// which a minimal environment lacks.
+    pub user_temp_dir: Option<PathBuf>,
+}
+
+impl Platform {
+    /// This process's platform.
+    pub fn current() -> Platform {
+        let os = Os::current();
+        Platform {
+            os,
+            uid: uid(),
+            home: home(),
+            xdg_runtime_dir: env_path("XDG_RUNTIME_DIR"),
+            xdg_config_home: env_path("XDG_CONFIG_HOME"),
+            xdg_state_home: env_path("XDG_STATE_HOME"),
+            xdg_cache_home: env_path("XDG_CACHE_HOME"),
+            user_temp_dir: (os == Os::MacOs).then(darwin_user_temp_dir).flatten(),
+        }
+    }
+
+    /// `$XDG_CONFIG_HOME`, else `~/.config` (on macOS too: coogle's config lives where the
+    /// other command-line tools' do).
+    pub fn config_home(&self) -> PathBuf {
+        self.xdg_config_home
+            .clone()
+            .unwrap_or_else(|| self.home.join(".config"))
+    }
+
+    /// The default socket: `$XDG_RUNTIME_DIR/coogle/coogle.sock`; else, on macOS, the same in
+    /// the per-user temporary directory ([`Platform::user_temp_dir`]), private where `/tmp` is
+    /// shared with every user and swept by macOS's periodic cleaning; else (or when that path
+    /// would not fit a socket address) `/tmp/coogle-$UID/coogle.sock`.
+    pub fn default_socket(&self) -> PathBuf {
+        if let Some(dir) = &self.xdg_runtime_dir {
+            return dir.join("coogle").join("coogle.sock");
+        }
+        if self.os == Os::MacOs
+            && let Some(tmp) = &self.user_temp_dir
+        {
+            let socket: PathBuf = tmp
+                .join("coogle")
+                .join("coogle.sock")
+                .components()
+                .collect();
+            if socket.as_os_str().len() <= MAX_SOCKET_PATH {
+                return socket;
+            }
+        }
+        PathBuf::from(format!("/tmp/coogle-{}", self.uid)).join("coogle.sock")
+    }
+
+    /// macOS `~/Library/Logs/coogle` (where Console.app looks), elsewhere
+    /// `$XDG_STATE_HOME/coogle` (default `~/.local/state/coogle`).
+    pub fn log_dir(&self) -> PathBuf {
+        match self.os {
+            Os::MacOs => self.home.join("Library/Logs/coogle"),
+            Os::Linux => self
+                .xdg_state_home
+                .clone()
+                .unwrap_or_else(|| self.home.join(".local/state"))
+                .join("coogle"),
+        }
+    }
+
+    /// macOS `~/Library/Caches/coogle`, elsewhere `$XDG_CACHE_HOME/coogle` (default
+    /// `~/.cache/coogle`).
+    pub fn cache_dir(&self) -> PathBuf {
+        match self.os {
+            Os::MacOs => self.home.join("Library/Caches/coogle"),
+            Os::Linux => self
+                .xdg_cache_home
+                .clone()
+                .unwrap_or_else(|| self.home.join(".cache"))
+                .join("coogle"),
+        }
+    }
+
+    /// Claude Desktop's config: macOS `~/Library/Application Support/Claude/
+    /// claude_desktop_config.json`, elsewhere `$XDG_CONFIG_HOME/Claude/…` (unofficial builds).
+    pub fn claude_desktop_config(&self) -> PathBuf {
+        let dir = match self.os {
+            Os::MacOs => self.home.join("Library/Application Support/Claude"),
+            Os::Linux => self.config_home().join("Claude"),
+        };
+        dir.join("claude_desktop_config.json")
+    }
+}
+
+/// `confstr(_CS_DARWIN_USER_TEMP_DIR)`, when it answers with an absolute path.
+#[cfg(target_os = "macos")]
+fn darwin_user_temp_dir() -> Option<PathBuf> {
+    use std::ffi::CStr;
+    use std::os::unix::ffi::OsStrExt;
+
+    let mut buf = vec![0 as libc::c_char; libc::PATH_MAX as usize + 1];
+    // SAFETY: confstr writes at most `buf.len()` bytes, NUL included, into our buffer and
+    // returns the length it needed (0 on error).
+    let needed =
+        unsafe { libc::confstr(libc::_CS_DARWIN_USER_TEMP_DIR, buf.as_mut_ptr(), buf.len()) };
+    if needed == 0 || needed > buf.len() {
+        return None;
+    }
+    // SAFETY: on success the buffer holds a NUL-terminated string.
+    let dir = unsafe { CStr::from_ptr(buf.as_ptr()) };
+    let dir = PathBuf::from(std::ffi::OsStr::from_bytes(dir.to_bytes()));
+    dir.is_absolute().then_some(dir)
+}
+
+#[cfg(not(target_os = "macos"))]
+fn darwin_user_temp_dir() -> Option<PathBuf> {
+    None
 }
 
 /// `$HOME` when it is an absolute path, else the password database's entry for this user (a
@@ -81,46 +231,30 @@ fn passwd_home() -> Option<PathBuf> {
     (!dir.is_empty()).then(|| PathBuf::from(dir))
 }
 
-/// `$XDG_CONFIG_HOME` when it is an absolute path, else `~/.config`: where coogle's config, the
-/// systemd user unit and Claude Desktop's config (on Linux) live.
+/// [`Platform::config_home`] of this process: where coogle's config, the systemd user unit
+/// and Claude Desktop's config (on Linux) live.
 pub fn config_home() -> PathBuf {
-    env_path("XDG_CONFIG_HOME").unwrap_or_else(|| home().join(".config"))
+    Platform::current().config_home()
 }
 
-/// The default socket: `$XDG_RUNTIME_DIR/coogle/coogle.sock`, else `/tmp/coogle-$UID/coogle.sock`.
+/// [`Platform::default_socket`] of this process.
 pub fn default_socket() -> PathBuf {
-    match env_path("XDG_RUNTIME_DIR") {
-        Some(dir) => dir.join("coogle").join("coogle.sock"),
-        None => PathBuf::from(format!("/tmp/coogle-{}", uid())).join("coogle.sock"),
-    }
+    Platform::current().default_socket()
 }
 
-/// Where the daemon's log lives: macOS `~/Library/Logs/coogle`, elsewhere
-/// `$XDG_STATE_HOME/coogle` (default `~/.local/state/coogle`).
+/// [`Platform::log_dir`] of this process.
 pub fn log_dir() -> PathBuf {
-    if cfg!(target_os = "macos") {
-        home().join("Library").join("Logs").join("coogle")
-    } else {
-        env_path("XDG_STATE_HOME")
-            .unwrap_or_else(|| home().join(".local").join("state"))
-            .join("coogle")
-    }
+    Platform::current().log_dir()
 }
 
 pub fn log_file() -> PathBuf {
     log_dir().join("coogle.log")
 }
 
-/// Where the daemon keeps what it learned from each upstream (initialize result, tool list):
-/// `$XDG_CACHE_HOME/coogle` (default `~/.cache/coogle`; `~/Library/Caches/coogle` on macOS).
+/// [`Platform::cache_dir`] of this process: what the daemon learned from each upstream
+/// (initialize result, tool list).
 pub fn cache_dir() -> PathBuf {
-    if cfg!(target_os = "macos") {
-        home().join("Library").join("Caches").join("coogle")
-    } else {
-        env_path("XDG_CACHE_HOME")
-            .unwrap_or_else(|| home().join(".cache"))
-            .join("coogle")
-    }
+    Platform::current().cache_dir()
 }
 
 /// Files that live beside the socket.
@@ -273,6 +407,129 @@ mod tests {
             ensure_private_dir(&file),
             Err(PathError::NotADirectory { .. })
         ));
+    }
+
+    fn platform(os: Os) -> Platform {
+        Platform {
+            os,
+            uid: 501,
+            home: PathBuf::from("/Users/ada"),
+            xdg_runtime_dir: None,
+            xdg_config_home: None,
+            xdg_state_home: None,
+            xdg_cache_home: None,
+            user_temp_dir: None,
+        }
+    }
+
+    /// What `confstr(_CS_DARWIN_USER_TEMP_DIR)` answers on a Mac (trailing slash included).
+    const MAC_TEMP: &str = "/var/folders/zz/zyxvpxvq6csfxvn_n0000000000000/T/";
+
+    #[test]
+    fn macos_paths() {
+        let mut mac = platform(Os::MacOs);
+        mac.user_temp_dir = Some(PathBuf::from(MAC_TEMP));
+        assert_eq!(
+            mac.default_socket(),
+            Path::new("/var/folders/zz/zyxvpxvq6csfxvn_n0000000000000/T/coogle/coogle.sock")
+        );
+        assert_eq!(mac.log_dir(), Path::new("/Users/ada/Library/Logs/coogle"));
+        assert_eq!(
+            mac.cache_dir(),
+            Path::new("/Users/ada/Library/Caches/coogle")
+        );
+        assert_eq!(
+            mac.claude_desktop_config(),
+            Path::new("/Users/ada/Library/Application Support/Claude/claude_desktop_config.json")
+        );
+        assert_eq!(mac.config_home(), Path::new("/Users/ada/.config"));
+        // XDG_STATE_HOME and XDG_CACHE_HOME do not move macOS's Library folders.
+        mac.xdg_state_home = Some(PathBuf::from("/x/state"));
+        mac.xdg_cache_home = Some(PathBuf::from("/x/cache"));
+        assert_eq!(mac.log_dir(), Path::new("/Users/ada/Library/Logs/coogle"));
+        assert_eq!(
+            mac.cache_dir(),
+            Path::new("/Users/ada/Library/Caches/coogle")
+        );
+        // An explicit XDG_RUNTIME_DIR wins on macOS too.
+        mac.xdg_runtime_dir = Some(PathBuf::from("/run/ada"));
+        assert_eq!(
+            mac.default_socket(),
+            Path::new("/run/ada/coogle/coogle.sock")
+        );
+        // Without the per-user directory (confstr failed): the uid's directory in /tmp.
+        let bare = platform(Os::MacOs);
+        assert_eq!(
+            bare.default_socket(),
+            Path::new("/tmp/coogle-501/coogle.sock")
+        );
+    }
+
+    #[test]
+    fn a_deep_temp_dir_never_makes_a_socket_path_too_long() {
+        let mut mac = platform(Os::MacOs);
+        // 84 bytes of directory: with "/coogle/coogle.sock" it is 103, the most that fits.
+        let fits = format!("/private/var/folders/{}/T", "a".repeat(84 - 23));
+        assert_eq!(fits.len(), 84);
+        mac.user_temp_dir = Some(PathBuf::from(&fits));
+        let socket = mac.default_socket();
+        assert_eq!(socket.as_os_str().len(), MAX_SOCKET_PATH);
+        assert!(socket.starts_with(&fits));
+        // One byte deeper and it falls back to the short /tmp path, which always fits.
+        mac.user_temp_dir = Some(PathBuf::from(format!("{fits}b")));
+        let socket = mac.default_socket();
+        assert_eq!(socket, Path::new("/tmp/coogle-501/coogle.sock"));
+        RuntimePaths::for_socket(&socket).check_length().unwrap();
+    }
+
+    #[test]
+    fn linux_paths() {
+        let mut linux = platform(Os::Linux);
+        linux.home = PathBuf::from("/home/ada");
+        // The macOS directory, were it somehow known, is not used on Linux.
+        linux.user_temp_dir = Some(PathBuf::from(MAC_TEMP));
+        assert_eq!(
+            linux.default_socket(),
+            Path::new("/tmp/coogle-501/coogle.sock")
+        );
+        assert_eq!(linux.log_dir(), Path::new("/home/ada/.local/state/coogle"));
+        assert_eq!(linux.cache_dir(), Path::new("/home/ada/.cache/coogle"));
+        assert_eq!(
+            linux.claude_desktop_config(),
+            Path::new("/home/ada/.config/Claude/claude_desktop_config.json")
+        );
+        linux.xdg_runtime_dir = Some(PathBuf::from("/run/user/501"));
+        linux.xdg_state_home = Some(PathBuf::from("/s"));
+        linux.xdg_cache_home = Some(PathBuf::from("/c"));
+        linux.xdg_config_home = Some(PathBuf::from("/cfg"));
+        assert_eq!(
+            linux.default_socket(),
+            Path::new("/run/user/501/coogle/coogle.sock")
+        );
+        assert_eq!(linux.log_dir(), Path::new("/s/coogle"));
+        assert_eq!(linux.cache_dir(), Path::new("/c/coogle"));
+        assert_eq!(
+            linux.claude_desktop_config(),
+            Path::new("/cfg/Claude/claude_desktop_config.json")
+        );
+    }
+
+    /// On the machine running the tests: the platform it was built for, and on a Mac a real
+    /// per-user directory that is private and ours.
+    #[test]
+    fn current_platform() {
+        let p = Platform::current();
+        assert_eq!(p.os, Os::current());
+        assert_eq!(p.uid, uid());
+        match p.os {
+            Os::Linux => assert_eq!(p.user_temp_dir, None),
+            Os::MacOs => {
+                let dir = p.user_temp_dir.expect("confstr(_CS_DARWIN_USER_TEMP_DIR)");
+                let meta = fs::metadata(&dir).unwrap();
+                assert_eq!(meta.uid(), uid());
+                assert_eq!(meta.mode() & 0o077, 0, "{}", dir.display());
+            }
+        }
     }
 
     #[test]

@@ -5,6 +5,7 @@
 //! program can never hang coogle or leave a zombie. Nothing here runs in `coogle mcp` or the
 //! daemon's request path.
 
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
@@ -46,6 +47,10 @@ pub(crate) fn wait_or_kill(child: &mut Child, limit: Duration) -> Option<ExitSta
 
 /// Run `program args` with a time limit and return what it printed (stdout then stderr,
 /// trimmed); a failure carries what it said.
+///
+/// The output is read while the program runs: one that prints more than a pipe holds
+/// (`launchctl print gui/<uid>` lists a whole session) would otherwise block on its write and
+/// never exit.
 pub(crate) fn run_bounded(
     program: &Path,
     args: &[&str],
@@ -63,27 +68,60 @@ pub(crate) fn run_bounded(
         .stderr(Stdio::piped())
         .spawn()
         .map_err(start)?;
-    if wait_or_kill(&mut child, limit).is_none() {
+    let stdout = drain(child.stdout.take());
+    let stderr = drain(child.stderr.take());
+    let Some(status) = wait_or_kill(&mut child, limit) else {
         return Err(RunError::TimedOut {
             command: command(),
             limit,
         });
-    }
-    let out = child.wait_with_output().map_err(start)?;
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-    .trim()
-    .to_owned();
-    match (out.status.success(), text.is_empty()) {
+    };
+    let text = format!("{}{}", stdout.collect(), stderr.collect())
+        .trim()
+        .to_owned();
+    match (status.success(), text.is_empty()) {
         (true, _) => Ok(text),
         (false, true) => Err(RunError::Failed {
             command: command(),
-            status: out.status,
+            status,
         }),
         (false, false) => Err(RunError::Said(text)),
+    }
+}
+
+/// The most of a helper's output kept; the rest is read and dropped.
+const OUTPUT_CAP: usize = 1 << 20;
+
+/// A pipe read to its end on a thread of its own.
+struct Drained(Option<std::sync::mpsc::Receiver<Vec<u8>>>);
+
+fn drain(pipe: Option<impl Read + Send + 'static>) -> Drained {
+    Drained(pipe.map(|mut pipe| {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut kept = Vec::new();
+            let mut buf = [0u8; 8192];
+            while let Ok(n) = pipe.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                let room = OUTPUT_CAP.saturating_sub(kept.len());
+                kept.extend_from_slice(&buf[..n.min(room)]);
+            }
+            let _ = tx.send(kept);
+        });
+        rx
+    }))
+}
+
+impl Drained {
+    /// What was read. A grandchild that inherited the pipe can keep it open after the program
+    /// exits: past a short wait, that output is given up rather than waited for.
+    fn collect(self) -> String {
+        self.0
+            .and_then(|rx| rx.recv_timeout(Duration::from_secs(2)).ok())
+            .map(|b| String::from_utf8_lossy(&b).into_owned())
+            .unwrap_or_default()
     }
 }
 
@@ -103,6 +141,40 @@ pub(crate) fn live_exe(exe: &Path) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// More output than a pipe holds: read while it runs, so the program exits at once.
+    #[test]
+    fn a_chatty_program_does_not_stall() {
+        let started = Instant::now();
+        let out = run_bounded(
+            Path::new("/bin/sh"),
+            &[
+                "-c",
+                "head -c 300000 /dev/zero | tr '\\0' x; echo; echo said >&2",
+            ],
+            Duration::from_secs(10),
+        )
+        .unwrap();
+        assert!(started.elapsed() < Duration::from_secs(5));
+        assert_eq!(out.len(), 300_000 + 1 + 4, "{}", &out[out.len() - 10..]);
+        assert!(out.ends_with("\nsaid"));
+        match run_bounded(
+            Path::new("/bin/sh"),
+            &["-c", "echo nope >&2; exit 3"],
+            Duration::from_secs(10),
+        ) {
+            Err(RunError::Said(s)) => assert_eq!(s, "nope"),
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            run_bounded(
+                Path::new("/bin/sh"),
+                &["-c", "sleep 5"],
+                Duration::from_millis(200)
+            ),
+            Err(RunError::TimedOut { .. })
+        ));
+    }
 
     /// Regression: a shim that outlived a self-update started `/path/coogle (deleted)`.
     #[test]

@@ -14,6 +14,7 @@ pub(super) const DEFAULT_SERVER: &str = "google";
 
 pub(super) const TOP_LEVEL_KEYS: &[&str] = &[
     "socketPath",
+    "path",
     "logLevel",
     "maxLineBytes",
     "maxConnections",

@@ -139,6 +139,7 @@ pub(super) fn expand_tilde_with(s: &str, home: Option<&Path>) -> PathBuf {
 /// The top-level settings, read from the merged document.
 struct TopLevel {
     socket_path: Option<PathBuf>,
+    search_path: Vec<PathBuf>,
     log_level: String,
     max_line_bytes: usize,
     shutdown_grace_ms: u64,
@@ -151,6 +152,7 @@ struct TopLevel {
 impl TopLevel {
     fn read(r: &Reader<'_>, merged: &Map<String, Value>) -> Result<TopLevel, ConfigError> {
         let socket_path = r.path(merged, "socketPath", "")?;
+        let search_path = search_path(r, merged)?;
         let log_level = r
             .non_empty_string(merged, "logLevel", "")?
             .unwrap_or_else(|| DEFAULT_LOG_LEVEL.to_owned());
@@ -180,6 +182,7 @@ impl TopLevel {
         };
         Ok(TopLevel {
             socket_path,
+            search_path,
             log_level,
             max_line_bytes,
             shutdown_grace_ms,
@@ -189,6 +192,33 @@ impl TopLevel {
             idle_stop,
         })
     }
+}
+
+/// `path`: the directories the daemon searches for upstream commands before its own PATH
+/// (`coogle setup` records the user's; see [`crate::exec_path`]). Each must be absolute after
+/// `~` expansion, so the working directory can never choose a program.
+fn search_path(r: &Reader<'_>, merged: &Map<String, Value>) -> Result<Vec<PathBuf>, ConfigError> {
+    let items = match merged.get("path") {
+        None | Some(Value::Null) => return Ok(Vec::new()),
+        Some(Value::Array(items)) => items,
+        Some(_) => return Err(r.invalid("path must be an array of directories")),
+    };
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, v)| {
+            let dir = v
+                .as_str()
+                .filter(|s| !s.is_empty())
+                .map(|s| expand_tilde_with(s, r.home))
+                .ok_or_else(|| r.invalid(format!("path[{i}] must be a non-empty string")))?;
+            if dir.is_absolute() {
+                Ok(dir)
+            } else {
+                Err(r.invalid(format!("path[{i}] must be an absolute directory")))
+            }
+        })
+        .collect()
 }
 
 /// Merge `user` over the defaults and read it; `file` names it in errors and in the search
@@ -234,9 +264,13 @@ pub(super) fn from_value_with(
         host,
         top.call_timeout_ms,
     );
+    for server in servers.values_mut() {
+        server.search_path = top.search_path.clone();
+    }
     Ok(Config {
         file,
         socket_path: top.socket_path,
+        search_path: top.search_path,
         log_level: top.log_level,
         max_line_bytes: top.max_line_bytes,
         shutdown_grace_ms: top.shutdown_grace_ms,
@@ -376,6 +410,7 @@ fn server_from(
         client_capabilities,
         idle_stop,
         sharing,
+        search_path: Vec::new(),
     })
 }
 
@@ -430,6 +465,26 @@ mod tests {
     use super::super::testing::*;
     use super::*;
     use std::path::PathBuf;
+
+    #[test]
+    fn path_is_recorded_for_every_server() {
+        let config = from(json!({"path": ["~/.local/bin", "/opt/homebrew/bin"]})).unwrap();
+        let want = [
+            PathBuf::from("/home/tester/.local/bin"),
+            PathBuf::from("/opt/homebrew/bin"),
+        ];
+        assert_eq!(config.search_path, want);
+        assert_eq!(config.servers["google"].search_path, want);
+        assert!(from(json!({})).unwrap().search_path.is_empty());
+        for bad in [
+            json!({"path": "a:b"}),
+            json!({"path": ["bin"]}),
+            json!({"path": [""]}),
+        ] {
+            let e = from(bad.clone()).unwrap_err().to_string();
+            assert!(e.contains("path"), "{bad}: {e}");
+        }
+    }
 
     #[test]
     fn defaults_give_one_google_server() {

@@ -100,6 +100,7 @@ pub(super) fn add_search_upstream(
             client_capabilities: json!({}),
             idle_stop: super::DEFAULT_IDLE_STOP,
             sharing: super::Sharing::Shared,
+            search_path: Vec::new(),
         },
     );
 }

@@ -58,6 +58,7 @@ pub(super) fn server_with(credentials: CredentialsConfig, env: &[(&str, &str)]) 
         client_capabilities: json!({}),
         idle_stop: super::DEFAULT_IDLE_STOP,
         sharing: super::Sharing::Shared,
+        search_path: Vec::new(),
     }
 }
 

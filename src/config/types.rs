@@ -19,6 +19,8 @@ pub struct Config {
     pub file: Option<PathBuf>,
     /// `socketPath`, `~` expanded; `None` means the default computed elsewhere.
     pub socket_path: Option<PathBuf>,
+    /// `path`, `~` expanded: where the daemon looks for upstream commands first.
+    pub search_path: Vec<PathBuf>,
     /// `logLevel`, default `"info"`.
     pub log_level: String,
     /// `maxLineBytes`, default 16 MiB.
@@ -114,6 +116,8 @@ pub struct ServerConfig {
     pub idle_stop: Duration,
     /// `sharing`: who shares one child (default by the kind of server, see [`Sharing::guess`]).
     pub sharing: Sharing,
+    /// The top-level `path`, for finding `command` and as the head of the child's PATH.
+    pub search_path: Vec<PathBuf>,
 }
 
 /// Who shares one child of a server.
@@ -194,6 +198,7 @@ impl fmt::Debug for ServerConfig {
             .field("max_concurrent", &self.max_concurrent)
             .field("call_timeout", &self.call_timeout)
             .field("client_capabilities", &self.client_capabilities)
+            .field("search_path", &self.search_path)
             .finish()
     }
 }

@@ -2,10 +2,13 @@
 //!
 //! A child runs in its own process group so that everything it starts (uvx starts python) is
 //! stopped with it; on Linux it also gets `PR_SET_PDEATHSIG` so a SIGKILLed daemon takes its
-//! direct child along. Its pid, group and start time are recorded beside the socket so the next
-//! daemon can reap a group that outlived a daemon killed without warning. This module must never
-//! signal a process group it cannot tie to a record it wrote.
+//! direct child along (macOS has no such thing: there the child sees its stdin close, which ends
+//! a stdio MCP server, and the record below catches one that lingers). Its pid, group and start
+//! time are recorded beside the socket so the next daemon can reap a group that outlived a
+//! daemon killed without warning. This module must never signal a process group it cannot tie
+//! to a record it wrote.
 
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
@@ -14,6 +17,10 @@ use serde::{Deserialize, Serialize};
 use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
 
 use crate::config::ServerConfig;
+use crate::exec_path;
+use crate::paths::Platform;
+
+mod procs;
 
 #[derive(Debug, thiserror::Error)]
 pub enum SpawnError {
@@ -21,6 +28,16 @@ pub enum SpawnError {
     Spawn {
         command: String,
         source: std::io::Error,
+    },
+    /// Said in full because it lands in `coogle status`: which PATH was searched, and where
+    /// the fix is.
+    #[error(
+        "could not start `{command}`: `{program}` is not in any directory of the daemon's PATH ({path}); `coogle doctor` says how to fix it"
+    )]
+    NotFound {
+        command: String,
+        program: String,
+        path: String,
     },
     #[error(transparent)]
     Config(#[from] crate::config::ConfigError),
@@ -34,11 +51,22 @@ pub struct Spawned {
     pub stderr: ChildStderr,
 }
 
-/// Start the upstream's command with its environment, in a new process group.
+/// Start the upstream's command with its environment, in a new process group. The command is
+/// looked up, and the child runs, under [`child_path`]: the same whoever started the daemon.
 pub fn spawn(server: &ServerConfig) -> Result<Spawned, SpawnError> {
     let env = server.child_env()?;
-    let mut cmd = Command::new(&server.command);
+    let path = child_path(server, &env);
+    let program =
+        exec_path::resolve(&server.command, &path, server.cwd.as_deref()).ok_or_else(|| {
+            SpawnError::NotFound {
+                command: display_command(server),
+                program: server.command.clone(),
+                path: path.to_string_lossy().into_owned(),
+            }
+        })?;
+    let mut cmd = Command::new(program);
     cmd.args(&server.args)
+        .env("PATH", &path)
         .envs(env)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -77,6 +105,20 @@ pub fn spawn(server: &ServerConfig) -> Result<Spawned, SpawnError> {
     })
 }
 
+/// The PATH an upstream is found in and runs under: its own `env.PATH` when its config sets
+/// one (taken as written), else the recorded `path`, the daemon's PATH and the usual places
+/// ([`exec_path::daemon_path`]).
+fn child_path(server: &ServerConfig, env: &[(String, String)]) -> OsString {
+    match env.iter().find(|(k, _)| k == "PATH") {
+        Some((_, v)) => OsString::from(v),
+        None => exec_path::daemon_path(
+            &server.search_path,
+            std::env::var_os("PATH").as_deref(),
+            &Platform::current(),
+        ),
+    }
+}
+
 pub fn display_command(server: &ServerConfig) -> String {
     std::iter::once(server.command.as_str())
         .chain(server.args.iter().map(String::as_str))
@@ -109,8 +151,9 @@ pub async fn stop_group(pgid: u32, grace: Duration, exited: impl std::future::Fu
 pub struct ChildRecord {
     pub pid: u32,
     pub pgid: u32,
-    /// Start time in clock ticks since boot (Linux `/proc/<pid>/stat` field 22), to tell a
-    /// recycled pid from ours.
+    /// The leader's start time as [`procs::ProcInfo::start`] reads it (Linux: clock ticks since
+    /// boot; macOS: microseconds since the epoch), to tell a recycled pid from ours. The name is
+    /// older than the macOS unit and kept so records of running daemons stay readable.
     #[serde(default)]
     pub start_ticks: Option<u64>,
     pub command: String,
@@ -127,22 +170,10 @@ pub fn remove_record(path: &Path) {
     let _ = std::fs::remove_file(path);
 }
 
-/// `/proc/<pid>/stat`: (process group, start time in ticks).
-#[cfg(target_os = "linux")]
+/// A process's (group, start time), for the record written when a child starts; `None` where
+/// the OS cannot say (the record then never leads to a kill).
 pub fn proc_stat(pid: u32) -> Option<(u32, u64)> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name is in parentheses and may contain spaces: split after the last ')'.
-    let rest = &stat[stat.rfind(')')? + 2..];
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    // rest starts at field 3 (state); pgrp is field 5, starttime field 22.
-    let pgrp = fields.get(2)?.parse().ok()?;
-    let start = fields.get(19)?.parse().ok()?;
-    Some((pgrp, start))
-}
-
-#[cfg(not(target_os = "linux"))]
-pub fn proc_stat(_pid: u32) -> Option<(u32, u64)> {
-    None
+    procs::info(pid).map(|p| (p.pgid, p.start))
 }
 
 /// Kill what is left of the groups recorded in `dir` by earlier daemons of this socket.
@@ -164,38 +195,8 @@ pub fn reap_recorded(records: &[PathBuf]) -> Vec<u32> {
     killed
 }
 
-#[cfg(target_os = "linux")]
 fn reap_group(record: &ChildRecord) -> Vec<u32> {
-    // Every live member of the recorded group that started no earlier than the recorded leader:
-    // a recycled group id would belong to processes that started later than ours did only if the
-    // leader pid was recycled too, which we rule out when the leader is still there.
-    let Some(start) = record.start_ticks else {
-        return Vec::new();
-    };
-    if let Some((_, leader_start)) = proc_stat(record.pid)
-        && leader_start != start
-    {
-        // The leader pid now belongs to someone else: not ours to touch.
-        return Vec::new();
-    }
-    let mut members = Vec::new();
-    if let Ok(entries) = std::fs::read_dir("/proc") {
-        for entry in entries.flatten() {
-            let Some(pid) = entry
-                .file_name()
-                .to_str()
-                .and_then(|s| s.parse::<u32>().ok())
-            else {
-                continue;
-            };
-            if let Some((pgrp, st)) = proc_stat(pid)
-                && pgrp == record.pgid
-                && st >= start
-            {
-                members.push(pid);
-            }
-        }
-    }
+    let members = members_to_kill(record, procs::info(record.pid), &procs::group(record.pgid));
     for pid in &members {
         // SAFETY: sending SIGKILL to a pid we just tied to our recorded group.
         unsafe {
@@ -213,33 +214,123 @@ fn reap_group(record: &ChildRecord) -> Vec<u32> {
     members
 }
 
-#[cfg(not(target_os = "linux"))]
-fn reap_group(record: &ChildRecord) -> Vec<u32> {
-    // Without /proc we cannot check start times; the leader must still be alive for us to act.
-    // SAFETY: signal 0 only checks for existence.
-    let alive = unsafe { libc::kill(record.pid as libc::pid_t, 0) } == 0;
-    if alive {
-        signal_group(record.pgid, libc::SIGKILL);
-        vec![record.pid]
-    } else {
-        Vec::new()
+/// The decision, the same on every OS: every live member of the recorded group that started no
+/// earlier than the recorded leader. A recycled group id would belong to processes that
+/// started later than ours did only if the leader pid was recycled too, which is ruled out
+/// when the leader is still there with another start time. A record without a start time (an
+/// OS that could not say) never leads to a kill.
+fn members_to_kill(
+    record: &ChildRecord,
+    leader: Option<procs::ProcInfo>,
+    group: &[procs::ProcInfo],
+) -> Vec<u32> {
+    let Some(start) = record.start_ticks else {
+        return Vec::new();
+    };
+    if leader.is_some_and(|l| l.start != start) {
+        // The leader pid now belongs to someone else: not ours to touch.
+        return Vec::new();
     }
+    group
+        .iter()
+        .filter(|p| p.pgid == record.pgid && p.start >= start)
+        .map(|p| p.pid)
+        .collect()
 }
 
 #[cfg(test)]
 mod tests {
+    use super::procs::ProcInfo;
     use super::*;
 
-    #[cfg(target_os = "linux")]
-    #[test]
-    fn proc_stat_reads_our_own_group() {
-        let (pgrp, start) = proc_stat(std::process::id()).unwrap();
-        // SAFETY: getpgrp has no preconditions.
-        assert_eq!(pgrp, unsafe { libc::getpgrp() } as u32);
-        assert!(start > 0);
+    fn record(pid: u32, start: Option<u64>) -> ChildRecord {
+        ChildRecord {
+            pid,
+            pgid: pid,
+            start_ticks: start,
+            command: "sleep 30".into(),
+            daemon_pid: 1,
+        }
     }
 
-    #[cfg(target_os = "linux")]
+    fn proc(pid: u32, pgid: u32, start: u64) -> ProcInfo {
+        ProcInfo { pid, pgid, start }
+    }
+
+    #[test]
+    fn decision_kills_only_what_the_record_ties_to_us() {
+        let rec = record(100, Some(50));
+        let group = [proc(100, 100, 50), proc(101, 100, 60), proc(102, 100, 40)];
+        // The leader as recorded: it and what it started later; not an older member.
+        assert_eq!(
+            members_to_kill(&rec, Some(group[0]), &group),
+            vec![100, 101]
+        );
+        // The leader gone, its children left: they are still ours.
+        assert_eq!(members_to_kill(&rec, None, &group[1..]), vec![101]);
+        // The leader pid recycled (another start time): nothing.
+        assert!(members_to_kill(&rec, Some(proc(100, 7, 99)), &group).is_empty());
+        // No start time recorded: nothing, whatever the table says.
+        assert!(members_to_kill(&record(100, None), Some(group[0]), &group).is_empty());
+        // Members of another group are never picked, even if listed.
+        assert!(members_to_kill(&rec, None, &[proc(200, 200, 70)]).is_empty());
+    }
+
+    fn server(config: serde_json::Value) -> ServerConfig {
+        crate::config::Config::from_value(config, None)
+            .unwrap()
+            .servers
+            .shift_remove("t")
+            .unwrap()
+    }
+
+    /// A bare command found only in the recorded `path` starts, whatever the daemon's own PATH,
+    /// and runs with that PATH (so `npx` finds `node` the same way).
+    #[tokio::test]
+    async fn a_command_is_found_in_the_recorded_path() {
+        use tokio::io::AsyncReadExt;
+        let tmp = tempfile::tempdir().unwrap();
+        let bin = tmp.path().join("bin");
+        std::fs::create_dir(&bin).unwrap();
+        let tool = bin.join("coogle-test-tool");
+        std::fs::write(&tool, "#!/bin/sh\nprintf '%s' \"$PATH\"\n").unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&tool, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let s = server(serde_json::json!({
+            "path": [bin],
+            "servers": {"t": {"command": "coogle-test-tool", "credentials": {"source": "none"}}}
+        }));
+        let mut spawned = spawn(&s).unwrap();
+        let mut out = String::new();
+        spawned.stdout.read_to_string(&mut out).await.unwrap();
+        let _ = spawned.child.wait().await;
+        assert!(out.starts_with(&format!("{}:", bin.display())), "{out}");
+
+        // Not in the recorded path, nor anywhere else: a message that names the PATH searched.
+        let s = server(serde_json::json!({
+            "servers": {"t": {"command": "coogle-test-tool", "credentials": {"source": "none"}}}
+        }));
+        let err = spawn(&s).err().unwrap().to_string();
+        assert!(
+            err.contains("`coogle-test-tool` is not in any directory"),
+            "{err}"
+        );
+        assert!(err.contains("coogle doctor"), "{err}");
+
+        // The server's own env.PATH is taken as written.
+        let s = server(serde_json::json!({
+            "path": ["/nowhere"],
+            "servers": {"t": {"command": "coogle-test-tool", "credentials": {"source": "none"},
+                              "env": {"PATH": bin}}}
+        }));
+        let mut spawned = spawn(&s).unwrap();
+        let mut out = String::new();
+        spawned.stdout.read_to_string(&mut out).await.unwrap();
+        let _ = spawned.child.wait().await;
+        assert_eq!(out, bin.display().to_string());
+    }
+
+    // A real group, reaped through the OS's own process table (Linux /proc, macOS libproc).
     #[test]
     fn reaps_a_recorded_group_and_only_it() {
         use std::os::unix::process::CommandExt;
@@ -249,34 +340,15 @@ mod tests {
             .spawn()
             .unwrap();
         let pid = child.id();
-        let (_, start) = proc_stat(pid).unwrap();
+        let (pgid, start) = proc_stat(pid).unwrap();
+        assert_eq!(pgid, pid);
         let tmp = tempfile::tempdir().unwrap();
         let path = tmp.path().join("rec.child");
         // A record whose start time does not match must not be acted on.
-        write_record(
-            &path,
-            &ChildRecord {
-                pid,
-                pgid: pid,
-                start_ticks: Some(start + 1),
-                command: "sleep 30".into(),
-                daemon_pid: 1,
-            },
-        )
-        .unwrap();
+        write_record(&path, &record(pid, Some(start + 1))).unwrap();
         assert!(reap_recorded(std::slice::from_ref(&path)).is_empty());
         assert!(child.try_wait().unwrap().is_none());
-        write_record(
-            &path,
-            &ChildRecord {
-                pid,
-                pgid: pid,
-                start_ticks: Some(start),
-                command: "sleep 30".into(),
-                daemon_pid: 1,
-            },
-        )
-        .unwrap();
+        write_record(&path, &record(pid, Some(start))).unwrap();
         assert_eq!(reap_recorded(std::slice::from_ref(&path)), vec![pid]);
         let status = child.wait().unwrap();
         use std::os::unix::process::ExitStatusExt;

@@ -262,7 +262,7 @@ pub(crate) fn processes() -> Vec<Proc> {
                     pid: pid as u32,
                     ppid: info.pbi_ppid,
                     start: info.pbi_start_tvsec * 1_000_000 + info.pbi_start_tvusec,
-                    zombie: info.pbi_status == libc::SZOMB as u32,
+                    zombie: info.pbi_status == libc::SZOMB,
                 })
             })
             .collect()

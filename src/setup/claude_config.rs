@@ -55,12 +55,7 @@ impl ClientKind {
         let home = paths::home();
         match self {
             ClientKind::ClaudeCode => home.join(".claude.json"),
-            ClientKind::ClaudeDesktop if cfg!(target_os = "macos") => home
-                .join("Library/Application Support/Claude")
-                .join("claude_desktop_config.json"),
-            ClientKind::ClaudeDesktop => paths::config_home()
-                .join("Claude")
-                .join("claude_desktop_config.json"),
+            ClientKind::ClaudeDesktop => paths::Platform::current().claude_desktop_config(),
             ClientKind::Cursor => home.join(".cursor").join("mcp.json"),
         }
     }

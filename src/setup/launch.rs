@@ -5,9 +5,11 @@
 
 use super::claude_config::{Shim, Upstream};
 use super::service;
-use crate::config::GlobalPaths;
+use crate::config::{Config, GlobalPaths};
+use crate::exec_path;
 use crate::installed::stable_exe;
 use crate::output::{self, ExitCode};
+use crate::paths::Platform;
 
 /// `coogle generate-plist`: the LaunchAgent setup would install, on stdout.
 pub fn generate_plist(paths: &GlobalPaths) -> ExitCode {
@@ -22,22 +24,20 @@ pub fn generate_unit(paths: &GlobalPaths) -> ExitCode {
     ExitCode::Success
 }
 
-/// PATH for the service: this shell's PATH, with the directories of uvx and npx first when
-/// they are not in it (launchd and systemd start services with a minimal PATH).
-fn service_path_env() -> String {
-    let current = std::env::var("PATH").unwrap_or_else(|_| "/usr/local/bin:/usr/bin:/bin".into());
-    let mut dirs: Vec<String> = Vec::new();
-    for program in ["uvx", "npx", "node"] {
-        if let Ok(p) = which::which(program)
-            && let Some(dir) = p.parent().map(|d| d.to_string_lossy().into_owned())
-            && !current.split(':').any(|d| d == dir)
-            && !dirs.contains(&dir)
-        {
-            dirs.push(dir);
-        }
-    }
-    dirs.push(current);
-    dirs.join(":")
+/// PATH for the service: the daemon's search path ([`exec_path::daemon_path`]) as a service
+/// started with config.json's recorded `path` and this shell's PATH would compute it, so the
+/// unit or plist says what the daemon will use anyway.
+fn service_path_env(paths: &GlobalPaths) -> String {
+    let recorded = Config::load(paths.config.as_deref())
+        .map(|c| c.search_path)
+        .unwrap_or_default();
+    exec_path::daemon_path(
+        &recorded,
+        std::env::var_os("PATH").as_deref(),
+        &Platform::current(),
+    )
+    .to_string_lossy()
+    .into_owned()
 }
 
 pub(super) fn service_spec(paths: &GlobalPaths) -> service::ServiceSpec {
@@ -46,7 +46,8 @@ pub(super) fn service_spec(paths: &GlobalPaths) -> service::ServiceSpec {
         exe: stable_exe().path,
         config,
         socket,
-        path_env: service_path_env(),
+        path_env: service_path_env(paths),
+        log_dir: crate::paths::log_dir(),
     }
 }
 

@@ -12,6 +12,7 @@ mod claude_cli;
 pub mod claude_config;
 pub(crate) mod doctor;
 mod launch;
+mod search_path;
 mod service;
 mod state;
 mod test_daemon;

@@ -31,7 +31,7 @@ pub(super) fn restart_daemon(global: &GlobalPaths, exe: &Path) {
         return;
     };
     let old_pid = info.pid;
-    if let Some(how) = crate::service_manager::restart_installed() {
+    if let Some(how) = crate::service_manager::Manager::current().restart_installed() {
         match how {
             Ok(what) => {
                 output::out(&format!("restarted the daemon through {what}"));
@@ -60,6 +60,11 @@ fn replace_directly(
             .block_on(client::control(socket, "ping", Value::Null))
             .is_ok()
     {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // The old daemon removes its socket first and lets go of its lock only once its children
+    // are stopped; a new daemon started before that exits at once with "already running".
+    while Instant::now() < deadline && !lock_free(socket) {
         std::thread::sleep(Duration::from_millis(50));
     }
     let starter = client::Starter {
@@ -92,4 +97,15 @@ fn replace_directly(
             "could not start the new daemon: {e}; the next `coogle mcp` starts it"
         )),
     }
+}
+
+/// True when no daemon holds the single-instance lock beside `socket` (or there is none).
+fn lock_free(socket: &Path) -> bool {
+    use std::os::fd::AsRawFd;
+    let lock = paths::RuntimePaths::for_socket(socket).lock;
+    let Ok(file) = std::fs::File::open(&lock) else {
+        return true;
+    };
+    // SAFETY: flock on a descriptor we own; a lock we get is released when `file` closes.
+    unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) == 0 }
 }

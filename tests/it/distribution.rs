@@ -40,9 +40,13 @@ fn shell_scripts() -> Vec<PathBuf> {
         root().join("packaging/macos/build-pkg.sh"),
         root().join("packaging/macos/scripts/postinstall"),
     ];
+    // `*.sh`, and the extensionless helpers (zig-cc, check-macos) by their shebang.
     for e in fs::read_dir(root().join("scripts")).unwrap().flatten() {
-        if e.path().extension().is_some_and(|x| x == "sh") {
-            v.push(e.path());
+        let p = e.path();
+        let shebang = fs::read_to_string(&p)
+            .is_ok_and(|t| t.starts_with("#!/bin/sh") || t.starts_with("#!/usr/bin/env bash"));
+        if p.extension().is_some_and(|x| x == "sh") || (p.extension().is_none() && shebang) {
+            v.push(p);
         }
     }
     v
@@ -54,7 +58,7 @@ fn every_script_passes_shellcheck() {
         return;
     };
     let scripts = shell_scripts();
-    assert!(scripts.len() >= 5, "{scripts:?}");
+    assert!(scripts.len() >= 8, "{scripts:?}");
     let (code, out, err) = run(Command::new(shellcheck).args(&scripts));
     assert_eq!(code, 0, "shellcheck:\n{out}{err}");
 }
@@ -300,14 +304,18 @@ fn release_script_packs_verifiable_artifacts_and_updates_the_formula() {
         .arg("--formula")
         .arg(&formula));
     assert_eq!(code, 0, "{out}{err}");
-    let host = format!("{}-unknown-linux-gnu", std::env::consts::ARCH);
+    let host = support::fake_github::target();
     let name = format!("coogle-0.1.0-{host}");
     assert!(out_dir.join(format!("{name}.tar.gz")).is_file(), "{out}");
-    // Every checksum verifies.
-    let (code, sums, err) = run(Command::new("sha256sum")
-        .arg("-c")
-        .arg("SHA256SUMS")
-        .current_dir(&out_dir));
+    // Every checksum verifies (macOS has `shasum -a 256`, not coreutils' sha256sum).
+    let mut check = if cfg!(target_os = "macos") {
+        let mut c = Command::new("shasum");
+        c.args(["-a", "256"]);
+        c
+    } else {
+        Command::new("sha256sum")
+    };
+    let (code, sums, err) = run(check.arg("-c").arg("SHA256SUMS").current_dir(&out_dir));
     assert_eq!(code, 0, "{sums}{err}");
     assert!(
         sums.contains(&format!("{name}.tar.gz: OK")) && sums.contains("coogle-0.1.0.tar.gz: OK"),

@@ -4,6 +4,7 @@
 use crate::support;
 
 use std::fs;
+use std::os::unix::fs::PermissionsExt;
 
 use serde_json::json;
 use support::{Env, fake_mcp};
@@ -101,4 +102,119 @@ fn a_pending_sign_in_is_crossed_with_its_url() {
     let _ = env.run(&["call", "echo", r#"{"text":"ok"}"#]);
     let out = env.run(&["doctor"]);
     assert!(out.stdout.contains("no Google sign-in pending"), "{out}");
+}
+
+/// README's own entry, `"command": "coogle"`, is this binary when `coogle` on the client's PATH
+/// is; another binary called `coogle`, or none on PATH, is a ✗ that says which.
+#[test]
+fn a_bare_coogle_entry_is_resolved_on_path() {
+    let env = Env::new();
+    // The default socket and config, so the shim entry is README's plain `coogle mcp`; the
+    // socket stays private through config.json's socketPath.
+    env.write_config(&json!({
+        "socketPath": env.socket,
+        "servers": {"google": {"command": fake_mcp(), "credentials": {"source": "none"}}}
+    }));
+    fs::write(
+        env.home.join(".claude.json"),
+        serde_json::to_vec(&json!({"mcpServers": {"google": {
+            "type": "stdio", "command": "coogle", "args": ["mcp"]
+        }}}))
+        .unwrap(),
+    )
+    .unwrap();
+    let bin = env.path("bin");
+    fs::create_dir(&bin).unwrap();
+    let doctor = |path: &std::ffi::OsStr| {
+        let mut cmd = env.cmd();
+        cmd.env_remove("COOGLE_SOCKET")
+            .env_remove("COOGLE_CONFIG")
+            .env("PATH", path);
+        support::Output::of(cmd, &["doctor"])
+    };
+    let with_bin = std::env::join_paths(std::iter::once(bin.clone()).chain(std::env::split_paths(
+        &std::env::var_os("PATH").unwrap_or_default(),
+    )))
+    .unwrap();
+
+    std::os::unix::fs::symlink(support::COOGLE, bin.join("coogle")).unwrap();
+    let out = doctor(&with_bin);
+    assert!(
+        out.stdout
+            .contains("✓ Claude Code: mcpServers.google points at this binary"),
+        "{out}"
+    );
+    assert!(!out.stdout.contains("not this binary"), "{out}");
+    assert!(!out.stdout.contains("no coogle entry"), "{out}");
+
+    // Another `coogle` first on PATH.
+    fs::remove_file(bin.join("coogle")).unwrap();
+    fs::write(bin.join("coogle"), "#!/bin/sh\n").unwrap();
+    fs::set_permissions(bin.join("coogle"), fs::Permissions::from_mode(0o755)).unwrap();
+    let out = doctor(&with_bin);
+    assert!(
+        out.stdout
+            .contains("✗ Claude Code: mcpServers.google runs coogle, not this binary"),
+        "{out}"
+    );
+
+    // None at all.
+    let out = doctor(std::ffi::OsStr::new("/usr/bin:/bin"));
+    assert!(
+        out.stdout.contains(
+            "✗ Claude Code: mcpServers.google runs `coogle`, which Claude Code cannot find"
+        ),
+        "{out}"
+    );
+    assert!(
+        out.stdout.contains(
+            "`coogle setup --yes --client claude-code` writes this binary's absolute path"
+        ),
+        "{out}"
+    );
+}
+
+/// An upstream command on this shell's PATH but not on the PATH a daemon started by launchd,
+/// systemd or Claude Desktop has: a ✗ naming the fix; recording the PATH (`path`) clears it.
+#[test]
+fn a_command_only_this_shell_finds_is_crossed() {
+    let env = Env::new();
+    let bin = env.path("bin");
+    fs::create_dir(&bin).unwrap();
+    std::os::unix::fs::symlink(fake_mcp(), bin.join("only-here-mcp")).unwrap();
+    let with_bin = std::env::join_paths(std::iter::once(bin.clone()).chain(std::env::split_paths(
+        &std::env::var_os("PATH").unwrap_or_default(),
+    )))
+    .unwrap();
+    let server = json!({"command": "only-here-mcp", "credentials": {"source": "none"}});
+    env.write_config(&json!({"servers": {"google": server}}));
+    let mut cmd = env.cmd();
+    cmd.env("PATH", &with_bin);
+    let out = support::Output::of(cmd, &["doctor"]);
+    assert_eq!(out.status, Some(1), "{out}");
+    assert!(
+        out.stdout.contains(&format!(
+            "✗ google: only-here-mcp is at {}, but a daemon started without your shell's PATH",
+            bin.join("only-here-mcp").display()
+        )),
+        "{out}"
+    );
+    assert!(
+        out.stdout.contains(
+            "fix: `coogle setup --yes` records this shell's PATH in config.json (`path`)"
+        ),
+        "{out}"
+    );
+
+    env.write_config(&json!({"path": [bin], "servers": {"google": server}}));
+    let mut cmd = env.cmd();
+    cmd.env("PATH", &with_bin);
+    let out = support::Output::of(cmd, &["doctor"]);
+    assert!(
+        out.stdout.contains(&format!(
+            "✓ google: only-here-mcp found at {}",
+            bin.join("only-here-mcp").display()
+        )),
+        "{out}"
+    );
 }

@@ -20,6 +20,7 @@ mod ipc_abuse;
 mod lifecycle;
 mod limits;
 mod load;
+mod minimal_path;
 mod multiplex;
 mod notifications;
 mod on_demand;

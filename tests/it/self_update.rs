@@ -131,8 +131,12 @@ fn a_newer_version_is_verified_swapped_in_and_the_daemon_restarted() {
     let new_pid = support::control(&w.env.socket, "info", serde_json::Value::Null).unwrap()["pid"]
         .as_u64()
         .unwrap();
-    let running = fs::read_link(format!("/proc/{new_pid}/exe")).unwrap();
-    assert_eq!(running, w.exe, "the new daemon runs another binary");
+    let running = support::exe_of(new_pid as u32);
+    assert_eq!(
+        running,
+        fs::canonicalize(&w.exe).unwrap(),
+        "the new daemon runs another binary"
+    );
     assert!(!w.log.exists(), "the 0.1.0 release was run");
 
     // The token went along with every request.
@@ -150,38 +154,59 @@ fn a_newer_version_is_verified_swapped_in_and_the_daemon_restarted() {
     );
 }
 
-/// With a systemd user unit installed and active, the updater restarts the daemon through the
-/// service manager (a stand-in `systemctl` here, which restarts it the way systemd would: stop,
-/// then start the unit's program) and says so.
+/// With a service installed and running, the updater restarts the daemon through the service
+/// manager and says so: `systemctl --user restart` on Linux, `launchctl kickstart -k` on macOS,
+/// each a stand-in here that restarts it the way the real one would: stop, then start the
+/// service's program.
 #[test]
 fn an_installed_service_is_restarted_through_the_service_manager() {
     let w = world();
     let dir = w.env.path("releases");
     fs::create_dir_all(&dir).unwrap();
     let github = FakeGithub::start(vec![release(&dir, "9.9.9", &w.log, false)]);
-    let unit = w.env.home.join(".config/systemd/user/coogle.service");
-    fs::create_dir_all(unit.parent().unwrap()).unwrap();
+    let service = w.env.service_file();
+    fs::create_dir_all(service.parent().unwrap()).unwrap();
+    // SAFETY: getuid has no preconditions.
+    let uid = unsafe { libc::getuid() };
+    let (text, restart, said) = if cfg!(target_os = "macos") {
+        (
+            format!(
+                "<plist version=\"1.0\"><dict><key>ProgramArguments</key><array><string>{}</string><string>serve</string></array></dict></plist>\n",
+                w.exe.display()
+            ),
+            format!("kickstart -k gui/{uid}/dev.coogle.daemon"),
+            format!("launchctl kickstart -k gui/{uid}/dev.coogle.daemon"),
+        )
+    } else {
+        (
+            format!("[Service]\nExecStart={} serve\n", w.exe.display()),
+            "--user restart coogle.service".to_owned(),
+            "systemctl --user restart coogle.service".to_owned(),
+        )
+    };
+    fs::write(&service, text).unwrap();
+    let calls = w.env.path("manager.log");
+    let manager = w.env.path("manager");
+    let daemon = w.env.daemon();
+    let old_pid = daemon.pid();
+    // Loaded and running (launchctl `print` says `state = running`; systemctl's `is-active`
+    // exits 0). The restart does what systemd and launchd do: stop the daemon, wait until its
+    // process has exited (`coogle stop` returns once the socket is gone, while the old daemon
+    // may still hold its lock for a moment), then start the service's program detached.
     fs::write(
-        &unit,
-        format!("[Service]\nExecStart={} serve\n", w.exe.display()),
-    )
-    .unwrap();
-    let calls = w.env.path("systemctl.log");
-    let systemctl = w.env.path("systemctl");
-    fs::write(
-        &systemctl,
+        &manager,
         format!(
             "#!/bin/sh\necho \"$*\" >> '{calls}'\ncase \"$*\" in\n\
-             *' restart coogle.service') '{exe}' stop >/dev/null 2>&1\n\
-             setsid '{exe}' serve </dev/null >/dev/null 2>&1 &\n;;\nesac\nexit 0\n",
+             'print gui/'*/dev.coogle.daemon) echo 'state = running' ;;\n\
+             '{restart}') '{exe}' stop >/dev/null 2>&1\n\
+             i=0; while [ $i -lt 400 ] && ps -o stat= -p {old_pid} 2>/dev/null | grep -q '^[^Z]'; do sleep 0.05; i=$((i + 1)); done\n\
+             '{exe}' serve </dev/null >/dev/null 2>&1 &\n;;\nesac\nexit 0\n",
             calls = calls.display(),
             exe = w.exe.display()
         ),
     )
     .unwrap();
-    fs::set_permissions(&systemctl, fs::Permissions::from_mode(0o755)).unwrap();
-    let daemon = w.env.daemon();
-    let old_pid = daemon.pid();
+    fs::set_permissions(&manager, fs::Permissions::from_mode(0o755)).unwrap();
 
     let out = w
         .env
@@ -189,21 +214,19 @@ fn an_installed_service_is_restarted_through_the_service_manager() {
         .args(["self-update", "--yes"])
         .env("COOGLE_SELF_UPDATE_EXE", &w.exe)
         .env("COOGLE_UPDATE_API_URL", &github.base)
-        .env("COOGLE_SYSTEMCTL", &systemctl)
+        .env("COOGLE_SYSTEMCTL", &manager)
+        .env("COOGLE_LAUNCHCTL", &manager)
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
     assert!(
-        stdout.contains("restarted the daemon through systemctl --user restart coogle.service"),
+        stdout.contains(&format!("restarted the daemon through {said}")),
         "{stdout}{stderr}"
     );
     let calls = fs::read_to_string(&calls).unwrap();
-    assert!(
-        calls.lines().any(|l| l == "--user restart coogle.service"),
-        "{calls}"
-    );
+    assert!(calls.lines().any(|l| l == restart), "{calls}");
     // The daemon the service manager started came from the new file (it logs each call).
     support::wait_for("the restarted daemon", Duration::from_secs(20), || {
         support::control(&w.env.socket, "info", serde_json::Value::Null)

@@ -42,11 +42,14 @@ fn plist_parses_back_field_by_field() {
     assert_eq!(keep["SuccessfulExit"].as_boolean(), Some(false));
     assert_eq!(keep.len(), 1);
     assert_eq!(d["ThrottleInterval"].as_signed_integer(), Some(3));
-    let log = env.home.join(".local/state/coogle/launchd.log");
-    if cfg!(target_os = "linux") {
-        assert_eq!(d["StandardOutPath"].as_string(), log.to_str());
-        assert_eq!(d["StandardErrorPath"].as_string(), log.to_str());
-    }
+    let log = if cfg!(target_os = "macos") {
+        env.home.join("Library/Logs/coogle/launchd.log")
+    } else {
+        env.home.join(".local/state/coogle/launchd.log")
+    };
+    assert_eq!(d["StandardOutPath"].as_string(), log.to_str());
+    assert_eq!(d["StandardErrorPath"].as_string(), log.to_str());
+    assert_eq!(d["ProcessType"].as_string(), Some("Background"));
     let path_env = d["EnvironmentVariables"].as_dictionary().unwrap()["PATH"]
         .as_string()
         .unwrap();

@@ -31,12 +31,13 @@ impl Pty {
             ws_ypixel: 0,
         };
         // SAFETY: openpty writes two fds into the given ints; the name and termios are null.
+        // The termios is `*const` on Linux and `*mut` on macOS: a null `*mut` fits both.
         let rc = unsafe {
             libc::openpty(
                 &mut master,
                 &mut slave,
                 std::ptr::null_mut(),
-                std::ptr::null(),
+                std::ptr::null_mut(),
                 (&raw const size) as _,
             )
         };
@@ -180,12 +181,7 @@ fn interactive_setup_in_a_pty() {
         config["servers"]["google"]["credentials"],
         json!({"source": "manual", "clientId": "typed-id.apps.googleusercontent.com", "clientSecret": secret})
     );
-    assert!(
-        !env.home
-            .join(".config/systemd/user/coogle.service")
-            .exists(),
-        "the service was declined"
-    );
+    assert!(!env.service_file().exists(), "the service was declined");
     let claude: Value =
         serde_json::from_slice(&std::fs::read(env.home.join(".claude.json")).unwrap()).unwrap();
     // The test socket is not the default one, so the entry names it.

@@ -36,7 +36,15 @@ fn snapshot(dir: &Path) -> Vec<(PathBuf, Vec<u8>, u32)> {
         for e in fs::read_dir(&d).unwrap().flatten() {
             let p = e.path();
             let s = p.to_string_lossy();
-            if s.contains("/.local/state/") || s.contains("/.cache/") {
+            if [
+                "/.local/state/",
+                "/.cache/",
+                "/Library/Logs/",
+                "/Library/Caches/",
+            ]
+            .iter()
+            .any(|d| s.contains(d))
+            {
                 continue;
             }
             let m = fs::symlink_metadata(&p).unwrap();
@@ -118,8 +126,12 @@ fn setup_yes_end_to_end_and_twice_changes_nothing() {
     let config: Value = serde_json::from_slice(&fs::read(&env.config).unwrap()).unwrap();
     assert_eq!(
         config.as_object().unwrap().keys().collect::<Vec<_>>(),
-        ["logLevel", "servers"]
+        ["logLevel", "servers", "path"]
     );
+    // The PATH a daemon started with a minimal environment searches (see minimal_path.rs).
+    let own_path = std::env::var("PATH").unwrap();
+    let first_own = own_path.split(':').find(|d| d.starts_with('/')).unwrap();
+    assert_eq!(config["path"][0], first_own, "{config:#}");
     let google = &config["servers"]["google"];
     assert_eq!(google["maxConcurrent"], 2);
     assert_eq!(
@@ -148,12 +160,22 @@ fn setup_yes_end_to_end_and_twice_changes_nothing() {
     assert_eq!(backups.len(), 1, "{backups:?}");
     assert_eq!(fs::read(&backups[0]).unwrap(), original);
 
-    // The unit file is there.
-    let unit = fs::read_to_string(env.home.join(".config/systemd/user/coogle.service")).unwrap();
-    assert!(
-        unit.contains(&format!("ExecStart={} serve", exe.display())),
-        "{unit}"
-    );
+    // The service file is there, running this binary.
+    if cfg!(target_os = "macos") {
+        let plist = plist::Value::from_file(env.service_file()).unwrap();
+        let args = plist.as_dictionary().unwrap()["ProgramArguments"].clone();
+        assert_eq!(
+            args.as_array().unwrap()[0].as_string(),
+            exe.to_str(),
+            "{args:?}"
+        );
+    } else {
+        let unit = fs::read_to_string(env.service_file()).unwrap();
+        assert!(
+            unit.contains(&format!("ExecStart={} serve", exe.display())),
+            "{unit}"
+        );
+    }
 
     // Second run: nothing changes, no new file.
     let before = snapshot(&env.home);
@@ -163,14 +185,20 @@ fn setup_yes_end_to_end_and_twice_changes_nothing() {
     assert_eq!(snapshot(&env.home), before, "the second run changed a file");
 }
 
+/// A service manager that works is used: systemd (`systemctl --user`) on Linux, launchd
+/// (`launchctl bootstrap gui/<uid>`) on macOS, each through a stand-in.
 #[test]
-fn a_systemctl_that_works_is_used() {
+fn a_service_manager_that_works_is_used() {
     let (env, _claude, _) = setup_env();
-    let log = env.path("systemctl.log");
-    let fake = env.path("systemctl");
+    let log = env.path("manager.log");
+    let fake = env.path("manager");
+    // launchctl: the agent is not loaded yet (`print` of it fails); everything else works.
     fs::write(
         &fake,
-        format!("#!/bin/sh\necho \"$@\" >> {}\nexit 0\n", log.display()),
+        format!(
+            "#!/bin/sh\necho \"$@\" >> {}\ncase \"$*\" in 'print gui/'*/dev.coogle.daemon) exit 113 ;; esac\nexit 0\n",
+            log.display()
+        ),
     )
     .unwrap();
     fs::set_permissions(&fake, fs::Permissions::from_mode(0o755)).unwrap();
@@ -184,6 +212,7 @@ fn a_systemctl_that_works_is_used() {
             "--skip-verify",
         ])
         .env("COOGLE_SYSTEMCTL", &fake)
+        .env("COOGLE_LAUNCHCTL", &fake)
         .output()
         .unwrap();
     assert_eq!(
@@ -193,11 +222,22 @@ fn a_systemctl_that_works_is_used() {
         String::from_utf8_lossy(&out.stdout)
     );
     let calls = fs::read_to_string(&log).unwrap();
-    assert!(calls.contains("--user daemon-reload"), "{calls}");
-    assert!(
-        calls.contains("--user enable --now coogle.service"),
-        "{calls}"
-    );
+    if cfg!(target_os = "macos") {
+        // SAFETY: getuid has no preconditions.
+        let uid = unsafe { libc::getuid() };
+        let bootstrap = format!("bootstrap gui/{uid} {}", env.service_file().display());
+        assert!(calls.lines().any(|l| l == bootstrap), "{calls}");
+        assert!(
+            calls.contains(&format!("enable gui/{uid}/dev.coogle.daemon")),
+            "{calls}"
+        );
+    } else {
+        assert!(calls.contains("--user daemon-reload"), "{calls}");
+        assert!(
+            calls.contains("--user enable --now coogle.service"),
+            "{calls}"
+        );
+    }
     assert!(String::from_utf8_lossy(&out.stdout).contains("enabled and started"));
 }
 

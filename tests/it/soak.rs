@@ -9,15 +9,6 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use support::*;
 
-fn rss_kib(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .unwrap()
-        .lines()
-        .find(|l| l.starts_with("VmRSS:"))
-        .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
-        .unwrap()
-}
-
 /// `sessions` shims, each making `calls` pipelined echo calls (8 in flight per session).
 fn drive(env: &Env, sessions: usize, calls: usize) {
     let handles: Vec<_> = (0..sessions)

@@ -62,7 +62,7 @@ fn uninstall(env: &Env, extra: &[&str]) -> support::Output {
 #[test]
 fn restores_the_exact_bytes_and_removes_the_service() {
     let (env, claude, cursor, original, cursor_original) = installed();
-    let unit = env.home.join(".config/systemd/user/coogle.service");
+    let unit = env.service_file();
     assert!(unit.exists());
     let out = uninstall(&env, &[]);
     assert_eq!(out.status, Some(0), "{out}");

@@ -1,6 +1,7 @@
 //! Doctor's checks of what is installed: config.json, each upstream's OAuth client and
 //! command, the programs upstreams commonly run, the search server's API key, and the service.
 
+use std::ffi::{OsStr, OsString};
 use std::path::Path;
 
 use serde_json::Value;
@@ -8,8 +9,10 @@ use serde_json::Value;
 use super::super::service;
 use super::{Doctor, same_file};
 use crate::config::{Config, ServerConfig};
+use crate::exec_path;
+use crate::paths::Platform;
 use crate::secret::{check_key, find_key_here, mask};
-use crate::service_manager;
+use crate::service_manager::{Manager, ServiceStatus};
 
 /// Whether the search server is set up: its own config section or a `search` upstream.
 pub(super) fn search_wanted(cfg_path: &Path) -> bool {
@@ -73,24 +76,44 @@ impl Doctor<'_> {
         }
     }
 
+    /// The command resolves with the PATH the daemon has at its poorest: the recorded `path`
+    /// plus a GUI app's PATH (a daemon started by launchd, or by Claude Desktop's `coogle
+    /// mcp`), not just this shell's.
     fn command(&mut self, server: &ServerConfig) {
-        match which::which(&server.command) {
-            Ok(p) => self.ok(&format!(
-                "{}: {} found at {}",
-                server.name,
-                server.command,
-                p.display()
-            )),
-            Err(_) => {
-                let fix = if server.command == "uvx" {
+        let (name, command) = (&server.name, &server.command);
+        let daemon = match server.env.get("PATH") {
+            Some(p) => OsString::from(p),
+            None => exec_path::daemon_path(
+                &server.search_path,
+                Some(OsStr::new(exec_path::GUI_PATH)),
+                &Platform::current(),
+            ),
+        };
+        let cwd = server.cwd.as_deref();
+        if let Some(p) = exec_path::resolve(command, &daemon, cwd) {
+            return self.ok(&format!("{name}: {command} found at {}", p.display()));
+        }
+        let here = std::env::var_os("PATH").unwrap_or_default();
+        match exec_path::resolve(command, &here, cwd) {
+            Some(p) => {
+                let dir = p.parent().unwrap_or(&p).display().to_string();
+                self.fail(
+                    &format!(
+                        "{name}: {command} is at {}, but a daemon started without your shell's PATH (by launchd, systemd or Claude Desktop) would not find it",
+                        p.display()
+                    ),
+                    &format!(
+                        "`coogle setup --yes` records this shell's PATH in config.json (`path`), or add \"{dir}\" to `path` there yourself"
+                    ),
+                )
+            }
+            None => {
+                let fix = if command == "uvx" {
                     "install uv: `curl -LsSf https://astral.sh/uv/install.sh | sh` or `brew install uv`"
                 } else {
                     "install it, or fix `command` in the config"
                 };
-                self.fail(
-                    &format!("{}: {} not found on PATH", server.name, server.command),
-                    fix,
-                )
+                self.fail(&format!("{name}: {command} not found on PATH"), fix)
             }
         }
     }
@@ -135,7 +158,8 @@ impl Doctor<'_> {
 
     /// The service runs this binary and is running. Returns whether one is installed.
     pub(super) fn service(&mut self) -> bool {
-        let path = service_manager::installed_path();
+        let manager = Manager::current();
+        let path = manager.installed_path().to_path_buf();
         if !path.exists() {
             self.warn(
                 "no service installed: the daemon starts on demand",
@@ -144,7 +168,7 @@ impl Doctor<'_> {
             return false;
         }
         let exe = self.exe.clone();
-        match service::installed_program() {
+        match service::installed_program_with(&manager) {
             Some(p) if same_file(Path::new(&p), &exe) => {
                 self.ok(&format!("service {} runs this binary", path.display()))
             }
@@ -157,17 +181,22 @@ impl Doctor<'_> {
                 "`coogle setup --yes` rewrites it",
             ),
         }
-        match service_manager::is_active() {
-            Some(true) => self.ok("service is loaded and running"),
-            Some(false) => self.fail(
-                "service is installed but not running",
-                if cfg!(target_os = "macos") {
-                    "`launchctl bootstrap gui/$UID ~/Library/LaunchAgents/dev.coogle.daemon.plist`"
-                } else {
-                    "`systemctl --user enable --now coogle.service`"
-                },
+        match manager.status() {
+            ServiceStatus::Running => self.ok("service is loaded and running"),
+            // launchd keeps an agent that exited 0 loaded and leaves it: the daemon it would
+            // run may be serving already, started on demand.
+            ServiceStatus::Loaded => self.warn(
+                "service is loaded but not running (a daemon started on demand may be serving)",
+                &format!("`{}`", manager.restart_command()),
             ),
-            None => self.warn("the service manager is not available here", ""),
+            ServiceStatus::Stopped => self.fail(
+                "service is installed but not running",
+                &format!("`{}`", manager.enable_command()),
+            ),
+            ServiceStatus::Unknown(why) => self.warn(
+                &format!("the service manager is not available here ({why})"),
+                "",
+            ),
         }
         true
     }

@@ -2,21 +2,25 @@
 //! shape's top level, or the native shape's default server), the search key under `search`,
 //! and, for a config that names no upstream yet, the Google Workspace entry being replaced
 //! becomes the upstream, so pointing the client at coogle changes nothing about what runs.
+//! `path` records the user's PATH, so a daemon started with a minimal environment (by
+//! launchd, or by Claude Desktop's `coogle mcp`) still finds `uvx` and `npx`.
 //!
 //! Everything else the user had is kept; the file is written 0600 (it may hold a secret),
 //! after a backup, and only when the result loads as a config.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
 use super::super::claude_config::{self, ClientKind};
+use super::super::search_path;
 use super::Wizard;
 use super::credentials::CredChoice;
 use crate::config::Config;
 use crate::config::claude_json::{CLIENT_ID_VAR, CLIENT_SECRET_VAR};
 use crate::error::InstallError;
 use crate::fsutil::{self, FsError, Mode, Written};
+use crate::paths::Platform;
 
 impl Wizard<'_> {
     pub(super) fn write_config(
@@ -33,9 +37,23 @@ impl Wizard<'_> {
                 env_names(block)
             ));
         }
-        let written = update_config_file(cfg_path, creds, upstream.map(|(_, b)| b), search_key)
-            .map_err(InstallError::WriteConfig);
-        match self.fatal(written)? {
+        let captured = search_path::capture(&Platform::current());
+        let written = update_config_file(
+            cfg_path,
+            creds,
+            upstream.map(|(_, b)| b),
+            search_key,
+            captured,
+        )
+        .map_err(InstallError::WriteConfig);
+        let written = self.fatal(written)?;
+        if let Ok(config) = Config::load(Some(cfg_path)) {
+            ui.ok(&format!(
+                "recorded the PATH the daemon searches for upstream commands, whoever starts it ({} directories, config `path`)",
+                config.search_path.len()
+            ));
+        }
+        match written {
             Written::Unchanged => match fsutil::tighten(cfg_path, 0o600) {
                 Ok(true) => ui.ok(&format!(
                     "{} is up to date; restricted it to mode 0600",
@@ -130,6 +148,7 @@ fn update_config_file(
     creds: &CredChoice,
     upstream: Option<Value>,
     search_key: Option<&str>,
+    captured: Vec<PathBuf>,
 ) -> Result<Written, FsError> {
     let block = match creds {
         CredChoice::Keep => None,
@@ -158,6 +177,19 @@ fn update_config_file(
         }
         if let Some(block) = &block {
             set_credentials(&mut new, block.clone());
+        }
+        if let Some(root) = new.as_object_mut() {
+            let previous: Vec<PathBuf> = root
+                .get("path")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .map(PathBuf::from)
+                .collect();
+            let dirs = search_path::merge(captured.clone(), &previous);
+            let dirs: Vec<Value> = dirs.iter().map(|d| json!(d.to_string_lossy())).collect();
+            root.insert("path".into(), Value::Array(dirs));
         }
         if doc.is_some() && doc == Some(&new) {
             return Ok(None);

@@ -8,7 +8,7 @@ use super::super::state::State;
 use super::Wizard;
 use super::credentials::CredChoice;
 use crate::fsutil::Written;
-use crate::service_manager::ManagerState;
+use crate::service_manager::{Manager, ManagerState};
 
 impl Wizard<'_> {
     pub(super) fn install_service(&mut self, state: &mut State, creds: &CredChoice) {
@@ -47,22 +47,26 @@ impl Wizard<'_> {
         self.report_manager(inst.manager);
     }
 
-    fn report_manager(&mut self, manager: ManagerState) {
+    fn report_manager(&mut self, state: ManagerState) {
         let ui = self.ui;
-        match manager {
+        let manager = Manager::current();
+        match state {
             ManagerState::Started => ui.ok("enabled and started"),
             ManagerState::Unavailable(why) => {
-                let manager = if cfg!(target_os = "macos") {
-                    "launchd"
-                } else {
-                    "a systemd user manager"
-                };
                 ui.warn(&format!(
-                    "{manager} is not available here ({why}); the service file is written but not enabled"
+                    "{} is not available here ({why}); the service file is written but not loaded",
+                    manager.name()
                 ));
-                ui.info(
-                    "the daemon still starts on demand with `coogle mcp`; once systemd runs: `systemctl --user enable --now coogle.service`",
-                );
+                let later = match manager {
+                    Manager::Launchd(_) => {
+                        "launchd loads it at your next login to the Mac's desktop; to load it now, from Terminal on the Mac"
+                    }
+                    Manager::Systemd(_) => "once systemd runs",
+                };
+                ui.info(&format!(
+                    "the daemon still starts on demand with `coogle mcp`; {later}: `{}`",
+                    manager.enable_command()
+                ));
             }
             ManagerState::Failed(why) => {
                 ui.fail(&format!("the service manager refused: {why}"));

@@ -157,8 +157,14 @@ fn serve(stream: TcpStream, log: &Mutex<Vec<Request>>, releases: &[Release], bas
     }
 }
 
+/// This machine's release target, as scripts/install.sh and self-update name it.
 pub fn target() -> String {
-    format!("{}-unknown-linux-gnu", std::env::consts::ARCH)
+    let os = if cfg!(target_os = "macos") {
+        "apple-darwin"
+    } else {
+        "unknown-linux-gnu"
+    };
+    format!("{}-{os}", std::env::consts::ARCH)
 }
 
 /// The "new" coogle: a script that answers `--version` as `version` and otherwise runs the
@@ -212,7 +218,27 @@ pub fn patched_coogle(dir: &Path) -> Vec<u8> {
         }
     }
     assert!(replaced > 0, "no version string found in {}", super::COOGLE);
-    out
+    resign(dir, out)
+}
+
+/// On macOS a binary whose bytes changed no longer matches its (ad-hoc) code signature, and
+/// Apple silicon kills it at exec: sign the patched copy again, ad hoc, as the linker did.
+#[cfg(target_os = "macos")]
+fn resign(dir: &Path, bytes: Vec<u8>) -> Vec<u8> {
+    let f = dir.join("coogle-patched");
+    fs::write(&f, &bytes).unwrap();
+    let ok = Command::new("codesign")
+        .args(["--force", "--sign", "-"])
+        .arg(&f)
+        .status()
+        .unwrap();
+    assert!(ok.success(), "codesign --sign - failed");
+    fs::read(&f).unwrap()
+}
+
+#[cfg(not(target_os = "macos"))]
+fn resign(_dir: &Path, bytes: Vec<u8>) -> Vec<u8> {
+    bytes
 }
 
 /// `coogle-<version>-<target>.tar.gz` holding `coogle-<version>-<target>/coogle` = `binary`.
@@ -244,11 +270,12 @@ fn archive(dir: &Path, version: &str, binary: &[u8]) -> (String, Vec<u8>) {
     (format!("{name}.tar.gz"), fs::read(out).unwrap())
 }
 
-fn sha256(bytes: &[u8], dir: &Path) -> String {
-    let f = dir.join("to-hash");
-    fs::write(&f, bytes).unwrap();
-    let out = Command::new("sha256sum").arg(&f).output().unwrap();
-    String::from_utf8(out.stdout).unwrap()[..64].to_owned()
+fn sha256(bytes: &[u8], _dir: &Path) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 /// A release `v<version>` whose archive holds a script that answers `--version` as `version`

@@ -58,6 +58,43 @@ pub fn client_fixture(name: &str) -> Vec<u8> {
     .unwrap()
 }
 
+/// The executable a running process was started from, resolved through links (Linux
+/// `/proc/<pid>/exe`, macOS `proc_pidpath`).
+pub fn exe_of(pid: u32) -> PathBuf {
+    #[cfg(target_os = "macos")]
+    {
+        let mut buf = vec![0u8; libc::PROC_PIDPATHINFO_MAXSIZE as usize];
+        // SAFETY: proc_pidpath writes at most `buf.len()` bytes and returns how many.
+        let n =
+            unsafe { libc::proc_pidpath(pid as i32, buf.as_mut_ptr().cast(), buf.len() as u32) };
+        assert!(n > 0, "proc_pidpath({pid}) failed");
+        buf.truncate(n as usize);
+        std::fs::canonicalize(String::from_utf8(buf).unwrap()).unwrap()
+    }
+    #[cfg(not(target_os = "macos"))]
+    {
+        std::fs::read_link(format!("/proc/{pid}/exe")).unwrap()
+    }
+}
+
+/// The resident memory of a process in KiB (Linux `/proc/<pid>/status`, elsewhere `ps`).
+pub fn rss_kib(pid: u32) -> u64 {
+    if cfg!(target_os = "linux") {
+        std::fs::read_to_string(format!("/proc/{pid}/status"))
+            .unwrap()
+            .lines()
+            .find(|l| l.starts_with("VmRSS:"))
+            .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+            .unwrap()
+    } else {
+        let out = Command::new("ps")
+            .args(["-o", "rss=", "-p", &pid.to_string()])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).trim().parse().unwrap()
+    }
+}
+
 /// One test's private world.
 pub struct Env {
     pub tmp: tempfile::TempDir,
@@ -77,7 +114,11 @@ impl Env {
         std::fs::create_dir_all(home.join(".config/coogle")).unwrap();
         let socket = tmp.path().join("run").join("coogle.sock");
         let config = home.join(".config/coogle/config.json");
-        let log = home.join(".local/state/coogle/coogle.log");
+        let log = if cfg!(target_os = "macos") {
+            home.join("Library/Logs/coogle/coogle.log")
+        } else {
+            home.join(".local/state/coogle/coogle.log")
+        };
         Env {
             tmp,
             home,
@@ -118,6 +159,17 @@ impl Env {
         self.tmp.path().join(name)
     }
 
+    /// The service file `coogle setup` installs on this OS: the systemd user unit, or the
+    /// LaunchAgent on macOS.
+    pub fn service_file(&self) -> PathBuf {
+        if cfg!(target_os = "macos") {
+            self.home
+                .join("Library/LaunchAgents/dev.coogle.daemon.plist")
+        } else {
+            self.home.join(".config/systemd/user/coogle.service")
+        }
+    }
+
     /// `coogle` with this env's HOME, XDG dirs, config and socket. The rest of the environment
     /// is inherited (CA bundles, PATH, pyenv), and uv keeps using the real cache so third-party
     /// servers are not downloaded again for every temporary HOME.
@@ -148,6 +200,11 @@ impl Env {
             .env("RUST_LOG", "coogle=debug")
             // Never Claude Code's real CLI on a developer's PATH; tests that want one set it.
             .env("COOGLE_CLAUDE_CLI", "none")
+            // Never the real service managers: on a Mac, `setup` would otherwise bootstrap the
+            // test's LaunchAgent into the developer's own GUI session. Tests that want one
+            // point these at a stand-in.
+            .env("COOGLE_SYSTEMCTL", self.tmp.path().join("no-systemctl"))
+            .env("COOGLE_LAUNCHCTL", self.tmp.path().join("no-launchctl"))
             // A developer's Gemini key would add the `search` upstream to every test daemon.
             .env_remove("GOOGLE_API_KEY")
             .env_remove("GEMINI_API_KEY")
@@ -568,8 +625,9 @@ pub fn raw_exchange(socket: &Path, bytes: &[u8]) -> Result<String, String> {
     Ok(line)
 }
 
+/// True while `pid` runs; a zombie is not alive for our purposes.
+#[cfg(target_os = "linux")]
 pub fn pid_alive(pid: u32) -> bool {
-    // A zombie is not alive for our purposes.
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
         Ok(stat) => {
             let state = stat
@@ -582,6 +640,7 @@ pub fn pid_alive(pid: u32) -> bool {
 }
 
 /// Every live process whose command line mentions `needle`.
+#[cfg(target_os = "linux")]
 pub fn processes_matching(needle: &str) -> Vec<u32> {
     let mut out = Vec::new();
     for e in std::fs::read_dir("/proc").unwrap().flatten() {
@@ -596,6 +655,32 @@ pub fn processes_matching(needle: &str) -> Vec<u32> {
         }
     }
     out
+}
+
+/// Without /proc (macOS): what `ps` says. Its `stat` column starts with `Z` for a zombie.
+#[cfg(not(target_os = "linux"))]
+pub fn pid_alive(pid: u32) -> bool {
+    let out = Command::new("ps")
+        .args(["-o", "stat=", "-p", &pid.to_string()])
+        .output()
+        .unwrap();
+    let stat = String::from_utf8_lossy(&out.stdout);
+    let stat = stat.trim();
+    !stat.is_empty() && !stat.starts_with('Z')
+}
+
+#[cfg(not(target_os = "linux"))]
+pub fn processes_matching(needle: &str) -> Vec<u32> {
+    let out = Command::new("ps")
+        .args(["-axww", "-o", "pid=,command="])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| l.contains(needle))
+        .filter_map(|l| l.split_whitespace().next()?.parse().ok())
+        .filter(|&pid| pid_alive(pid))
+        .collect()
 }
 
 pub fn read_lines(path: &Path) -> Vec<String> {
