@@ -27,6 +27,10 @@ pub enum PathError {
     #[error("could not restrict {path} to mode 0700: {source}")]
     Chmod { path: PathBuf, source: io::Error },
     #[error(
+        "{path} is mode {mode:03o}, open to other users (coogle keeps it 0700); refusing to use it"
+    )]
+    NotPrivate { path: PathBuf, mode: u32 },
+    #[error(
         "socket path {path} is {len} bytes, longer than the {MAX_SOCKET_PATH} a Unix socket allows"
     )]
     TooLong { path: PathBuf, len: usize },
@@ -171,7 +175,7 @@ impl RuntimePaths {
 }
 
 /// Create (mode 0700) or verify the socket directory: it must be a real directory owned by
-/// this user. A directory we own with looser permissions is tightened to 0700.
+/// this user (see [`check_private_dir`] for its mode).
 pub fn ensure_private_dir(dir: &Path) -> Result<(), PathError> {
     match fs::symlink_metadata(dir) {
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
@@ -197,6 +201,34 @@ pub fn ensure_private_dir(dir: &Path) -> Result<(), PathError> {
 
 /// Verify without creating: symlink, type, owner; tighten the mode if we own it.
 pub fn check_private_dir(dir: &Path) -> Result<(), PathError> {
+    let meta = owned_dir(dir)?;
+    if meta.mode() & 0o777 != 0o700 {
+        fs::set_permissions(dir, fs::Permissions::from_mode(0o700)).map_err(|source| {
+            PathError::Chmod {
+                path: dir.to_path_buf(),
+                source,
+            }
+        })?;
+    }
+    Ok(())
+}
+
+/// A client's check of the socket directory before it connects, the daemon's rules without
+/// ever changing anything: whoever can create or replace the socket could read every request
+/// (and the hello, which names the session).
+pub fn verify_private_dir(dir: &Path) -> Result<(), PathError> {
+    let mode = owned_dir(dir)?.mode() & 0o777;
+    if mode & 0o077 != 0 {
+        return Err(PathError::NotPrivate {
+            path: dir.to_path_buf(),
+            mode,
+        });
+    }
+    Ok(())
+}
+
+/// A real directory (not a symlink) owned by this user.
+fn owned_dir(dir: &Path) -> Result<fs::Metadata, PathError> {
     let meta = fs::symlink_metadata(dir).map_err(|source| PathError::Inspect {
         path: dir.to_path_buf(),
         source,
@@ -219,15 +251,7 @@ pub fn check_private_dir(dir: &Path) -> Result<(), PathError> {
             me,
         });
     }
-    if meta.mode() & 0o777 != 0o700 {
-        fs::set_permissions(dir, fs::Permissions::from_mode(0o700)).map_err(|source| {
-            PathError::Chmod {
-                path: dir.to_path_buf(),
-                source,
-            }
-        })?;
-    }
-    Ok(())
+    Ok(meta)
 }
 
 #[cfg(test)]
@@ -243,6 +267,32 @@ mod tests {
         fs::set_permissions(&dir, fs::Permissions::from_mode(0o755)).unwrap();
         ensure_private_dir(&dir).unwrap();
         assert_eq!(fs::metadata(&dir).unwrap().mode() & 0o777, 0o700);
+    }
+
+    /// A client never changes a mode: coogle's own directory, loosened, is refused.
+    #[test]
+    fn clients_verify_without_changing_anything() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("d");
+        fs::create_dir(&dir).unwrap();
+        fs::set_permissions(&dir, fs::Permissions::from_mode(0o700)).unwrap();
+        verify_private_dir(&dir).unwrap();
+        fs::set_permissions(&dir, fs::Permissions::from_mode(0o750)).unwrap();
+        assert!(matches!(
+            verify_private_dir(&dir),
+            Err(PathError::NotPrivate { mode: 0o750, .. })
+        ));
+        assert_eq!(fs::metadata(&dir).unwrap().mode() & 0o777, 0o750);
+        let link = tmp.path().join("link");
+        std::os::unix::fs::symlink(&dir, &link).unwrap();
+        assert!(matches!(
+            verify_private_dir(&link),
+            Err(PathError::Symlink { .. })
+        ));
+        assert!(matches!(
+            verify_private_dir(&tmp.path().join("absent")),
+            Err(PathError::Inspect { .. })
+        ));
     }
 
     #[test]

@@ -25,8 +25,12 @@ pub(super) fn mcp(paths: &GlobalPaths, server: Option<String>) -> ExitCode {
     };
     match shim::run(opts) {
         Ok(()) => ExitCode::Success,
+        // On stderr (tracing's writer), never stdout: that is the agent's MCP channel.
         Err(e) => {
-            tracing::error!("{e}");
+            match e.hint() {
+                Some(hint) => tracing::error!("{e}\nhint: {hint}"),
+                None => tracing::error!("{e}"),
+            }
             ExitCode::Usage
         }
     }

@@ -34,6 +34,7 @@ mod setup_wizard;
 mod setup_yes;
 mod sign_in;
 mod soak;
+mod squatting;
 mod tasks;
 mod third_party;
 mod timeout;
