@@ -65,6 +65,10 @@ pub enum ClientError {
     Mcp(String),
     #[error("refusing to use the daemon socket {socket}: {problem}")]
     Untrusted { socket: PathBuf, problem: Untrusted },
+    #[error(
+        "the coogle daemon (pid {pid}) accepted the shutdown but has not exited after {secs} s"
+    )]
+    StopTimeout { pid: u32, secs: u64 },
 }
 
 /// Why a client refused a socket before sending it anything.
@@ -94,6 +98,9 @@ impl ClientError {
                 Some(format!("read the log with `coogle logs` ({})", log.display()))
             }
             ClientError::Untrusted { socket, problem } => Some(untrusted_hint(socket, problem)),
+            ClientError::StopTimeout { pid, .. } => Some(format!(
+                "it may still be finishing calls in flight; `coogle status` shows them, `kill {pid}` stops it now"
+            )),
             _ => None,
         }
     }
@@ -415,6 +422,83 @@ pub async fn control_on(
     Ok(resp.into_result()?)
 }
 
+/// Ask the daemon to shut down, and return its pid once its process has exited, so that
+/// whatever comes next (`coogle serve`, a new binary) does not find it still holding its lock
+/// while it drains calls. The socket file goes first, so it says nothing about that.
+pub async fn shutdown(socket: &Path, limit: Duration) -> Result<u32, ClientError> {
+    let answer = control(socket, "shutdown", Value::Null).await?;
+    let pid = answer["pid"]
+        .as_u64()
+        .and_then(|p| u32::try_from(p).ok())
+        .ok_or_else(|| {
+            ClientError::Protocol(format!("shutdown answered without a pid: {answer}"))
+        })?;
+    let deadline = Instant::now() + limit;
+    while !has_exited(pid) {
+        if Instant::now() >= deadline {
+            return Err(ClientError::StopTimeout {
+                pid,
+                secs: limit.as_secs(),
+            });
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    Ok(pid)
+}
+
+/// Whether process `pid` has exited: gone, or a zombie its parent has not reaped yet (a daemon
+/// started by a test or a supervisor that waits later).
+fn has_exited(pid: u32) -> bool {
+    // 0 and values past pid_t would make kill(2) address a group or fail: never ours.
+    let Ok(pid) = libc::pid_t::try_from(pid) else {
+        return true;
+    };
+    if pid <= 0 {
+        return true;
+    }
+    // SAFETY: signal 0 sends nothing; it only asks whether the process exists.
+    if unsafe { libc::kill(pid, 0) } != 0 {
+        // EPERM: it exists (under another uid, so not ours, but not gone either).
+        return io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
+    }
+    is_zombie(pid)
+}
+
+#[cfg(target_os = "linux")]
+fn is_zombie(pid: libc::pid_t) -> bool {
+    // The state follows the command name, which is in parentheses and may hold anything.
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rsplit_once(')')
+            .and_then(|(_, rest)| rest.trim_start().chars().next())
+            == Some('Z')
+    })
+}
+
+#[cfg(target_os = "macos")]
+fn is_zombie(pid: libc::pid_t) -> bool {
+    /// `SZOMB` from <sys/proc.h>.
+    const SZOMB: u32 = 5;
+    // SAFETY: proc_bsdinfo is plain data; all-zero is valid and proc_pidinfo overwrites it.
+    let mut info: libc::proc_bsdinfo = unsafe { std::mem::zeroed() };
+    let size = std::mem::size_of::<libc::proc_bsdinfo>() as libc::c_int;
+    // SAFETY: `info` is a live local of exactly `size` bytes.
+    let n = unsafe {
+        libc::proc_pidinfo(
+            pid,
+            libc::PROC_PIDTBSDINFO,
+            0,
+            (&mut info as *mut libc::proc_bsdinfo).cast(),
+            size,
+        )
+    };
+    n == size && info.pbi_status == SZOMB
+}
+
+#[cfg(not(any(target_os = "linux", target_os = "macos")))]
+fn is_zombie(_pid: libc::pid_t) -> bool {
+    false
+}
+
 /// An mcp-mode connection after a successful hello.
 pub struct McpConnection {
     pub reader: BufReader<OwnedReadHalf>,
@@ -479,6 +563,23 @@ pub async fn rmcp_session(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn exited_processes_and_zombies_count_as_exited() {
+        assert!(!has_exited(std::process::id()));
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        // Not reaped yet: a zombie, which has exited all the same.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !has_exited(pid) {
+            assert!(Instant::now() < deadline, "{pid} never counted as exited");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        child.wait().unwrap();
+        assert!(has_exited(pid));
+        assert!(has_exited(0));
+        assert!(has_exited(u32::MAX));
+    }
 
     /// Regression: a shim that outlived a self-update started `/path/coogle (deleted)`.
     #[test]

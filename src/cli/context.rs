@@ -86,7 +86,9 @@ pub(super) fn config_error(e: &ConfigError) -> ExitCode {
 fn client_error(e: &ClientError) -> ExitCode {
     output::error(e, e.hint().as_deref());
     match e {
-        ClientError::Remote(_) | ClientError::Mcp(_) => ExitCode::Failure,
+        ClientError::Remote(_) | ClientError::Mcp(_) | ClientError::StopTimeout { .. } => {
+            ExitCode::Failure
+        }
         _ => ExitCode::Usage,
     }
 }

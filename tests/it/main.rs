@@ -35,6 +35,7 @@ mod setup_yes;
 mod sign_in;
 mod soak;
 mod squatting;
+mod stop;
 mod tasks;
 mod third_party;
 mod timeout;

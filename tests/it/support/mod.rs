@@ -5,6 +5,7 @@
 
 pub mod fake_github;
 pub mod gemini_mock;
+pub mod serve;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::net::UnixStream;
