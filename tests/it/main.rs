@@ -4,6 +4,7 @@
 
 mod support;
 
+mod broken_config;
 mod claude_config_patch;
 mod cli;
 mod coogle_tool;
