@@ -137,6 +137,10 @@ fn untrusted_hint(socket: &Path, problem: &Untrusted) -> String {
             path.display(),
             dir_owner()
         ),
+        Untrusted::Dir(PathError::OthersCanWrite { path, .. }) => format!(
+            "`chmod go-w {}` if it is yours to change, {elsewhere}",
+            path.display()
+        ),
         Untrusted::Dir(_) | Untrusted::PeerUnknown(_) => {
             format!(
                 "check {} (owned by {}), {elsewhere}",

@@ -27,6 +27,10 @@ pub enum PathError {
     #[error("could not restrict {path} to mode 0700: {source}")]
     Chmod { path: PathBuf, source: io::Error },
     #[error(
+        "{path} is mode {mode:03o}: other users can write in it and could replace the socket; refusing to use it"
+    )]
+    OthersCanWrite { path: PathBuf, mode: u32 },
+    #[error(
         "{path} is mode {mode:03o}, open to other users (coogle keeps it 0700); refusing to use it"
     )]
     NotPrivate { path: PathBuf, mode: u32 },
@@ -189,7 +193,8 @@ pub fn ensure_private_dir(dir: &Path) -> Result<(), PathError> {
                     path: dir.to_path_buf(),
                     source,
                 })?;
-            check_private_dir(dir)
+            // Created just now, so ours to set whatever the umask did.
+            check_dir(dir, true)
         }
         Err(source) => Err(PathError::Inspect {
             path: dir.to_path_buf(),
@@ -199,32 +204,59 @@ pub fn ensure_private_dir(dir: &Path) -> Result<(), PathError> {
     }
 }
 
-/// Verify without creating: symlink, type, owner; tighten the mode if we own it.
+/// Verify without creating: symlink, type, owner. coogle's own socket directory is tightened
+/// to 0700; any other directory (a `socketPath` in `$HOME`, say) is the user's, so its mode is
+/// never changed: it is refused when others can write in it, else used as it is.
 pub fn check_private_dir(dir: &Path) -> Result<(), PathError> {
-    let meta = owned_dir(dir)?;
-    if meta.mode() & 0o777 != 0o700 {
+    check_dir(dir, is_coogles_dir(dir))
+}
+
+fn check_dir(dir: &Path, ours: bool) -> Result<(), PathError> {
+    let mode = owned_dir(dir)?.mode() & 0o777;
+    if ours && mode != 0o700 {
         fs::set_permissions(dir, fs::Permissions::from_mode(0o700)).map_err(|source| {
             PathError::Chmod {
                 path: dir.to_path_buf(),
                 source,
             }
         })?;
+    } else if !ours && mode & 0o022 != 0 {
+        return Err(PathError::OthersCanWrite {
+            path: dir.to_path_buf(),
+            mode,
+        });
     }
     Ok(())
 }
 
 /// A client's check of the socket directory before it connects, the daemon's rules without
 /// ever changing anything: whoever can create or replace the socket could read every request
-/// (and the hello, which names the session).
+/// (and the hello, which names the session). coogle's own directory must be private, any other
+/// must at least not be writable by others.
 pub fn verify_private_dir(dir: &Path) -> Result<(), PathError> {
+    verify_dir(dir, is_coogles_dir(dir))
+}
+
+fn verify_dir(dir: &Path, ours: bool) -> Result<(), PathError> {
     let mode = owned_dir(dir)?.mode() & 0o777;
-    if mode & 0o077 != 0 {
+    if ours && mode & 0o077 != 0 {
         return Err(PathError::NotPrivate {
             path: dir.to_path_buf(),
             mode,
         });
     }
+    if mode & 0o022 != 0 {
+        return Err(PathError::OthersCanWrite {
+            path: dir.to_path_buf(),
+            mode,
+        });
+    }
     Ok(())
+}
+
+/// coogle's own socket directory: the default one, which coogle creates and may tighten.
+fn is_coogles_dir(dir: &Path) -> bool {
+    default_socket().parent() == Some(dir)
 }
 
 /// A real directory (not a symlink) owned by this user.
@@ -265,8 +297,29 @@ mod tests {
         ensure_private_dir(&dir).unwrap();
         assert_eq!(fs::metadata(&dir).unwrap().mode() & 0o777, 0o700);
         fs::set_permissions(&dir, fs::Permissions::from_mode(0o755)).unwrap();
-        ensure_private_dir(&dir).unwrap();
+        check_dir(&dir, true).unwrap();
         assert_eq!(fs::metadata(&dir).unwrap().mode() & 0o777, 0o700);
+    }
+
+    /// Regression: `socketPath: ~/coogle.sock` chmodded $HOME to 0700.
+    #[test]
+    fn a_directory_coogle_did_not_create_keeps_its_mode() {
+        let tmp = tempfile::tempdir().unwrap();
+        let home = tmp.path().join("home");
+        fs::create_dir(&home).unwrap();
+        let mode = |m: u32| fs::set_permissions(&home, fs::Permissions::from_mode(m)).unwrap();
+        mode(0o755);
+        ensure_private_dir(&home).unwrap();
+        assert_eq!(fs::metadata(&home).unwrap().mode() & 0o777, 0o755);
+        verify_private_dir(&home).unwrap();
+        mode(0o775);
+        for result in [ensure_private_dir(&home), verify_private_dir(&home)] {
+            assert!(
+                matches!(result, Err(PathError::OthersCanWrite { mode: 0o775, .. })),
+                "{result:?}"
+            );
+        }
+        assert_eq!(fs::metadata(&home).unwrap().mode() & 0o777, 0o775);
     }
 
     /// A client never changes a mode: coogle's own directory, loosened, is refused.
@@ -279,7 +332,7 @@ mod tests {
         verify_private_dir(&dir).unwrap();
         fs::set_permissions(&dir, fs::Permissions::from_mode(0o750)).unwrap();
         assert!(matches!(
-            verify_private_dir(&dir),
+            verify_dir(&dir, true),
             Err(PathError::NotPrivate { mode: 0o750, .. })
         ));
         assert_eq!(fs::metadata(&dir).unwrap().mode() & 0o777, 0o750);

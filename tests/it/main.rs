@@ -35,6 +35,7 @@ mod setup_wizard;
 mod setup_yes;
 mod sign_in;
 mod soak;
+mod socket_dir_mode;
 mod squatting;
 mod stop;
 mod tasks;

@@ -99,10 +99,18 @@ impl Doctor<'_> {
     pub(super) fn socket_permissions(&mut self, socket: &Path) {
         let dir = socket.parent().unwrap_or(Path::new("/"));
         match paths::verify_private_dir(dir) {
-            Ok(()) => self.ok(&format!(
-                "socket directory {} is private (0700)",
-                dir.display()
-            )),
+            Ok(()) => {
+                let mode = std::fs::metadata(dir).map_or(0, |m| m.permissions().mode() & 0o777);
+                self.ok(&if mode == 0o700 {
+                    format!("socket directory {} is private (0700)", dir.display())
+                } else {
+                    // A socketPath in a directory of the user's own (their home, say).
+                    format!(
+                        "socket directory {} is yours and only you can write in it ({mode:03o})",
+                        dir.display()
+                    )
+                })
+            }
             Err(PathError::Inspect { source, .. })
                 if source.kind() == std::io::ErrorKind::NotFound =>
             {
