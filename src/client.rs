@@ -211,13 +211,7 @@ impl Starter {
     /// Start `coogle serve` detached from this process (its own session, output to the log),
     /// so it outlives the agent session that happened to start it.
     pub fn spawn(&self) -> Result<(), ClientError> {
-        if let Some(dir) = self.log_file.parent() {
-            let _ = std::fs::create_dir_all(dir);
-        }
-        let log = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&self.log_file);
+        let log = crate::logging::open_private(&self.log_file);
         let (out, err) = match log.and_then(|f| Ok((f.try_clone()?, f))) {
             Ok((a, b)) => (Stdio::from(a), Stdio::from(b)),
             Err(_) => (Stdio::null(), Stdio::null()),

@@ -38,6 +38,10 @@ pub struct Spawned {
 pub fn spawn(server: &ServerConfig) -> Result<Spawned, SpawnError> {
     let env = server.child_env()?;
     let mut cmd = Command::new(&server.command);
+    // The daemon's environment minus other upstreams' secrets, then this upstream's own.
+    for name in server.withheld_env() {
+        cmd.env_remove(name);
+    }
     cmd.args(&server.args)
         .envs(env)
         .stdin(Stdio::piped())

@@ -25,6 +25,7 @@ mod reconnect;
 mod respawn;
 mod search_e2e;
 mod search_server;
+mod secrets;
 mod self_update;
 mod server_requests;
 mod service_files;
