@@ -6,6 +6,7 @@ mod support;
 
 mod broken_config;
 mod claude_config_patch;
+mod claude_json_lock;
 mod cli;
 mod coogle_tool;
 mod distribution;
