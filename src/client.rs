@@ -2,6 +2,11 @@
 //! when none answers, opening an mcp-mode connection, and the rmcp client the CLI's `tools` and
 //! `call` use over it (the same path Claude Code takes through the shim).
 //!
+//! Every connection is checked before a byte is sent (DESIGN.md, "both ends check"): the
+//! socket's directory must be this user's and private, and the process listening must run as
+//! this user. Whoever created a shared-/tmp path first could otherwise listen there and read
+//! the hello, the initialize and every tool call's arguments.
+//!
 //! This module never prints; callers decide what the user sees.
 
 use std::io;
@@ -17,6 +22,8 @@ use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::net::UnixStream;
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 
+use crate::paths::{self, PathError};
+use crate::peer;
 use crate::wire::{self, ControlRequest, ControlResponse, Hello, HelloReply, Line, WireError};
 
 /// How long a client waits for a daemon it started to answer.
@@ -56,6 +63,27 @@ pub enum ClientError {
     Remote(#[from] WireError),
     #[error("MCP error: {0}")]
     Mcp(String),
+    #[error("refusing to use the daemon socket {socket}: {problem}")]
+    Untrusted { socket: PathBuf, problem: Untrusted },
+    #[error(
+        "the coogle daemon (pid {pid}) accepted the shutdown but has not exited after {secs} s"
+    )]
+    StopTimeout { pid: u32, secs: u64 },
+}
+
+/// Why a client refused a socket before sending it anything.
+#[derive(Debug, thiserror::Error)]
+pub enum Untrusted {
+    #[error("{0}")]
+    Dir(PathError),
+    #[error(
+        "the process listening on it runs as {}, not as you ({})",
+        peer::describe_uid(*peer),
+        peer::describe_uid(*me)
+    )]
+    Peer { peer: u32, me: u32 },
+    #[error("could not ask the kernel who listens on it: {0}")]
+    PeerUnknown(io::Error),
 }
 
 impl ClientError {
@@ -69,8 +97,104 @@ impl ClientError {
             ClientError::StartTimeout { log, .. } => {
                 Some(format!("read the log with `coogle logs` ({})", log.display()))
             }
+            ClientError::Untrusted { socket, problem } => Some(untrusted_hint(socket, problem)),
+            ClientError::StopTimeout { pid, .. } => Some(format!(
+                "it may still be finishing calls in flight; `coogle status` shows them, `kill {pid}` stops it now"
+            )),
             _ => None,
         }
+    }
+}
+
+/// What is wrong with a refused socket, who owns what, and the ways out.
+fn untrusted_hint(socket: &Path, problem: &Untrusted) -> String {
+    let elsewhere = "or use another socket: set XDG_RUNTIME_DIR to a private directory, or \
+                     `socketPath` in config.json (or --socket / COOGLE_SOCKET)";
+    let dir = socket_dir(socket);
+    let dir_owner = || {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::symlink_metadata(dir)
+            .map(|m| peer::describe_uid(m.uid()))
+            .unwrap_or_else(|_| "an unknown user".into())
+    };
+    match problem {
+        Untrusted::Dir(PathError::WrongOwner { path, owner, .. }) => format!(
+            "{} belongs to {}, not to you: another user may have created it to read coogle's traffic. \
+             Remove it (`sudo rm -rf {}`), {elsewhere}",
+            path.display(),
+            peer::describe_uid(*owner),
+            path.display()
+        ),
+        Untrusted::Dir(PathError::Symlink { path } | PathError::NotADirectory { path }) => {
+            format!(
+                "remove {} (`rm {}`), {elsewhere}",
+                path.display(),
+                path.display()
+            )
+        }
+        Untrusted::Dir(PathError::NotPrivate { path, .. }) => format!(
+            "`chmod 700 {}` (it is yours, owned by {}), {elsewhere}",
+            path.display(),
+            dir_owner()
+        ),
+        Untrusted::Dir(PathError::OthersCanWrite { path, .. }) => format!(
+            "`chmod go-w {}` if it is yours to change, {elsewhere}",
+            path.display()
+        ),
+        Untrusted::Dir(_) | Untrusted::PeerUnknown(_) => {
+            format!(
+                "check {} (owned by {}), {elsewhere}",
+                dir.display(),
+                dir_owner()
+            )
+        }
+        Untrusted::Peer { peer: who, .. } => format!(
+            "{} is served by {} and its directory {} is owned by {}; that is not your coogle \
+             daemon. Stop that process and remove the socket (`sudo rm {}`), {elsewhere}",
+            socket.display(),
+            peer::describe_uid(*who),
+            dir.display(),
+            dir_owner(),
+            socket.display()
+        ),
+    }
+}
+
+/// The directory a socket lives in (`.` for a bare file name).
+fn socket_dir(socket: &Path) -> &Path {
+    match socket.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    }
+}
+
+/// Before connecting: the socket's directory is ours and private, checked without changing
+/// anything. One that does not exist yet is fine: there is nothing to connect to, and the
+/// daemon creates it (and refuses it if someone else wins that race).
+fn check_dir(socket: &Path) -> Result<(), ClientError> {
+    match paths::verify_private_dir(socket_dir(socket)) {
+        Ok(()) => Ok(()),
+        Err(PathError::Inspect { source, .. }) if source.kind() == io::ErrorKind::NotFound => {
+            Ok(())
+        }
+        Err(e) => Err(untrusted(socket, Untrusted::Dir(e))),
+    }
+}
+
+/// After connecting, before the first byte: the listening process runs as this user.
+fn check_peer(socket: &Path, stream: &impl std::os::fd::AsRawFd) -> Result<(), ClientError> {
+    let me = paths::uid();
+    match peer::peer_uid(stream) {
+        Ok(uid) if uid == me => Ok(()),
+        Ok(uid) => Err(untrusted(socket, Untrusted::Peer { peer: uid, me })),
+        Err(e) => Err(untrusted(socket, Untrusted::PeerUnknown(e))),
+    }
+}
+
+fn untrusted(socket: &Path, problem: Untrusted) -> ClientError {
+    ClientError::Untrusted {
+        socket: socket.to_path_buf(),
+        problem,
     }
 }
 
@@ -87,13 +211,7 @@ impl Starter {
     /// Start `coogle serve` detached from this process (its own session, output to the log),
     /// so it outlives the agent session that happened to start it.
     pub fn spawn(&self) -> Result<(), ClientError> {
-        if let Some(dir) = self.log_file.parent() {
-            let _ = std::fs::create_dir_all(dir);
-        }
-        let log = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&self.log_file);
+        let log = crate::logging::open_private(&self.log_file);
         let (out, err) = match log.and_then(|f| Ok((f.try_clone()?, f))) {
             Ok((a, b)) => (Stdio::from(a), Stdio::from(b)),
             Err(_) => (Stdio::null(), Stdio::null()),
@@ -187,10 +305,14 @@ fn not_running(socket: &Path, source: io::Error) -> ClientError {
     }
 }
 
+/// Connect to a running daemon, checking the directory and the peer first.
 pub async fn connect(socket: &Path) -> Result<UnixStream, ClientError> {
-    UnixStream::connect(socket)
+    check_dir(socket)?;
+    let stream = UnixStream::connect(socket)
         .await
-        .map_err(|source| not_running(socket, source))
+        .map_err(|source| not_running(socket, source))?;
+    check_peer(socket, &stream)?;
+    Ok(stream)
 }
 
 /// Connect, starting a daemon with `starter` when none answers, and waiting for it. The same
@@ -210,11 +332,9 @@ pub fn connect_or_start_blocking(
     socket: &Path,
     starter: &Starter,
 ) -> Result<std::os::unix::net::UnixStream, ClientError> {
-    use std::os::unix::net::UnixStream;
-    match UnixStream::connect(socket) {
-        Ok(s) => return Ok(s),
-        Err(e) if is_absent(&e) => {}
-        Err(source) => return Err(not_running(socket, source)),
+    // Refuse a squatted directory before starting a daemon that would only refuse it too.
+    if let Some(s) = try_connect_blocking(socket)? {
+        return Ok(s);
     }
     starter.spawn()?;
     let mut wait = StartWait::new();
@@ -223,11 +343,24 @@ pub fn connect_or_start_blocking(
             return Err(starter.timed_out());
         };
         std::thread::sleep(delay);
-        match UnixStream::connect(socket) {
-            Ok(s) => return Ok(s),
-            Err(e) if is_absent(&e) => {}
-            Err(source) => return Err(not_running(socket, source)),
+        if let Some(s) = try_connect_blocking(socket)? {
+            return Ok(s);
         }
+    }
+}
+
+/// One checked attempt: `None` when nothing listens (yet).
+fn try_connect_blocking(
+    socket: &Path,
+) -> Result<Option<std::os::unix::net::UnixStream>, ClientError> {
+    check_dir(socket)?;
+    match std::os::unix::net::UnixStream::connect(socket) {
+        Ok(s) => {
+            check_peer(socket, &s)?;
+            Ok(Some(s))
+        }
+        Err(e) if is_absent(&e) => Ok(None),
+        Err(source) => Err(not_running(socket, source)),
     }
 }
 
@@ -272,6 +405,83 @@ pub async fn control_on(
     let resp: ControlResponse =
         serde_json::from_slice(&buf).map_err(|e| ClientError::Protocol(e.to_string()))?;
     Ok(resp.into_result()?)
+}
+
+/// Ask the daemon to shut down, and return its pid once its process has exited, so that
+/// whatever comes next (`coogle serve`, a new binary) does not find it still holding its lock
+/// while it drains calls. The socket file goes first, so it says nothing about that.
+pub async fn shutdown(socket: &Path, limit: Duration) -> Result<u32, ClientError> {
+    let answer = control(socket, "shutdown", Value::Null).await?;
+    let pid = answer["pid"]
+        .as_u64()
+        .and_then(|p| u32::try_from(p).ok())
+        .ok_or_else(|| {
+            ClientError::Protocol(format!("shutdown answered without a pid: {answer}"))
+        })?;
+    let deadline = Instant::now() + limit;
+    while !has_exited(pid) {
+        if Instant::now() >= deadline {
+            return Err(ClientError::StopTimeout {
+                pid,
+                secs: limit.as_secs(),
+            });
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    Ok(pid)
+}
+
+/// Whether process `pid` has exited: gone, or a zombie its parent has not reaped yet (a daemon
+/// started by a test or a supervisor that waits later).
+fn has_exited(pid: u32) -> bool {
+    // 0 and values past pid_t would make kill(2) address a group or fail: never ours.
+    let Ok(pid) = libc::pid_t::try_from(pid) else {
+        return true;
+    };
+    if pid <= 0 {
+        return true;
+    }
+    // SAFETY: signal 0 sends nothing; it only asks whether the process exists.
+    if unsafe { libc::kill(pid, 0) } != 0 {
+        // EPERM: it exists (under another uid, so not ours, but not gone either).
+        return io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
+    }
+    is_zombie(pid)
+}
+
+#[cfg(target_os = "linux")]
+fn is_zombie(pid: libc::pid_t) -> bool {
+    // The state follows the command name, which is in parentheses and may hold anything.
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rsplit_once(')')
+            .and_then(|(_, rest)| rest.trim_start().chars().next())
+            == Some('Z')
+    })
+}
+
+#[cfg(target_os = "macos")]
+fn is_zombie(pid: libc::pid_t) -> bool {
+    /// `SZOMB` from <sys/proc.h>.
+    const SZOMB: u32 = 5;
+    // SAFETY: proc_bsdinfo is plain data; all-zero is valid and proc_pidinfo overwrites it.
+    let mut info: libc::proc_bsdinfo = unsafe { std::mem::zeroed() };
+    let size = std::mem::size_of::<libc::proc_bsdinfo>() as libc::c_int;
+    // SAFETY: `info` is a live local of exactly `size` bytes.
+    let n = unsafe {
+        libc::proc_pidinfo(
+            pid,
+            libc::PROC_PIDTBSDINFO,
+            0,
+            (&mut info as *mut libc::proc_bsdinfo).cast(),
+            size,
+        )
+    };
+    n == size && info.pbi_status == SZOMB
+}
+
+#[cfg(not(any(target_os = "linux", target_os = "macos")))]
+fn is_zombie(_pid: libc::pid_t) -> bool {
+    false
 }
 
 /// An mcp-mode connection after a successful hello.
@@ -333,4 +543,26 @@ pub async fn rmcp_session(
     info.serve((conn.reader, conn.writer))
         .await
         .map_err(|e| ClientError::Mcp(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exited_processes_and_zombies_count_as_exited() {
+        assert!(!has_exited(std::process::id()));
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        // Not reaped yet: a zombie, which has exited all the same.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !has_exited(pid) {
+            assert!(Instant::now() < deadline, "{pid} never counted as exited");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        child.wait().unwrap();
+        assert!(has_exited(pid));
+        assert!(has_exited(0));
+        assert!(has_exited(u32::MAX));
+    }
 }

@@ -1,6 +1,9 @@
 //! Writing files the user owns (`~/.claude.json`, `config.json`, the unit file, the plist):
 //! a timestamped backup first, then a temp file in the same directory, fsync, a re-read of the
 //! target to catch another program's write, and a rename; the file's permissions are kept.
+//! Where another program takes a lock around its own writes (Claude Code's `<file>.lock`, an
+//! mkdir lock in the style of npm's proper-lockfile), the re-read and the rename happen under
+//! it, and a re-read after the rename makes sure no other program's rename undid the write.
 //!
 //! This module never writes over a file it could not read or (for JSON) parse, and never
 //! changes a file when the new content equals the old. It also owns coogle's own scratch
@@ -10,6 +13,7 @@ use std::fs;
 use std::io::{self, Write};
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
@@ -45,6 +49,92 @@ pub enum FsError {
     Changed { path: PathBuf, attempts: u32 },
     #[error("{}: {detail}", path.display())]
     Refused { path: PathBuf, detail: String },
+    #[error("{} stayed locked by another program ({} held for over {} s); it was left unchanged", path.display(), lock.display(), waited.as_secs())]
+    Locked {
+        path: PathBuf,
+        lock: PathBuf,
+        waited: Duration,
+    },
+}
+
+/// Another program's lock on a file, taken around the final re-read and the rename.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lock {
+    /// Nobody else locks it (coogle's own files, the unit file, the plist).
+    None,
+    /// `<file>.lock` as a directory, as npm's proper-lockfile makes it: Claude Code 2.1.328
+    /// takes it around each write of `~/.claude.json` (mkdir, re-read, write a temp file,
+    /// rename, rmdir).
+    Mkdir,
+}
+
+/// When [`update_with_hook`]'s hook runs (tests play the other program there).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Moment {
+    /// After the new content is ready, before the lock, the re-read and the rename.
+    BeforeRename,
+    /// After the rename and the unlock, before the re-read that checks the write stayed.
+    AfterRename,
+}
+
+/// A lock directory untouched for this long was left by a holder that died: proper-lockfile's
+/// default stale time, which Claude Code keeps.
+pub const LOCK_STALE: Duration = Duration::from_secs(10);
+/// How long coogle waits for another program's lock: past [`LOCK_STALE`], so a dead holder's
+/// lock is always taken over within the wait, and a live one (held for milliseconds) released.
+pub const LOCK_WAIT: Duration = Duration::from_secs(15);
+
+/// A held mkdir lock; dropping it removes the directory.
+struct MkdirLock {
+    dir: PathBuf,
+}
+
+impl MkdirLock {
+    /// Take the lock beside `target`, retrying with backoff for up to `wait`; a lock older
+    /// than `stale` is taken over.
+    fn acquire(target: &Path, wait: Duration, stale: Duration) -> Result<MkdirLock, FsError> {
+        let dir = sibling(target, ".lock");
+        let deadline = Instant::now() + wait;
+        let mut delay = Duration::from_millis(5);
+        loop {
+            match fs::create_dir(&dir) {
+                Ok(()) => return Ok(MkdirLock { dir }),
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                    // Only a directory we could remove counts as taken over; anything else
+                    // (a file of that name, no permission) is waited out like a live lock.
+                    if is_stale(&dir, stale) && fs::remove_dir(&dir).is_ok() {
+                        tracing::warn!(lock = %dir.display(), "took over a stale lock");
+                        continue;
+                    }
+                }
+                Err(e) => return Err(write_err(&dir)(e)),
+            }
+            if Instant::now() >= deadline {
+                return Err(FsError::Locked {
+                    path: target.to_path_buf(),
+                    lock: dir,
+                    waited: wait,
+                });
+            }
+            std::thread::sleep(delay);
+            delay = (delay * 2).min(Duration::from_millis(200));
+        }
+    }
+}
+
+impl Drop for MkdirLock {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir(&self.dir);
+    }
+}
+
+/// Untouched for longer than `stale` (a lock dated in the future is not stale).
+fn is_stale(lock: &Path, stale: Duration) -> bool {
+    fs::symlink_metadata(lock)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.elapsed().ok())
+        .is_some_and(|age| age > stale)
 }
 
 /// The permissions a written file gets.
@@ -212,14 +302,21 @@ fn sync_dir(path: &Path) {
 /// Read-modify-write `path` safely. `transform` gets the current bytes (`None`: no file) and
 /// returns the new bytes, or `None` to leave the file alone. A file that exists is backed up
 /// (the backup holds exactly the bytes `transform` saw, with the file's mode) before it is
-/// replaced; the new file's mode follows `mode`. Just before the rename the file is read
-/// again; when another program changed it meanwhile, everything is redone on the new content.
-/// `before_rename` runs right before that re-read (tests use it to play the other program).
+/// replaced; the new file's mode follows `mode`.
+///
+/// Just before the rename, under `lock`, the file is read again; when another program changed
+/// it meanwhile, everything is redone on the new content, with the lock kept so that round
+/// cannot be overtaken. After the rename the file is read once more: when another program's
+/// rename replaced ours, `transform` runs on what is there now, and the update is done only
+/// when that says nothing is left to do (our change survived in their write); otherwise it is
+/// written again. `transform` must therefore be idempotent: asked again about its own result,
+/// it returns `None`. `hook` runs at each [`Moment`] (tests use it to play the other program).
 pub fn update_with_hook(
     path: &Path,
     mode: Mode,
+    lock: Lock,
     mut transform: impl FnMut(Option<&[u8]>) -> Result<Option<Vec<u8>>, FsError>,
-    before_rename: &mut dyn FnMut(&Path),
+    hook: &mut dyn FnMut(Moment, &Path),
 ) -> Result<Written, FsError> {
     let target = resolve(path);
     if let Some(dir) = target.parent()
@@ -227,40 +324,63 @@ pub fn update_with_hook(
     {
         fs::create_dir_all(dir).map_err(write_err(dir))?;
     }
+    // What an earlier round wrote, when another program's rename replaced it right after.
+    let mut wrote: Option<Written> = None;
+    let mut held: Option<MkdirLock> = None;
     for _ in 0..ATTEMPTS {
         let old = read_optional(&target)?;
         let Some(new) = transform(old.as_deref())? else {
-            return Ok(Written::Unchanged);
+            return Ok(wrote.unwrap_or(Written::Unchanged));
         };
         if old.as_deref() == Some(new.as_slice()) {
-            return Ok(Written::Unchanged);
+            return Ok(wrote.unwrap_or(Written::Unchanged));
         }
         let mode = mode.for_path(&target);
         let backup_path = match &old {
             Some(bytes) => Some(backup(&target, bytes, mode_of(&target).unwrap_or(0o600))?),
             None => None,
         };
-        let tmp = write_temp(&target, &new, mode)?;
-        before_rename(&target);
-        let now = read_optional(&target);
-        let unchanged = matches!(&now, Ok(now) if *now == old);
-        if !unchanged {
-            let _ = fs::remove_file(&tmp);
+        let abandon = |tmp: Option<&Path>| {
+            if let Some(t) = tmp {
+                let _ = fs::remove_file(t);
+            }
             if let Some(b) = &backup_path {
                 let _ = fs::remove_file(b);
             }
+        };
+        let tmp = write_temp(&target, &new, mode).inspect_err(|_| abandon(None))?;
+        hook(Moment::BeforeRename, &target);
+        if lock == Lock::Mkdir && held.is_none() {
+            held = Some(
+                MkdirLock::acquire(&target, LOCK_WAIT, LOCK_STALE)
+                    .inspect_err(|_| abandon(Some(&tmp)))?,
+            );
+        }
+        let now = read_optional(&target);
+        if !matches!(&now, Ok(now) if *now == old) {
+            abandon(Some(&tmp));
             now?;
             continue;
         }
         if let Err(e) = fs::rename(&tmp, &target) {
-            let _ = fs::remove_file(&tmp);
+            abandon(Some(&tmp));
             return Err(write_err(&target)(e));
         }
         sync_dir(&target);
-        return Ok(match backup_path {
+        drop(held.take());
+        let written = match backup_path {
             Some(backup) => Written::Replaced { backup },
             None => Written::Created,
-        });
+        };
+        hook(Moment::AfterRename, &target);
+        if read_optional(&target)?.as_deref() == Some(new.as_slice()) {
+            return Ok(written);
+        }
+        // Another program renamed its own copy over ours (one that does not take the lock, or
+        // wrote from what it read before): never report that as done. The next round asks
+        // `transform` whether our change is in what is there now.
+        tracing::debug!(path = %target.display(), "another program's write replaced ours; checking it");
+        wrote = Some(written);
     }
     Err(FsError::Changed {
         path: target,
@@ -272,14 +392,18 @@ pub fn update_with_hook(
 pub fn update(
     path: &Path,
     mode: Mode,
+    lock: Lock,
     transform: impl FnMut(Option<&[u8]>) -> Result<Option<Vec<u8>>, FsError>,
 ) -> Result<Written, FsError> {
-    update_with_hook(path, mode, transform, &mut |_| {})
+    update_with_hook(path, mode, lock, transform, &mut |_, _| {})
 }
 
 /// Replace a whole file with `bytes` (the unit file, the plist), same guarantees.
 pub fn write_file(path: &Path, bytes: &[u8], mode: Mode) -> Result<Written, FsError> {
-    update(path, mode, |_| Ok(Some(bytes.to_vec())))
+    update(path, mode, Lock::None, |old| {
+        // Asked again after the write (see `update_with_hook`): done when the bytes are there.
+        Ok((old != Some(bytes)).then(|| bytes.to_vec()))
+    })
 }
 
 /// Pretty JSON (two spaces, as Claude Code writes it) with a final newline.
@@ -295,13 +419,15 @@ pub fn to_json_bytes(value: &Value) -> Vec<u8> {
 pub fn update_json_with_hook(
     path: &Path,
     mode: Mode,
+    lock: Lock,
     mut edit: impl FnMut(Option<&Value>) -> Result<Option<Value>, FsError>,
-    before_rename: &mut dyn FnMut(&Path),
+    hook: &mut dyn FnMut(Moment, &Path),
 ) -> Result<Written, FsError> {
     let target = resolve(path);
     update_with_hook(
         path,
         mode,
+        lock,
         |old| {
             let doc = match old {
                 Some(bytes) => {
@@ -323,16 +449,17 @@ pub fn update_json_with_hook(
             }
             Ok(Some(to_json_bytes(&new)))
         },
-        before_rename,
+        hook,
     )
 }
 
 pub fn update_json(
     path: &Path,
     mode: Mode,
+    lock: Lock,
     edit: impl FnMut(Option<&Value>) -> Result<Option<Value>, FsError>,
 ) -> Result<Written, FsError> {
-    update_json_with_hook(path, mode, edit, &mut |_| {})
+    update_json_with_hook(path, mode, lock, edit, &mut |_, _| {})
 }
 
 /// Replace a file coogle alone owns (its setup state): temp file, fsync, rename, no backup.
@@ -399,6 +526,29 @@ pub fn remove_optional(path: &Path) -> Result<bool, FsError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_mkdir_lock_is_waited_for_taken_over_when_stale_and_released() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join(".claude.json");
+        let lock_dir = dir.path().join(".claude.json.lock");
+        let held = MkdirLock::acquire(&target, LOCK_WAIT, LOCK_STALE).unwrap();
+        assert!(lock_dir.is_dir());
+        let err = MkdirLock::acquire(&target, Duration::from_millis(50), LOCK_STALE)
+            .err()
+            .unwrap();
+        assert!(matches!(err, FsError::Locked { .. }), "{err:?}");
+        assert!(err.to_string().contains(".claude.json.lock"), "{err}");
+        // Held for longer than the stale time (as if its holder died): taken over.
+        let again = MkdirLock::acquire(&target, Duration::from_secs(5), Duration::ZERO).unwrap();
+        drop(held);
+        drop(again);
+        assert!(!lock_dir.exists());
+        // A file of that name is no lock coogle may remove: waited out, never deleted.
+        fs::write(&lock_dir, b"").unwrap();
+        assert!(MkdirLock::acquire(&target, Duration::from_millis(50), Duration::ZERO).is_err());
+        assert!(lock_dir.is_file());
+    }
 
     #[test]
     fn backup_names_do_not_collide() {

@@ -5,8 +5,8 @@
 //! [`cli`] holds the commands a person runs. [`wire`] is the protocol both ends share.
 //!
 //! Dependencies point one way: `main → cli → {daemon, shim, client, setup, update,
-//! search_server} → {wire, config, paths, exec_path, fsutil, process, secret, installed, service_manager,
-//! error, date, output, logging, tls}`. Nothing in the lower layer imports the upper one, and
+//! search_server} → {wire, config, paths, peer, exec_path, fsutil, process, secret, installed,
+//! service_manager, error, date, output, logging, tls}`. Nothing in the lower layer imports the upper one, and
 //! nothing but `cli` imports `setup` or `update`.
 
 pub mod cli;
@@ -21,6 +21,7 @@ mod installed;
 pub(crate) mod logging;
 pub(crate) mod output;
 pub(crate) mod paths;
+mod peer;
 mod process;
 mod redact;
 pub(crate) mod search_server;

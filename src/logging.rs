@@ -25,12 +25,47 @@ pub struct RotatingFile {
     at_line_start: bool,
 }
 
+/// Open a log for appending, private to this user: the file 0600 and coogle's own log
+/// directory 0700, also when an older coogle created them with the umask's looser modes. A
+/// log holds what children print on stderr and, at debug level, what sessions ask.
+pub fn open_private(path: &Path) -> io::Result<File> {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+
+    if let Some(dir) = path.parent() {
+        if let Some(up) = dir.parent() {
+            std::fs::create_dir_all(up)?;
+        }
+        match std::fs::DirBuilder::new().mode(0o700).create(dir) {
+            Err(e) if e.kind() != io::ErrorKind::AlreadyExists => return Err(e),
+            _ => {}
+        }
+        // Only coogle's own directory is tightened, and only when it is a real directory of
+        // ours: a log directory the user symlinked elsewhere is theirs to set.
+        if dir == crate::paths::log_dir()
+            && let Ok(meta) = std::fs::symlink_metadata(dir)
+            && meta.is_dir()
+            && meta.uid() == crate::paths::uid()
+            && meta.mode() & 0o077 != 0
+        {
+            std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+        }
+    }
+    let file = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .open(path)?;
+    // On the open file (fchmod), so a rename in between cannot redirect it.
+    let meta = file.metadata()?;
+    if meta.mode() & 0o077 != 0 && meta.uid() == crate::paths::uid() {
+        file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+    }
+    Ok(file)
+}
+
 impl RotatingFile {
     pub fn open(path: &Path, max: u64) -> io::Result<Self> {
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir)?;
-        }
-        let file = OpenOptions::new().create(true).append(true).open(path)?;
+        let file = open_private(path)?;
         let size = file.metadata()?.len();
         Ok(RotatingFile {
             path: path.to_path_buf(),
@@ -49,10 +84,7 @@ impl RotatingFile {
             }
         }
         std::fs::rename(&self.path, rotated(&self.path, 1))?;
-        self.file = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&self.path)?;
+        self.file = open_private(&self.path)?;
         self.size = 0;
         Ok(())
     }
@@ -128,6 +160,29 @@ pub fn init_stderr(default: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Regression: the log was created 0644 in a 0755 directory, readable by every local user.
+    #[test]
+    fn a_log_is_private_even_when_it_was_created_loose() {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("logs").join("coogle.log");
+        let mut f = RotatingFile::open(&path, 100).unwrap();
+        assert_eq!(mode(path.parent().unwrap()), 0o700);
+        assert_eq!(mode(&path), 0o600);
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        drop(f);
+        f = RotatingFile::open(&path, 100).unwrap();
+        assert_eq!(mode(&path), 0o600);
+        // Rotation starts a new file, private too.
+        for i in 0..5 {
+            writeln!(f, "{i:0>60}").unwrap();
+        }
+        assert!(rotated(&path, 1).exists());
+        assert_eq!(mode(&path), 0o600);
+        assert_eq!(mode(&rotated(&path, 1)), 0o600);
+    }
 
     #[test]
     fn rotates_by_size_and_keeps_a_bounded_number() {

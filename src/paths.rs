@@ -29,6 +29,14 @@ pub enum PathError {
     #[error("could not restrict {path} to mode 0700: {source}")]
     Chmod { path: PathBuf, source: io::Error },
     #[error(
+        "{path} is mode {mode:03o}: other users can write in it and could replace the socket; refusing to use it"
+    )]
+    OthersCanWrite { path: PathBuf, mode: u32 },
+    #[error(
+        "{path} is mode {mode:03o}, open to other users (coogle keeps it 0700); refusing to use it"
+    )]
+    NotPrivate { path: PathBuf, mode: u32 },
+    #[error(
         "socket path {path} is {len} bytes, longer than the {MAX_SOCKET_PATH} a Unix socket allows"
     )]
     TooLong { path: PathBuf, len: usize },
@@ -305,7 +313,7 @@ impl RuntimePaths {
 }
 
 /// Create (mode 0700) or verify the socket directory: it must be a real directory owned by
-/// this user. A directory we own with looser permissions is tightened to 0700.
+/// this user (see [`check_private_dir`] for its mode).
 pub fn ensure_private_dir(dir: &Path) -> Result<(), PathError> {
     match fs::symlink_metadata(dir) {
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
@@ -319,7 +327,8 @@ pub fn ensure_private_dir(dir: &Path) -> Result<(), PathError> {
                     path: dir.to_path_buf(),
                     source,
                 })?;
-            check_private_dir(dir)
+            // Created just now, so ours to set whatever the umask did.
+            check_dir(dir, true)
         }
         Err(source) => Err(PathError::Inspect {
             path: dir.to_path_buf(),
@@ -329,8 +338,63 @@ pub fn ensure_private_dir(dir: &Path) -> Result<(), PathError> {
     }
 }
 
-/// Verify without creating: symlink, type, owner; tighten the mode if we own it.
+/// Verify without creating: symlink, type, owner. coogle's own socket directory is tightened
+/// to 0700; any other directory (a `socketPath` in `$HOME`, say) is the user's, so its mode is
+/// never changed: it is refused when others can write in it, else used as it is.
 pub fn check_private_dir(dir: &Path) -> Result<(), PathError> {
+    check_dir(dir, is_coogles_dir(dir))
+}
+
+fn check_dir(dir: &Path, ours: bool) -> Result<(), PathError> {
+    let mode = owned_dir(dir)?.mode() & 0o777;
+    if ours && mode != 0o700 {
+        fs::set_permissions(dir, fs::Permissions::from_mode(0o700)).map_err(|source| {
+            PathError::Chmod {
+                path: dir.to_path_buf(),
+                source,
+            }
+        })?;
+    } else if !ours && mode & 0o022 != 0 {
+        return Err(PathError::OthersCanWrite {
+            path: dir.to_path_buf(),
+            mode,
+        });
+    }
+    Ok(())
+}
+
+/// A client's check of the socket directory before it connects, the daemon's rules without
+/// ever changing anything: whoever can create or replace the socket could read every request
+/// (and the hello, which names the session). coogle's own directory must be private, any other
+/// must at least not be writable by others.
+pub fn verify_private_dir(dir: &Path) -> Result<(), PathError> {
+    verify_dir(dir, is_coogles_dir(dir))
+}
+
+fn verify_dir(dir: &Path, ours: bool) -> Result<(), PathError> {
+    let mode = owned_dir(dir)?.mode() & 0o777;
+    if ours && mode & 0o077 != 0 {
+        return Err(PathError::NotPrivate {
+            path: dir.to_path_buf(),
+            mode,
+        });
+    }
+    if mode & 0o022 != 0 {
+        return Err(PathError::OthersCanWrite {
+            path: dir.to_path_buf(),
+            mode,
+        });
+    }
+    Ok(())
+}
+
+/// coogle's own socket directory: the default one, which coogle creates and may tighten.
+fn is_coogles_dir(dir: &Path) -> bool {
+    default_socket().parent() == Some(dir)
+}
+
+/// A real directory (not a symlink) owned by this user.
+fn owned_dir(dir: &Path) -> Result<fs::Metadata, PathError> {
     let meta = fs::symlink_metadata(dir).map_err(|source| PathError::Inspect {
         path: dir.to_path_buf(),
         source,
@@ -353,15 +417,7 @@ pub fn check_private_dir(dir: &Path) -> Result<(), PathError> {
             me,
         });
     }
-    if meta.mode() & 0o777 != 0o700 {
-        fs::set_permissions(dir, fs::Permissions::from_mode(0o700)).map_err(|source| {
-            PathError::Chmod {
-                path: dir.to_path_buf(),
-                source,
-            }
-        })?;
-    }
-    Ok(())
+    Ok(meta)
 }
 
 #[cfg(test)]
@@ -375,8 +431,55 @@ mod tests {
         ensure_private_dir(&dir).unwrap();
         assert_eq!(fs::metadata(&dir).unwrap().mode() & 0o777, 0o700);
         fs::set_permissions(&dir, fs::Permissions::from_mode(0o755)).unwrap();
-        ensure_private_dir(&dir).unwrap();
+        check_dir(&dir, true).unwrap();
         assert_eq!(fs::metadata(&dir).unwrap().mode() & 0o777, 0o700);
+    }
+
+    /// Regression: `socketPath: ~/coogle.sock` chmodded $HOME to 0700.
+    #[test]
+    fn a_directory_coogle_did_not_create_keeps_its_mode() {
+        let tmp = tempfile::tempdir().unwrap();
+        let home = tmp.path().join("home");
+        fs::create_dir(&home).unwrap();
+        let mode = |m: u32| fs::set_permissions(&home, fs::Permissions::from_mode(m)).unwrap();
+        mode(0o755);
+        ensure_private_dir(&home).unwrap();
+        assert_eq!(fs::metadata(&home).unwrap().mode() & 0o777, 0o755);
+        verify_private_dir(&home).unwrap();
+        mode(0o775);
+        for result in [ensure_private_dir(&home), verify_private_dir(&home)] {
+            assert!(
+                matches!(result, Err(PathError::OthersCanWrite { mode: 0o775, .. })),
+                "{result:?}"
+            );
+        }
+        assert_eq!(fs::metadata(&home).unwrap().mode() & 0o777, 0o775);
+    }
+
+    /// A client never changes a mode: coogle's own directory, loosened, is refused.
+    #[test]
+    fn clients_verify_without_changing_anything() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("d");
+        fs::create_dir(&dir).unwrap();
+        fs::set_permissions(&dir, fs::Permissions::from_mode(0o700)).unwrap();
+        verify_private_dir(&dir).unwrap();
+        fs::set_permissions(&dir, fs::Permissions::from_mode(0o750)).unwrap();
+        assert!(matches!(
+            verify_dir(&dir, true),
+            Err(PathError::NotPrivate { mode: 0o750, .. })
+        ));
+        assert_eq!(fs::metadata(&dir).unwrap().mode() & 0o777, 0o750);
+        let link = tmp.path().join("link");
+        std::os::unix::fs::symlink(&dir, &link).unwrap();
+        assert!(matches!(
+            verify_private_dir(&link),
+            Err(PathError::Symlink { .. })
+        ));
+        assert!(matches!(
+            verify_private_dir(&tmp.path().join("absent")),
+            Err(PathError::Inspect { .. })
+        ));
     }
 
     #[test]

@@ -28,6 +28,29 @@ impl Context {
         })
     }
 
+    /// For commands that only need the socket (`coogle mcp`, `status`, `restart`, `stop`): a
+    /// config that does not load is returned beside a context built from the defaults, with
+    /// the socket from the flags, else the file's `socketPath` read leniently, else the
+    /// default. A typo in config.json must not cut anyone off a daemon that is running fine.
+    pub fn load_lenient(
+        paths: &GlobalPaths,
+    ) -> Result<(Context, Option<ConfigError>), ConfigError> {
+        let e = match Context::load(paths) {
+            Ok(ctx) => return Ok((ctx, None)),
+            Err(e) => e,
+        };
+        // The defaults load unless the environment itself is broken; then the first error says more.
+        let Ok(config) = Config::from_value(serde_json::json!({}), None) else {
+            return Err(e);
+        };
+        let ctx = Context {
+            config_flag: paths.config.clone(),
+            config,
+            socket: paths.socket_without_config(),
+        };
+        Ok((ctx, Some(e)))
+    }
+
     /// How `coogle mcp`, `tools` and `call` start a daemon when none answers: this binary,
     /// with this invocation's config and socket.
     pub fn starter(&self) -> Starter {
@@ -67,6 +90,37 @@ where
         Ok(c) => c,
         Err(e) => return config_error(&e),
     };
+    run_command(ctx, command)
+}
+
+/// A control command that never starts a daemon (`status`, `restart`, `stop`): a config that
+/// does not load is a warning naming the file and what is wrong, and the command goes on with
+/// the socket alone ([`Context::load_lenient`]).
+pub(super) fn control_command<F, Fut>(paths: &GlobalPaths, command: F) -> ExitCode
+where
+    F: FnOnce(Context) -> Fut,
+    Fut: Future<Output = Result<ExitCode, ClientError>>,
+{
+    logging::init_stderr("coogle=warn,rmcp=warn");
+    let ctx = match Context::load_lenient(paths) {
+        Ok((ctx, None)) => ctx,
+        Ok((ctx, Some(e))) => {
+            output::warn(&format!(
+                "{e}; using the socket {} (fix the file, or move it aside to use the defaults)",
+                ctx.socket.display()
+            ));
+            ctx
+        }
+        Err(e) => return config_error(&e),
+    };
+    run_command(ctx, command)
+}
+
+fn run_command<F, Fut>(ctx: Context, command: F) -> ExitCode
+where
+    F: FnOnce(Context) -> Fut,
+    Fut: Future<Output = Result<ExitCode, ClientError>>,
+{
     block_on(async move {
         match command(ctx).await {
             Ok(code) => code,
@@ -86,7 +140,9 @@ pub(super) fn config_error(e: &ConfigError) -> ExitCode {
 fn client_error(e: &ClientError) -> ExitCode {
     output::error(e, e.hint().as_deref());
     match e {
-        ClientError::Remote(_) | ClientError::Mcp(_) => ExitCode::Failure,
+        ClientError::Remote(_) | ClientError::Mcp(_) | ClientError::StopTimeout { .. } => {
+            ExitCode::Failure
+        }
         _ => ExitCode::Usage,
     }
 }

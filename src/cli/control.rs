@@ -10,6 +10,9 @@ use super::status::render_status;
 use crate::client::{self, ClientError};
 use crate::output::{self, ExitCode};
 
+/// How long `coogle stop` waits for the daemon to exit, beyond its configured grace period.
+const STOP_WAIT: Duration = Duration::from_secs(30);
+
 pub(super) async fn status(ctx: &Context, as_json: bool) -> Result<ExitCode, ClientError> {
     let status = client::status(&ctx.socket).await?;
     if as_json {
@@ -42,14 +45,11 @@ pub(super) async fn restart(
 }
 
 pub(super) async fn stop(ctx: &Context) -> Result<ExitCode, ClientError> {
-    let r = client::control(&ctx.socket, "shutdown", Value::Null).await?;
-    // Wait for the socket to go away so `coogle stop && coogle serve` works.
-    for _ in 0..200 {
-        if !ctx.socket.exists() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    output::out(&format!("stopped the coogle daemon (pid {})", r["pid"]));
+    // Return only once the process is gone, so `coogle stop && coogle serve` finds no daemon
+    // still draining its calls (and holding its lock). The daemon may use its whole grace
+    // period for calls in flight, then stops its children.
+    let limit = STOP_WAIT + Duration::from_millis(ctx.config.shutdown_grace_ms);
+    let pid = client::shutdown(&ctx.socket, limit).await?;
+    output::out(&format!("stopped the coogle daemon (pid {pid})"));
     Ok(ExitCode::Success)
 }

@@ -23,7 +23,7 @@ use clap::{Parser, Subcommand};
 use crate::config::GlobalPaths;
 use crate::output::ExitCode;
 use crate::{paths, search_server, setup, update};
-use context::{block_on, daemon_command};
+use context::{block_on, control_command, daemon_command};
 
 pub use completions::CompletionsArgs;
 pub use fast_mcp::fast_mcp;
@@ -148,7 +148,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Mcp { server } => serve::mcp(&paths, server),
         Command::Serve { log_stderr } => serve::serve(&paths, log_stderr),
         Command::Status { json } => {
-            daemon_command(
+            control_command(
                 &paths,
                 |ctx| async move { control::status(&ctx, json).await },
             )
@@ -165,12 +165,12 @@ pub fn run(cli: Cli) -> ExitCode {
             tools::call(&ctx, server, &tool, arguments.as_deref(), json).await
         }),
         Command::Restart { server } => {
-            daemon_command(
+            control_command(
                 &paths,
                 |ctx| async move { control::restart(&ctx, server).await },
             )
         }
-        Command::Stop => daemon_command(&paths, |ctx| async move { control::stop(&ctx).await }),
+        Command::Stop => control_command(&paths, |ctx| async move { control::stop(&ctx).await }),
         Command::Logs { follow, lines } => block_on(logs::logs(&paths::log_file(), lines, follow)),
         Command::SearchServer => block_on(search_server::run(paths.config)),
         // Interactive and installer commands run outside the runtime (prompts block).

@@ -10,8 +10,14 @@ use crate::{daemon, logging, paths, shim};
 /// `coogle mcp`: the pump runs on plain threads, outside any async runtime.
 pub(super) fn mcp(paths: &GlobalPaths, server: Option<String>) -> ExitCode {
     logging::init_stderr("coogle=warn,rmcp=warn");
-    let ctx = match Context::load(paths) {
-        Ok(c) => c,
+    // The shim needs only the socket: a broken config.json must not cut new sessions off a
+    // daemon that runs fine (one started before the file broke).
+    let ctx = match Context::load_lenient(paths) {
+        Ok((ctx, None)) => ctx,
+        Ok((ctx, Some(e))) => {
+            tracing::warn!("{e}; using the socket {}", ctx.socket.display());
+            ctx
+        }
         Err(e) => {
             tracing::error!("{e}");
             return ExitCode::Usage;
@@ -25,8 +31,12 @@ pub(super) fn mcp(paths: &GlobalPaths, server: Option<String>) -> ExitCode {
     };
     match shim::run(opts) {
         Ok(()) => ExitCode::Success,
+        // On stderr (tracing's writer), never stdout: that is the agent's MCP channel.
         Err(e) => {
-            tracing::error!("{e}");
+            match e.hint() {
+                Some(hint) => tracing::error!("{e}\nhint: {hint}"),
+                None => tracing::error!("{e}"),
+            }
             ExitCode::Usage
         }
     }

@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 
-use super::{Config, default_path};
+use super::{Config, default_path, lenient_socket_path};
 use crate::paths;
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -36,8 +36,20 @@ impl GlobalPaths {
     pub fn socket_loading_config(&self) -> PathBuf {
         match &self.socket {
             Some(s) => s.clone(),
-            None => self.socket(Config::load(self.config.as_deref()).ok().as_ref()),
+            None => match Config::load(self.config.as_deref()) {
+                Ok(config) => self.socket(Some(&config)),
+                Err(_) => self.socket_without_config(),
+            },
         }
+    }
+
+    /// The socket when the config does not load: `--socket`, else the file's `socketPath` if
+    /// the file at least parses (see [`lenient_socket_path`]), else the default.
+    pub fn socket_without_config(&self) -> PathBuf {
+        self.socket
+            .clone()
+            .or_else(|| lenient_socket_path(self.config.as_deref()))
+            .unwrap_or_else(paths::default_socket)
     }
 
     /// `--config` and `--socket`, absolute, when they are not the defaults: what the service and

@@ -156,6 +156,21 @@ fn load_with(path: Option<&Path>, host: &Host<'_>) -> Result<Config, ConfigError
     from_value_with(user, Some(path), host)
 }
 
+/// `socketPath` from the config file at `path` (default: [`default_path`]) read on its own, for
+/// when the whole config does not load: a mistake elsewhere in the file must not cut new
+/// sessions off a healthy daemon. `None` when the file is missing or does not parse, or has no
+/// usable `socketPath`.
+pub fn lenient_socket_path(path: Option<&Path>) -> Option<PathBuf> {
+    let path = path.map_or_else(default_path, Path::to_path_buf);
+    let text = std::fs::read(&path).ok()?;
+    let value = fsutil::parse_json_bytes(&text).ok()?;
+    let socket = value
+        .get("socketPath")?
+        .as_str()
+        .filter(|s| !s.is_empty())?;
+    Some(read::expand_tilde_with(socket, Some(&paths::home())))
+}
+
 /// Parse JSON text, turning a failure into [`ConfigError::Parse`] with the position.
 fn parse_json(text: &str, path: &Path) -> Result<Value, ConfigError> {
     fsutil::parse_json_bytes(text.as_bytes()).map_err(|s| ConfigError::Parse {
@@ -319,6 +334,24 @@ mod tests {
             "{err:?}"
         );
         assert!(err.to_string().contains("a, b"), "{err}");
+    }
+
+    #[test]
+    fn socket_path_read_leniently() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("config.json");
+        // Valid JSON, invalid config: the socket is still found, `~` expanded.
+        std::fs::write(&file, r#"{"socketPath": "~/c.sock", "logLevel": 5}"#).unwrap();
+        assert!(Config::load(Some(&file)).is_err());
+        assert_eq!(
+            lenient_socket_path(Some(&file)),
+            Some(paths::home().join("c.sock"))
+        );
+        // Not JSON at all, or no socketPath: nothing to go on.
+        assert_eq!(lenient_socket_path(Some(&data("broken_config.json"))), None);
+        std::fs::write(&file, r#"{"socketPath": ""}"#).unwrap();
+        assert_eq!(lenient_socket_path(Some(&file)), None);
+        assert_eq!(lenient_socket_path(Some(&dir.path().join("absent"))), None);
     }
 
     #[test]

@@ -65,6 +65,10 @@ pub fn spawn(server: &ServerConfig) -> Result<Spawned, SpawnError> {
             }
         })?;
     let mut cmd = Command::new(program);
+    // The daemon's environment minus other upstreams' secrets, then this upstream's own.
+    for name in server.withheld_env() {
+        cmd.env_remove(name);
+    }
     cmd.args(&server.args)
         .env("PATH", &path)
         .envs(env)

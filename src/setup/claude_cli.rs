@@ -158,16 +158,21 @@ pub fn patch(path: &Path, shim: &Shim, cli: &ClaudeCli) -> Result<Patched, FsErr
 
 /// Put an entry the CLI removed back where it was, directly (the CLI could not add ours).
 fn put_back(path: &Path, location: &[String], original: &Value) -> Result<(), FsError> {
-    fsutil::update_json(path, Mode::KeepOr(0o600), |doc| {
-        let mut new = doc.cloned().unwrap_or_else(|| serde_json::json!({}));
-        let (parent, key) = location.split_at(location.len() - 1);
-        match claude_config::get_path_mut(&mut new, parent).and_then(Value::as_object_mut) {
-            Some(servers) if !servers.contains_key(&key[0]) => {
-                servers.insert(key[0].clone(), original.clone());
-                Ok(Some(new))
+    fsutil::update_json(
+        path,
+        Mode::KeepOr(0o600),
+        claude_config::CLIENT_LOCK,
+        |doc| {
+            let mut new = doc.cloned().unwrap_or_else(|| serde_json::json!({}));
+            let (parent, key) = location.split_at(location.len() - 1);
+            match claude_config::get_path_mut(&mut new, parent).and_then(Value::as_object_mut) {
+                Some(servers) if !servers.contains_key(&key[0]) => {
+                    servers.insert(key[0].clone(), original.clone());
+                    Ok(Some(new))
+                }
+                _ => Ok(None),
             }
-            _ => Ok(None),
-        }
-    })
+        },
+    )
     .map(|_| ())
 }

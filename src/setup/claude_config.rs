@@ -403,26 +403,33 @@ pub struct Patched {
     pub cli_error: Option<String>,
 }
 
-/// Patch a client config file in place: backup, atomic write, re-read before the rename (the
-/// patch is recomputed on the new content when the client wrote meanwhile). A missing file is
+/// Patch a client config file in place: backup, atomic write, the re-read and the rename under
+/// the client's own lock (the patch is recomputed on the new content when the client wrote
+/// meanwhile), and a re-read after it (see [`fsutil::update_with_hook`]). A missing file is
 /// created (mode 0600); an unparsable one is an error and stays untouched.
 pub fn patch_file_with_hook(
     path: &Path,
     kind: ClientKind,
     shim: &Shim,
-    before_rename: &mut dyn FnMut(&Path),
+    hook: &mut dyn FnMut(fsutil::Moment, &Path),
 ) -> Result<Patched, FsError> {
     let mut changes = Vec::new();
     let written = fsutil::update_json_with_hook(
         path,
         Mode::KeepOr(0o600),
+        CLIENT_LOCK,
         |doc| {
             let empty = json!({});
             let (new, c) = patch(doc.unwrap_or(&empty), kind, shim);
+            if c.is_empty() {
+                // Nothing (left) to do; after a write that another program's write replaced,
+                // this means our change is in theirs, and the changes already recorded hold.
+                return Ok(None);
+            }
             changes = c;
-            Ok((!changes.is_empty()).then_some(new))
+            Ok(Some(new))
         },
-        before_rename,
+        hook,
     )?;
     if written == Written::Unchanged {
         changes.clear();
@@ -437,8 +444,12 @@ pub fn patch_file_with_hook(
 }
 
 pub fn patch_file(path: &Path, kind: ClientKind, shim: &Shim) -> Result<Patched, FsError> {
-    patch_file_with_hook(path, kind, shim, &mut |_| {})
+    patch_file_with_hook(path, kind, shim, &mut |_, _| {})
 }
+
+/// The lock around writes of a client config: Claude Code's mkdir lock. Claude Desktop and
+/// Cursor take none that coogle knows of; for their files it costs one mkdir and rmdir.
+pub(crate) const CLIENT_LOCK: fsutil::Lock = fsutil::Lock::Mkdir;
 
 /// Undo recorded changes in a client config file. When the result equals one of `backups`
 /// (the file was not otherwise changed since), that backup's bytes are put back exactly;
@@ -450,7 +461,7 @@ pub fn revert_file(
 ) -> Result<(Written, Vec<Reverted>), FsError> {
     let target = fsutil::resolve(path);
     let mut report = Vec::new();
-    let written = fsutil::update(path, Mode::KeepOr(0o600), |old| {
+    let written = fsutil::update(path, Mode::KeepOr(0o600), CLIENT_LOCK, |old| {
         let Some(old) = old else {
             report = changes
                 .iter()
@@ -460,10 +471,15 @@ pub fn revert_file(
         };
         let doc = fsutil::parse_json(old, &target)?;
         let (new, r) = revert(&doc, changes);
-        report = r;
         if new == doc {
+            // Asked again after a write another program's write replaced: what the write
+            // reported stands (the reverted entries are no longer "as written").
+            if report.is_empty() {
+                report = r;
+            }
             return Ok(None);
         }
+        report = r;
         for b in backups {
             if let Ok(bytes) = std::fs::read(b)
                 && serde_json::from_slice::<Value>(&bytes).ok().as_ref() == Some(&new)

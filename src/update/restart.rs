@@ -8,8 +8,6 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
-
 use crate::config::GlobalPaths;
 use crate::output;
 use crate::{client, paths};
@@ -53,17 +51,20 @@ fn replace_directly(
     exe: &Path,
     old_pid: u32,
 ) {
-    let _ = rt.block_on(client::control(socket, "shutdown", Value::Null));
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while Instant::now() < deadline
-        && rt
-            .block_on(client::control(socket, "ping", Value::Null))
-            .is_ok()
+    // Its process must be gone, not just its socket: a daemon still draining calls holds the
+    // lock, and the new one would exit "already running".
+    if let Err(e @ client::ClientError::StopTimeout { .. }) =
+        rt.block_on(client::shutdown(socket, Duration::from_secs(35)))
     {
-        std::thread::sleep(Duration::from_millis(50));
+        output::warn(&format!(
+            "{e}; once it exits, the next `coogle mcp` starts the new version"
+        ));
+        return;
     }
     // The old daemon removes its socket first and lets go of its lock only once its children
     // are stopped; a new daemon started before that exits at once with "already running".
+    // (Its process has exited by now, so this is a formality, bounded all the same.)
+    let deadline = Instant::now() + Duration::from_secs(10);
     while Instant::now() < deadline && !lock_free(socket) {
         std::thread::sleep(Duration::from_millis(50));
     }

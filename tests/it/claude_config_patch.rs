@@ -7,7 +7,7 @@ use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use coogle::fsutil::{FsError, Written};
+use coogle::fsutil::{FsError, Moment, Written};
 use coogle::setup::claude_config::{self, ClientKind, Shim, Upstream, patch, revert};
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
@@ -160,7 +160,10 @@ fn a_write_by_another_program_before_the_rename_is_kept() {
         &path,
         ClientKind::ClaudeCode,
         &shim(),
-        &mut |target| {
+        &mut |moment, target| {
+            if moment != Moment::BeforeRename {
+                return;
+            }
             calls += 1;
             if calls == 1 {
                 // Claude Code rewrites the file meanwhile (a new startup count, a new key).
@@ -207,7 +210,10 @@ fn a_file_that_never_settles_is_left_to_the_other_program() {
         &path,
         ClientKind::ClaudeCode,
         &shim(),
-        &mut |target| {
+        &mut |moment, target| {
+            if moment != Moment::BeforeRename {
+                return;
+            }
             n += 1;
             let mut doc: Value = serde_json::from_slice(&fs::read(target).unwrap()).unwrap();
             doc["numStartups"] = json!(1000 + n);

@@ -169,6 +169,8 @@ fn sigkilled_daemon_leaves_no_child_behind_after_the_next_start() {
         Duration::from_secs(10),
         || !pid_alive(grandchild) && !pid_alive(child),
     );
+    // Closed first: a shim still connected would start a new daemon once this one is gone.
+    drop(s);
     let _ = env.run(&["stop"]);
 }
 

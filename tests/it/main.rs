@@ -4,7 +4,9 @@
 
 mod support;
 
+mod broken_config;
 mod claude_config_patch;
+mod claude_json_lock;
 mod cli;
 mod coogle_tool;
 mod distribution;
@@ -28,6 +30,7 @@ mod reconnect;
 mod respawn;
 mod search_e2e;
 mod search_server;
+mod secrets;
 mod self_update;
 mod server_requests;
 mod service_files;
@@ -39,6 +42,9 @@ mod setup_yes;
 mod sharing;
 mod sign_in;
 mod soak;
+mod socket_dir_mode;
+mod squatting;
+mod stop;
 mod tasks;
 mod third_party;
 mod timeout;

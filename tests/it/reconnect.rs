@@ -42,6 +42,8 @@ fn after_a_daemon_crash_the_session_goes_on_without_a_spurious_list_changed() {
         "{:?}",
         s.stray
     );
+    // Closed first: a shim still connected would start a new daemon once this one is gone.
+    drop(s);
     let _ = env.run(&["stop"]);
 }
 
@@ -57,6 +59,8 @@ fn when_the_tools_changed_across_the_restart_the_client_is_told() {
     s.notification("notifications/tools/list_changed", Duration::from_secs(20));
     let listed = s.request("tools/list", json!({}));
     assert!(listed.to_string().contains("brand_new"), "{listed}");
+    // Closed first: a shim still connected would start a new daemon once this one is gone.
+    drop(s);
     let _ = env.run(&["stop"]);
 }
 
@@ -75,5 +79,7 @@ fn requests_sent_while_the_daemon_is_away_are_delivered_after_the_reconnect() {
         let r = s.response(&json!(format!("q{i}")), Duration::from_secs(20));
         assert_eq!(text(&r), format!("queued {i}"));
     }
+    // Closed first: a shim still connected would start a new daemon once this one is gone.
+    drop(s);
     let _ = env.run(&["stop"]);
 }

@@ -386,6 +386,25 @@ fn the_replaced_entry_becomes_the_upstream() {
     assert_eq!(config2, config);
 }
 
+/// Regression: with a config.json that already named the upstream, the replaced entry's other
+/// env (`USER_GOOGLE_EMAIL`) was dropped: the client entry loses its env, so it must move into
+/// that upstream's `env`.
+#[test]
+fn the_replaced_entrys_env_moves_into_an_existing_upstream() {
+    let (env, claude, _) = setup_env();
+    let out = run_setup(&env, &["--no-service", "--skip-verify", "--skip-test"]);
+    assert_eq!(out.status, Some(0), "{out}");
+    assert!(out.stdout.contains("USER_GOOGLE_EMAIL"), "{out}");
+    let config: Value = serde_json::from_slice(&fs::read(&env.config).unwrap()).unwrap();
+    assert_eq!(
+        config["servers"]["google"]["env"],
+        json!({"USER_GOOGLE_EMAIL": "grace@example.com"})
+    );
+    assert_eq!(config["servers"]["google"]["maxConcurrent"], 2);
+    let doc: Value = serde_json::from_slice(&fs::read(&claude).unwrap()).unwrap();
+    assert!(doc["mcpServers"]["google-workspace"]["env"].is_null());
+}
+
 /// A config or socket other than the defaults is written into the client entry, so the agent's
 /// `coogle mcp` reaches the same daemon: the verify step runs the entry with none of the
 /// COOGLE_* variables of this shell and still gets the fake server's tools.

@@ -83,5 +83,7 @@ fn a_newer_client_gets_an_idle_old_daemon_replaced() {
     );
     let info = control(&env.socket, "info", Value::Null).unwrap();
     assert_ne!(info["pid"].as_u64().unwrap() as u32, old_pid);
+    // Closed first: a shim still connected would start a new daemon once this one is gone.
+    drop(s);
     let _ = env.run(&["stop"]);
 }

@@ -1,39 +1,67 @@
 //! Doctor's checks of the running daemon: it answers on the socket and runs this version, and
-//! the socket's directory and file are private. Asking is bounded; nothing here starts a
-//! daemon.
+//! the socket's directory and file are private (the checks every client makes before it
+//! sends a byte). Asking is bounded; nothing here starts a daemon.
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
 use std::time::Duration;
 
 use super::Doctor;
+use crate::client::{self, ClientError, Untrusted};
+use crate::paths::{self, PathError};
+use crate::wire;
 use crate::wire::{Info, Status};
-use crate::{client, wire};
 
-/// The daemon's `info` and `status`, each bounded; `None` when it does not answer.
-pub(super) fn ask(socket: &Path) -> (Option<Info>, Option<Status>) {
-    let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+/// The daemon's `info` (or why not) and `status`, each bounded.
+pub(super) fn ask(socket: &Path) -> (Result<Info, ClientError>, Option<Status>) {
+    let rt = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-    else {
-        return (None, None);
+    {
+        Ok(rt) => rt,
+        Err(e) => return (Err(ClientError::Io(e)), None),
     };
     rt.block_on(async {
         let limit = Duration::from_secs(10);
-        let info = tokio::time::timeout(limit, client::info(socket)).await;
-        let status = tokio::time::timeout(limit, client::status(socket)).await;
-        (
-            info.ok().and_then(Result::ok),
-            status.ok().and_then(Result::ok),
-        )
+        let timed_out = || ClientError::Io(std::io::ErrorKind::TimedOut.into());
+        let info = tokio::time::timeout(limit, client::info(socket))
+            .await
+            .unwrap_or_else(|_| Err(timed_out()));
+        let status = match &info {
+            Ok(_) => tokio::time::timeout(limit, client::status(socket))
+                .await
+                .ok()
+                .and_then(Result::ok),
+            Err(_) => None,
+        };
+        (info, status)
     })
 }
 
 impl Doctor<'_> {
     /// A daemon answers, and runs this binary's version.
-    pub(super) fn daemon(&mut self, socket: &Path, info: Option<&Info>, service_installed: bool) {
+    pub(super) fn daemon(
+        &mut self,
+        socket: &Path,
+        info: &Result<Info, ClientError>,
+        service_installed: bool,
+    ) {
         match info {
-            Some(info) => {
+            // The directory's own check below names that problem and its fix.
+            Err(ClientError::Untrusted {
+                problem: Untrusted::Dir(_),
+                ..
+            }) => self.warn(
+                &format!(
+                    "did not ask a daemon on {}: its directory is not safe (below)",
+                    socket.display()
+                ),
+                "",
+            ),
+            Err(e @ ClientError::Untrusted { .. }) => {
+                self.fail(&e.to_string(), &e.hint().unwrap_or_default())
+            }
+            Ok(info) => {
                 let v = &info.version;
                 if v == wire::VERSION {
                     self.ok(&format!(
@@ -52,11 +80,11 @@ impl Doctor<'_> {
                     )
                 }
             }
-            None if service_installed => self.fail(
+            Err(_) if service_installed => self.fail(
                 &format!("no daemon answers on {}", socket.display()),
                 "start the service, or run `coogle serve`",
             ),
-            None => self.warn(
+            Err(_) => self.warn(
                 &format!(
                     "no daemon answers on {} (it starts on demand)",
                     socket.display()
@@ -66,35 +94,44 @@ impl Doctor<'_> {
         }
     }
 
-    /// The socket's directory is 0700 and ours; the socket itself is not open to others.
+    /// The socket's directory passes the check every client makes (ours, private, no
+    /// symlink); the socket itself is not open to others.
     pub(super) fn socket_permissions(&mut self, socket: &Path) {
         let dir = socket.parent().unwrap_or(Path::new("/"));
-        let me = crate::paths::uid();
-        match std::fs::symlink_metadata(dir) {
-            Ok(m) => {
-                let mode = m.permissions().mode() & 0o777;
-                if m.file_type().is_symlink() || m.uid() != me || mode != 0o700 {
-                    self.fail(
-                        &format!(
-                            "socket directory {} is mode {mode:o}, owner uid {} (want 0700, uid {me})",
-                            dir.display(),
-                            m.uid(),
-                        ),
-                        &format!("`chmod 700 {}`", dir.display()),
-                    );
+        match paths::verify_private_dir(dir) {
+            Ok(()) => {
+                let mode = std::fs::metadata(dir).map_or(0, |m| m.permissions().mode() & 0o777);
+                self.ok(&if mode == 0o700 {
+                    format!("socket directory {} is private (0700)", dir.display())
                 } else {
-                    self.ok(&format!(
-                        "socket directory {} is private (0700)",
+                    // A socketPath in a directory of the user's own (their home, say).
+                    format!(
+                        "socket directory {} is yours and only you can write in it ({mode:03o})",
                         dir.display()
-                    ));
-                }
+                    )
+                })
             }
-            Err(_) => self.warn(
-                &format!("socket directory {} does not exist yet", dir.display()),
-                "",
-            ),
+            Err(PathError::Inspect { source, .. })
+                if source.kind() == std::io::ErrorKind::NotFound =>
+            {
+                self.warn(
+                    &format!("socket directory {} does not exist yet", dir.display()),
+                    "",
+                )
+            }
+            Err(e) => {
+                let refused = ClientError::Untrusted {
+                    socket: socket.to_path_buf(),
+                    problem: Untrusted::Dir(e),
+                };
+                // The socket in it is not worth a second ✗: the directory is the problem.
+                return self.fail(&refused.to_string(), &refused.hint().unwrap_or_default());
+            }
         }
-        if let Ok(m) = std::fs::symlink_metadata(socket) {
+        // Someone else's socket here is a foreign listener, which the daemon check names.
+        if let Ok(m) = std::fs::symlink_metadata(socket)
+            && m.uid() == paths::uid()
+        {
             let mode = m.permissions().mode() & 0o777;
             if mode & 0o077 != 0 {
                 self.fail(

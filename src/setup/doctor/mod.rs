@@ -77,7 +77,7 @@ pub fn run(paths: &GlobalPaths, args: &DoctorArgs) -> ExitCode {
     }
     let socket = paths.socket(config.as_ref());
     let (info, status) = daemon::ask(&socket);
-    d.daemon(&socket, info.as_ref(), service_installed);
+    d.daemon(&socket, &info, service_installed);
     if let Some(status) = &status {
         d.upstreams(status);
     }

@@ -5,6 +5,9 @@
 //! `path` records the user's PATH, so a daemon started with a minimal environment (by
 //! launchd, or by Claude Desktop's `coogle mcp`) still finds `uvx` and `npx`.
 //!
+//! For a config that already names one, the entry's other env (`USER_GOOGLE_EMAIL`, ...)
+//! moves into that upstream's `env`, since the client entry loses it.
+//!
 //! Everything else the user had is kept; the file is written 0600 (it may hold a secret),
 //! after a backup, and only when the result loads as a config.
 
@@ -29,13 +32,22 @@ impl Wizard<'_> {
         search_key: Option<&str>,
     ) -> Result<(), InstallError> {
         let (ui, cfg_path) = (&self.ui, &self.cfg_path);
-        let upstream = upstream_from_client(cfg_path, &self.claude_json);
+        let upstream = upstream_from_client(&self.claude_json);
         if let Some((from, block)) = &upstream {
-            ui.ok(&format!(
-                "upstream: {} (as {from} ran it; its other env kept: {})",
-                command_line(block),
-                env_names(block)
-            ));
+            if config_names_upstream(cfg_path) {
+                if block.get("env").is_some() {
+                    ui.ok(&format!(
+                        "env of {from} moves into the configured upstream: {}",
+                        env_names(block)
+                    ));
+                }
+            } else {
+                ui.ok(&format!(
+                    "upstream: {} (as {from} ran it; its other env kept: {})",
+                    command_line(block),
+                    env_names(block)
+                ));
+            }
         }
         let captured = search_path::capture(&Platform::current());
         let written = update_config_file(
@@ -82,17 +94,24 @@ impl Wizard<'_> {
     }
 }
 
-/// When config.json names no upstream yet (no `mcp`, no `servers`), the Google Workspace
-/// entry being replaced in ~/.claude.json says how this user runs it: its command, args and
-/// env other than the OAuth client (`USER_GOOGLE_EMAIL`, a port, a tool tier...) become the
-/// upstream, so pointing the client at coogle changes nothing about what runs.
-fn upstream_from_client(cfg_path: &Path, claude_json: &Path) -> Option<(String, Value)> {
-    if let Ok(bytes) = std::fs::read(cfg_path) {
-        let doc: Value = serde_json::from_slice(&bytes).ok()?;
-        if doc.get("mcp").is_some() || doc.get("servers").is_some() {
-            return None;
-        }
-    }
+/// True when config.json already names an upstream (`mcp` or `servers`).
+fn config_names_upstream(cfg_path: &Path) -> bool {
+    std::fs::read(cfg_path)
+        .ok()
+        .and_then(|bytes| serde_json::from_slice::<Value>(&bytes).ok())
+        .is_some_and(|doc| names_upstream(&doc))
+}
+
+fn names_upstream(doc: &Value) -> bool {
+    doc.get("mcp").is_some() || doc.get("servers").is_some()
+}
+
+/// The Google Workspace entry being replaced in ~/.claude.json says how this user runs it:
+/// its command, args and env other than the OAuth client (`USER_GOOGLE_EMAIL`, a port, a tool
+/// tier...). For a config.json that names no upstream yet (no `mcp`, no `servers`) that becomes
+/// the upstream; for one that does, its env moves into that upstream's `env`. Either way
+/// pointing the client at coogle changes nothing about what runs.
+fn upstream_from_client(claude_json: &Path) -> Option<(String, Value)> {
     let doc: Value = serde_json::from_slice(&std::fs::read(claude_json).ok()?).ok()?;
     let (location, entry) = claude_config::google_entries(&doc, ClientKind::ClaudeCode)
         .into_iter()
@@ -161,13 +180,16 @@ fn update_config_file(
         CredChoice::None => Some(json!({"source": "none"})),
     };
     let target = fsutil::resolve(path);
-    fsutil::update_json(path, Mode::Exactly(0o600), |doc| {
+    fsutil::update_json(path, Mode::Exactly(0o600), fsutil::Lock::None, |doc| {
         let mut new = doc.cloned().unwrap_or_else(|| json!({}));
-        if let (Some(up), Some(root)) = (&upstream, new.as_object_mut())
-            && !root.contains_key("mcp")
-            && !root.contains_key("servers")
-        {
-            root.insert("mcp".into(), up.clone());
+        if let Some(up) = &upstream {
+            if !names_upstream(&new) {
+                if let Some(root) = new.as_object_mut() {
+                    root.insert("mcp".into(), up.clone());
+                }
+            } else if let Some(env) = up.get("env").and_then(Value::as_object) {
+                move_env(&mut new, env);
+            }
         }
         if let (Some(key), Some(root)) = (search_key, new.as_object_mut()) {
             let search = root.entry("search").or_insert_with(|| json!({}));
@@ -204,23 +226,48 @@ fn update_config_file(
 
 /// The native shape gets the block on its default server; the flat shape at the top level.
 fn set_credentials(doc: &mut Value, block: Value) {
-    if let Some(servers) = doc.get_mut("servers").and_then(Value::as_object_mut) {
-        let name = if servers.contains_key("google") {
-            Some("google".to_owned())
-        } else if servers.len() == 1 {
-            servers.keys().next().cloned()
-        } else {
-            None
-        };
-        if let Some(server) = name.and_then(|n| servers.get_mut(&n))
-            && let Some(server) = server.as_object_mut()
-        {
-            server.insert("credentials".into(), block);
-            return;
-        }
+    if let Some(server) = default_server(doc) {
+        server.insert("credentials".into(), block);
+        return;
     }
     if let Some(root) = doc.as_object_mut() {
         root.insert("credentials".into(), block);
+    }
+}
+
+/// The native shape's default server: `google`, else the only one.
+fn default_server(doc: &mut Value) -> Option<&mut serde_json::Map<String, Value>> {
+    let servers = doc.get_mut("servers")?.as_object_mut()?;
+    let name = if servers.contains_key("google") {
+        "google".to_owned()
+    } else if servers.len() == 1 {
+        servers.keys().next()?.clone()
+    } else {
+        return None;
+    };
+    servers.get_mut(&name)?.as_object_mut()
+}
+
+/// Put the replaced entry's other env into the upstream the config already names (the native
+/// shape's default server, or the flat shape's `mcp`), without overriding what the config
+/// sets itself: the user's config.json wins over what the client entry had.
+fn move_env(doc: &mut Value, env: &serde_json::Map<String, Value>) {
+    let upstream = if doc.get("servers").is_some() {
+        default_server(doc)
+    } else {
+        doc.get_mut("mcp").and_then(Value::as_object_mut)
+    };
+    let Some(upstream) = upstream else {
+        return;
+    };
+    let target = upstream
+        .entry("env")
+        .or_insert_with(|| Value::Object(serde_json::Map::new()));
+    let Some(target) = target.as_object_mut() else {
+        return;
+    };
+    for (k, v) in env {
+        target.entry(k.clone()).or_insert_with(|| v.clone());
     }
 }
 
@@ -238,5 +285,28 @@ mod tests {
         assert_eq!(native["servers"]["google"]["credentials"]["source"], "env");
         let keys: Vec<_> = native.as_object().unwrap().keys().collect();
         assert_eq!(keys, ["servers", "logLevel"]);
+    }
+
+    /// Regression: with a config.json that already named the upstream, the replaced entry's
+    /// `USER_GOOGLE_EMAIL` was dropped (the client entry loses its env).
+    #[test]
+    fn the_replaced_entrys_env_moves_into_the_configured_upstream() {
+        let env = json!({"USER_GOOGLE_EMAIL": "grace@example.com", "PORT": "9000"});
+        let env = env.as_object().unwrap();
+        let mut native = json!({"servers": {"google": {"command": "x", "env": {"PORT": "8000"}}}});
+        move_env(&mut native, env);
+        assert_eq!(
+            native["servers"]["google"]["env"],
+            json!({"PORT": "8000", "USER_GOOGLE_EMAIL": "grace@example.com"}),
+            "the config's own value wins"
+        );
+        let mut flat = json!({"mcp": {"command": "uvx"}});
+        move_env(&mut flat, env);
+        assert_eq!(flat["mcp"]["env"], json!(env));
+        // Several servers, none named google: no upstream to move it into.
+        let mut many = json!({"servers": {"a": {"command": "a"}, "b": {"command": "b"}}});
+        let before = many.clone();
+        move_env(&mut many, env);
+        assert_eq!(many, before);
     }
 }

@@ -5,6 +5,7 @@
 
 pub mod fake_github;
 pub mod gemini_mock;
+pub mod serve;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::net::UnixStream;
@@ -794,4 +795,26 @@ impl Env {
         env.write_fake_config(server_extra);
         (env, events)
     }
+}
+
+/// Whether this test can run a process as another user (`setpriv`, as root) in a private
+/// mount namespace (`unshare -m`). Missing: a failure when `CI` is set, else `false` with a
+/// SKIPPED line.
+pub fn can_run_as_another_user() -> bool {
+    let root = unsafe { libc::getuid() } == 0;
+    let tools = ["/usr/bin/setpriv", "/usr/bin/unshare"]
+        .iter()
+        .all(|p| Path::new(p).exists());
+    let namespaces = tools
+        && root
+        && Command::new("/usr/bin/unshare")
+            .args(["-m", "--propagation", "private", "true"])
+            .status()
+            .is_ok_and(|s| s.success());
+    if !namespaces {
+        let why = "needs root, /usr/bin/setpriv and a working `unshare -m`";
+        assert!(std::env::var_os("CI").is_none(), "{why}, and CI is set");
+        eprintln!("SKIPPED: {why}");
+    }
+    namespaces
 }
