@@ -96,13 +96,14 @@ fn a_shim_with_a_gui_apps_path_starts_the_upstream() {
     let mut shim = env.stdio_server(gui_app(), &args);
     let init = shim.initialize();
     assert!(init["serverInfo"].is_object(), "{init}");
-    let upstream = settled(&env);
-    assert_eq!(upstream["state"], "ready", "{upstream:#}");
+    // The call is what starts the child (children start on demand).
     let answer = shim.call("echo", json!({"text": "from a minimal PATH"}));
     assert_eq!(
         answer["result"]["content"][0]["text"], "from a minimal PATH",
         "{answer}"
     );
+    let upstream = settled(&env);
+    assert_eq!(upstream["state"], "ready", "{upstream:#}");
     drop(shim);
     env.run(&["stop"]);
     wait_for("the daemon to stop", Duration::from_secs(20), || {
@@ -116,6 +117,7 @@ fn a_shim_with_a_gui_apps_path_starts_the_upstream() {
     env.write_config(&config);
     let mut shim = env.stdio_server(gui_app(), &args);
     shim.initialize();
+    env.demand_start();
     let upstream = settled(&env);
     assert_ne!(upstream["state"], "ready", "{upstream:#}");
     let error = upstream["lastError"].as_str().unwrap_or_default();

@@ -80,6 +80,12 @@ fn each_child_inherits_only_its_own_secrets() {
     let _d = Serve::spawn(cmd);
     // The Gemini key adds the built-in `search` upstream.
     let mut pids = HashMap::new();
+    wait_for("the daemon to answer", Duration::from_secs(20), || {
+        control(&env.socket, "ping", Value::Null).is_ok()
+    });
+    for server in ["google", "other", "search"] {
+        support::demand_start(&env.socket, Some(server));
+    }
     wait_for("three upstreams ready", Duration::from_secs(30), || {
         let Ok(status) = control(&env.socket, "status", Value::Null) else {
             return false;

@@ -32,6 +32,10 @@ fn a_socket_path_in_home_leaves_homes_mode_alone() {
     std::fs::set_permissions(&env.home, std::fs::Permissions::from_mode(0o755)).unwrap();
 
     let daemon = Serve::spawn(cmd());
+    wait_for("the daemon to answer", Duration::from_secs(20), || {
+        control(&socket, "ping", Value::Null).is_ok()
+    });
+    support::demand_start(&socket, None);
     wait_for("the upstream to be ready", Duration::from_secs(20), || {
         control(&socket, "status", Value::Null).is_ok_and(|s| s["upstreams"][0]["state"] == "ready")
     });

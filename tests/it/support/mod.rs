@@ -243,15 +243,14 @@ impl Env {
     /// waiting: children start on demand. (The answer comes once the child is ready, or fails
     /// when it cannot start; `status` says which.)
     pub fn demand_start(&self) {
-        let socket = self.socket.clone();
-        std::thread::spawn(move || {
-            let _ = control(&socket, "start_child", Value::Null);
-        });
+        demand_start(&self.socket, None);
     }
 
     /// Start the (first) upstream's child, as a first uncached request would, and wait until it
     /// is `ready`.
     pub fn wait_upstream_ready(&self) -> Value {
+        // A demand made before the daemon listens would be lost.
+        self.wait_ready();
         self.demand_start();
         let mut last = Value::Null;
         wait_for(
@@ -595,6 +594,16 @@ pub fn control(socket: &Path, method: &str, params: Value) -> Result<Value, Stri
     } else {
         Err(v["error"].to_string())
     }
+}
+
+/// Ask the daemon on `socket` to start `server`'s child (the first one's without a name), as a
+/// first uncached request would, without waiting for it: children start on demand.
+pub fn demand_start(socket: &Path, server: Option<&str>) {
+    let socket = socket.to_owned();
+    let params = server.map_or(Value::Null, |s| json!({"server": s}));
+    std::thread::spawn(move || {
+        let _ = control(&socket, "start_child", params);
+    });
 }
 
 /// Connect, waiting out a full accept backlog (EAGAIN on a loaded machine) for up to 5 s: the
