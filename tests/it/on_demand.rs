@@ -73,3 +73,23 @@ fn idle_stop_zero_means_never() {
         (json!("ready"), Some(pid))
     );
 }
+
+/// Regression: the idle clock ran while the child was still starting, so a child slower to
+/// start than `idleStopMs` was stopped half-way and whoever asked for it never heard back.
+#[test]
+fn a_child_slower_to_start_than_idle_stop_is_not_stopped_while_someone_waits() {
+    let env =
+        Env::with_fake(json!({"idleStopMs": 300, "env": {"FAKE_MCP_START_DELAY_MS": "1200"}}));
+    let _d = env.daemon();
+    let started = control(&env.socket, "start_child", Value::Null);
+    let pid = started.expect("start_child answers once the child is ready")["pid"].as_u64();
+    assert!(pid.is_some_and(|p| pid_alive(p as u32)), "{pid:?}");
+    // Nobody needs it afterwards: it stops as usual.
+    wait_for("the idle child to stop", Duration::from_secs(10), || {
+        state(&env)["state"] == "idle"
+    });
+    // A call made from a cold start is answered too, not cut off by the idle clock.
+    let mut s = env.shim();
+    s.initialize();
+    assert_eq!(text(&s.call("echo", json!({"text": "slow"}))), "slow");
+}

@@ -461,6 +461,10 @@ impl Upstream {
             self.own_listen = None;
             self.life.state = State::Idle;
             tracing::info!(upstream = %self.name, "stopped the idle upstream; it starts again on demand");
+            if self.waiting_for_child() {
+                // A demand arrived while it was stopping: it would wait for nothing otherwise.
+                self.start_child();
+            }
             self.note_idle();
             return;
         }
@@ -696,20 +700,24 @@ impl Upstream {
     /// or in flight (the daemon's own bookkeeping aside).
     fn needed(&self) -> bool {
         !self.sessions.is_empty()
-            || self.queue.len() > 0
-            || !self.held.is_empty()
-            || !self.waiting_era.is_empty()
+            || self.waiting_for_child()
             || self.inflight.has_external()
             || self.ops.any_running()
     }
 
+    /// Whether someone waits for the child to be (or become) ready.
+    fn waiting_for_child(&self) -> bool {
+        self.queue.len() > 0
+            || !self.held.is_empty()
+            || !self.waiting_era.is_empty()
+            || !self.life.restart_waiters.is_empty()
+    }
+
     /// Note whether the child is idle now, after any event.
     pub(super) fn note_idle(&mut self) {
-        let running = matches!(
-            self.life.state,
-            State::Ready | State::Initializing | State::Starting
-        );
-        if !running || self.needed() {
+        // The clock runs only once the child is ready: one slower to start than `idleStopMs`
+        // would otherwise be stopped before anyone could use it.
+        if self.life.state != State::Ready || self.needed() {
             self.life.idle_since = None;
         } else if self.life.idle_since.is_none() {
             self.life.idle_since = Some(Instant::now());
