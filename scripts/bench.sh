@@ -320,3 +320,31 @@ if by("peer-fake"):
             p = (p[0]["sessions_pss_kib"] + p[0]["others_pss_kib"]) / 1024
             print(f"| memory, {n} session(s), all processes (PSS) | {c:.1f} MiB | {p:.1f} MiB | {p/c:.1f}× |")
 PY
+
+# The headline of sharing every stdio server: SESSIONS sessions × the six real servers of the
+# issue (those installed), direct and through one daemon. FLEET=0 skips it.
+if [[ ${FLEET:-1} != 0 ]]; then
+  echo "fleet: ${SESSIONS:-5} sessions × real servers, direct and through coogle" >&2
+  mkdir -p "$WORK/fleet"
+  python3 scripts/fleet.py "$COOGLE" "$WORK/fleet" "${SESSIONS:-5}" > "$WORK/fleet.jsonl"
+  python3 - "$WORK/fleet.jsonl" <<'PY'
+import json, sys
+rows = {r["phase"]: r for r in map(json.loads, open(sys.argv[1]))}
+s = rows["servers"]
+print(f"\n{s['sessions']} sessions × {len(s['names'])} servers ({', '.join(s['names'])}), each session started as Claude Code starts its servers (all at once; probe → tools/list):\n")
+print("| | processes | PSS, all processes | session start, median (max) |")
+print("| --- | ---: | ---: | ---: |")
+def row(label, r):
+    start = f"{r['start_median_ms']/1000:.2f} s ({r['start_max_ms']/1000:.2f} s)" if "start_median_ms" in r else "–"
+    print(f"| {label} | {r['processes']} | {r['pss_mib']:.0f} MiB | {start} |")
+if "direct" in rows:
+    row("direct: every session runs its own copy of each", rows["direct"])
+c = rows["coogle-cold"]
+row("coogle, sessions started against an idle daemon (answers from the cache, no child running)", c)
+b = rows["coogle-busy"]
+row(f"coogle, the same sessions with every server's child running (shims {b['shim_pss_mib']:.0f} MiB)", b)
+row("coogle, sessions gone, children idle-stopped", rows["coogle-after"])
+i = rows["coogle-idle"]
+print(f"\nIdle machine: the daemon with {len(s['names'])} servers configured and none running: {i['daemon_rss_mib']:.1f} MiB RSS, {i['processes']} process(es).")
+PY
+fi

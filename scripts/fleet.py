@@ -273,6 +273,8 @@ def coogle_phases(coogle, work, found, project, sessions):
         json.dump(config, f)
     daemon = subprocess.Popen([coogle, "serve"], env=daemon_env(work), stdout=subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL, start_new_session=True)
+    # Closed before the daemon stops: a shim left open would start a new daemon (as it should).
+    conns = []
     try:
         env = {**daemon_env(work), "CLAUDE_PROJECT_DIR": project}
         launch = lambda: [([coogle, "mcp", "--server", name], env, project) for name in found]
@@ -284,7 +286,7 @@ def coogle_phases(coogle, work, found, project, sessions):
         wait_idle(coogle, work)
         daemon_pid, _ = upstream_pids(coogle, work)
         report("coogle-idle", [], tree([daemon_pid]), daemon_rss_mib=round(rss_kib(daemon_pid) / 1024, 1))
-        starts, conns = [], []
+        starts = []
         for _ in range(sessions):
             took, cs = start_session(launch())
             starts.append(took)
@@ -296,9 +298,12 @@ def coogle_phases(coogle, work, found, project, sessions):
         report("coogle-busy", [], pids, shim_pss_mib=round(pss_kib(shims) / 1024, 1))
         for c in conns:
             c.close()
+        conns = []
         wait_idle(coogle, work)
         report("coogle-after", [], tree([daemon_pid]))
     finally:
+        for c in conns:
+            c.close()
         control(coogle, work, "stop")
         try:
             daemon.wait(timeout=20)

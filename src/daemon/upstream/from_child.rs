@@ -192,14 +192,7 @@ impl Upstream {
                 }
             }
             "notifications/resources/updated" => {
-                let uri = msg
-                    .params_field("uri")
-                    .and_then(|u| serde_json::from_str::<String>(u.get()).ok())
-                    .unwrap_or_default();
-                let line = msg.to_line();
-                for sid in self.subscriptions.subscribers(&uri) {
-                    self.notify_session(sid, line.clone(), false);
-                }
+                self.notify_resource_subscribers(msg);
             }
             "notifications/cancelled" => {
                 let Some(request) = msg.params_field("requestId") else {

@@ -92,14 +92,7 @@ impl Upstream {
                 self.broadcast(&msg.to_line(), true)
             }
             "notifications/resources/updated" => {
-                let uri = msg
-                    .params_field("uri")
-                    .and_then(|u| serde_json::from_str::<String>(u.get()).ok())
-                    .unwrap_or_default();
-                let line = msg.to_line();
-                for sid in self.subscriptions.subscribers(&uri) {
-                    self.notify_session(sid, line.clone(), false);
-                }
+                self.notify_resource_subscribers(msg);
             }
             _ => {}
         }

@@ -28,6 +28,7 @@ mod lifecycle;
 mod listen;
 mod log_level;
 mod mrtr;
+mod on_demand;
 mod request;
 mod server_requests;
 mod sessions;

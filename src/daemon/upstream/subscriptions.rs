@@ -61,6 +61,21 @@ impl Subscriptions {
     }
 }
 
+impl super::Upstream {
+    /// `notifications/resources/updated`, from the child directly or through the daemon's own
+    /// listen stream: only the sessions subscribed to its URI hear it.
+    pub(super) fn notify_resource_subscribers(&mut self, msg: &crate::wire::Message) {
+        let uri = msg
+            .params_field("uri")
+            .and_then(|u| serde_json::from_str::<String>(u.get()).ok())
+            .unwrap_or_default();
+        let line = msg.to_line();
+        for sid in self.subscriptions.subscribers(&uri) {
+            self.notify_session(sid, line.clone(), false);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,0 +1,102 @@
+//! Children on demand: a child starts at the first request the cache cannot answer, and stops
+//! after `idleStopMs` with no session connected and nothing waiting for or running on it, so a
+//! daemon with many servers configured and nobody using them runs alone.
+
+use std::time::Instant;
+
+use super::Upstream;
+use super::lifecycle::{RESPAWN_COOLDOWN, State};
+use crate::daemon::child;
+use crate::wire::ErrorCode;
+
+impl Upstream {
+    /// Someone wants the child: start it when it is idle; if it failed and is not scheduled
+    /// soon, schedule it.
+    pub(super) fn demand(&mut self) {
+        if self.life.shutting_down() {
+            return;
+        }
+        if self.life.state == State::Idle {
+            self.start_child();
+            return;
+        }
+        if self.life.state != State::Failed {
+            return;
+        }
+        let earliest = self
+            .life
+            .last_attempt
+            .map_or_else(Instant::now, |t| t + RESPAWN_COOLDOWN);
+        let at = earliest.max(Instant::now());
+        if self.life.restart_at.is_none_or(|r| r > at) {
+            self.life.restart_at = Some(at);
+        }
+    }
+
+    /// Stopped for idling: nothing was waiting, and the next demand starts it again.
+    pub(super) fn on_idle_stopped(&mut self) {
+        child::remove_record(&self.life.record_path);
+        self.server_requests.clear_child();
+        for p in self.inflight.drain() {
+            let text = format!(
+                "coogle: the `{}` server stopped while idle; retry",
+                self.name
+            );
+            self.reply_error(p.origin, p.is_call, ErrorCode::UpstreamUnavailable, &text);
+        }
+        self.own_listen = None;
+        self.life.state = State::Idle;
+        tracing::info!(upstream = %self.name, "stopped the idle upstream; it starts again on demand");
+        if self.waiting_for_child() {
+            // A demand arrived while it was stopping: it would wait for nothing otherwise.
+            self.start_child();
+        }
+        self.note_idle();
+    }
+
+    /// Whether anything needs the child now: a session, or a request of anyone's queued, held
+    /// or in flight (the daemon's own bookkeeping aside).
+    fn needed(&self) -> bool {
+        !self.sessions.is_empty()
+            || self.waiting_for_child()
+            || self.inflight.has_external()
+            || self.ops.any_running()
+    }
+
+    /// Whether someone waits for the child to be (or become) ready.
+    fn waiting_for_child(&self) -> bool {
+        self.queue.len() > 0
+            || !self.held.is_empty()
+            || !self.waiting_era.is_empty()
+            || !self.life.restart_waiters.is_empty()
+    }
+
+    /// Note whether the child is idle now, after any event.
+    pub(super) fn note_idle(&mut self) {
+        // The clock runs only once the child is ready: one slower to start than `idleStopMs`
+        // would otherwise be stopped before anyone could use it.
+        if self.life.state != State::Ready || self.needed() {
+            self.life.idle_since = None;
+        } else if self.life.idle_since.is_none() {
+            self.life.idle_since = Some(Instant::now());
+        }
+    }
+
+    /// When the child is to stop for idling, if it is.
+    pub(super) fn idle_deadline(&self) -> Option<Instant> {
+        if self.life.idle_stop.is_zero() || self.life.idle_stopping {
+            return None;
+        }
+        self.life.idle_since.map(|t| t + self.life.idle_stop)
+    }
+
+    /// Nothing needed the child for `idleStopMs`: stop it (it starts again on demand).
+    pub(super) fn check_idle(&mut self, now: Instant) {
+        if self.idle_deadline().is_some_and(|t| t <= now) && self.life.child.is_some() {
+            tracing::info!(upstream = %self.name, "stopping the upstream: idle for {} s", self.life.idle_stop.as_secs());
+            self.life.idle_stopping = true;
+            self.life.idle_since = None;
+            self.kill_child();
+        }
+    }
+}
