@@ -69,7 +69,9 @@ fn write_clients(env: &Env) -> Files {
     .unwrap();
     let cursor_doc = json!({"mcpServers": {"api": {"command": fake, "args": ["tokens"],
                                                    "env": {"API_TOKEN": TOKEN}}}});
-    std::fs::write(&cursor, pretty(&cursor_doc)).unwrap();
+    // Written compactly, unlike coogle's own output: only a restore of the exact bytes gives
+    // this file back.
+    std::fs::write(&cursor, serde_json::to_vec(&cursor_doc).unwrap()).unwrap();
     Files {
         claude,
         desktop,
