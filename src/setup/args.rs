@@ -81,6 +81,10 @@ pub struct SetupArgs {
     /// default user-scope entries are registered with `claude mcp add-json`)
     #[arg(long)]
     pub no_claude_cli: bool,
+    /// Also share every other stdio MCP server of the chosen clients (`coogle share --all`);
+    /// without it, `--yes` leaves them alone and the wizard asks
+    #[arg(long)]
+    pub share_all: bool,
 }
 
 #[derive(Debug, Clone, clap::Args)]

@@ -14,7 +14,7 @@ pub(crate) mod doctor;
 mod launch;
 mod search_path;
 mod service;
-mod share;
+pub(crate) mod share;
 mod state;
 mod test_daemon;
 mod ui;

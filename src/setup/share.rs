@@ -37,8 +37,10 @@ pub enum Select {
     All,
     /// Entries with these names (in any client and project).
     Names(Vec<String>),
-    /// Ask (a terminal is needed).
-    Ask,
+    /// Ask (a terminal is needed); `checked`: whether every entry starts checked.
+    Ask {
+        checked: bool,
+    },
 }
 
 /// How a share runs: from `coogle share`'s flags, or setup's.
@@ -68,10 +70,10 @@ pub fn share(paths: &GlobalPaths, args: &ShareArgs) -> ExitCode {
     } else if !args.names.is_empty() {
         Select::Names(args.names.clone())
     } else {
-        Select::Ask
+        Select::Ask { checked: true }
     };
     let interactive = ui::has_terminal() && !args.yes;
-    if select == Select::Ask && !interactive {
+    if matches!(select, Select::Ask { .. }) && !interactive {
         return InstallError::NeedsSelection { command: "share" }.report();
     }
     let path_for = |kind: ClientKind| {
@@ -149,7 +151,7 @@ fn choose<'a>(
                 .filter(|c| names.iter().any(|n| matches(c, n)))
                 .collect())
         }
-        Select::Ask => {
+        Select::Ask { checked } => {
             let items: Vec<String> = candidates
                 .iter()
                 .map(|c| format!("{}  ({})", c.describe(), c.launch.command_line()))
@@ -157,7 +159,7 @@ fn choose<'a>(
             let picked = ui.multi_select(
                 "Share these servers through coogle (one child for all sessions)",
                 &items,
-                &vec![true; items.len()],
+                &vec![*checked; items.len()],
             );
             Ok(picked.into_iter().map(|i| &candidates[i]).collect())
         }

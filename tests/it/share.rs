@@ -384,3 +384,63 @@ fn claude_cli() -> Option<PathBuf> {
     }
     require_program("claude")
 }
+
+/// `setup --yes` leaves other servers alone; `--share-all` shares them as `coogle share --all`
+/// does, and doctor then finds every shared entry's upstream.
+#[test]
+fn setup_shares_with_share_all_and_doctor_checks_the_upstreams() {
+    let env = Env::new();
+    env.write_config(&json!({"servers": {"google": {"command": fake_mcp(),
+        "credentials": {"source": "none"}}}}));
+    let f = write_clients(&env);
+    let setup = |extra: &[&str]| {
+        let mut args = vec![
+            "setup",
+            "--yes",
+            "--credentials-source",
+            "none",
+            "--no-service",
+            "--skip-test",
+            "--skip-verify",
+        ];
+        args.extend_from_slice(extra);
+        env.run(&args)
+    };
+    let out = setup(&[]);
+    ok(&out);
+    assert!(out.stdout.contains("[7/9] Share other servers"), "{out}");
+    let doc = read_json(&f.claude);
+    assert_eq!(
+        doc["mcpServers"]["tokens"]["command"],
+        fake_mcp().to_str().unwrap()
+    );
+    let out = setup(&["--share-all"]);
+    ok(&out);
+    let doc = read_json(&f.claude);
+    assert_eq!(doc["mcpServers"]["tokens"]["command"], COOGLE, "{out}");
+    let config = read_json(&env.config);
+    assert_eq!(config["servers"]["tokens"]["env"]["API_TOKEN"], TOKEN);
+
+    let doctor = env.run(&["doctor"]);
+    assert!(doctor.stdout.contains("client entries shared"), "{doctor}");
+    assert!(
+        !doctor.stdout.contains("which config.json does not have"),
+        "{doctor}"
+    );
+    // An upstream removed by hand: doctor names the entry and the fix.
+    let mut config = read_json(&env.config);
+    config["servers"]
+        .as_object_mut()
+        .unwrap()
+        .shift_remove("notes");
+    env.write_config(&config);
+    let doctor = env.run(&["doctor"]);
+    assert_eq!(doctor.status, Some(1), "{doctor}");
+    assert!(
+        doctor.stdout.contains(
+            "projects[\"/home/ada/beta\"].mcpServers.notes runs upstream notes, which config.json does not have"
+        ),
+        "{doctor}"
+    );
+    assert!(doctor.stdout.contains("coogle unshare notes"), "{doctor}");
+}

@@ -31,10 +31,10 @@ pub fn unshare(paths: &GlobalPaths, args: &UnshareArgs) -> ExitCode {
     } else if !args.names.is_empty() {
         Select::Names(args.names.clone())
     } else {
-        Select::Ask
+        Select::Ask { checked: true }
     };
     let interactive = ui::has_terminal() && !args.yes;
-    if select == Select::Ask && !interactive {
+    if matches!(select, Select::Ask { .. }) && !interactive {
         return InstallError::NeedsSelection { command: "unshare" }.report();
     }
     match run(&Ui { interactive }, paths, &select) {
@@ -114,7 +114,7 @@ fn choose(ui: &Ui, select: &Select, shared: &[SharedEntry]) -> Result<Vec<usize>
                 .filter(|&i| names.iter().any(|n| hit(&shared[i], n)))
                 .collect())
         }
-        Select::Ask => {
+        Select::Ask { .. } => {
             let items: Vec<String> = shared
                 .iter()
                 .map(|e| {
