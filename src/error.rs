@@ -20,6 +20,16 @@ pub(crate) enum InstallError {
         asks: &'static str,
     },
 
+    // share and unshare
+    #[error("coogle {command} needs to know which servers: none was named")]
+    NeedsSelection { command: &'static str },
+    #[error("no {what} named {names}; there are: {found}")]
+    NothingNamed {
+        what: &'static str,
+        names: String,
+        found: String,
+    },
+
     // setup: the Google OAuth client
     #[error("--client-id and --client-secret-env go together")]
     CredentialFlagsApart,
@@ -149,6 +159,11 @@ impl InstallError {
                 "run `coogle setup --yes` with flags for scripts and CI (see `coogle setup --help`)"
             }
             NeedsTerminal { command, .. } => return Some(format!("run `coogle {command} --yes`")),
+            NeedsSelection { command } => {
+                return Some(format!(
+                    "pass server names (`coogle {command} NAME...`), --all, or --yes for all of them"
+                ));
+            }
             CredentialFlagsApart
             | SecretEnvUnset { .. }
             | ManualNeedsFlags
@@ -184,6 +199,8 @@ impl InstallError {
         use InstallError::*;
         match self {
             NeedsTerminal { .. }
+            | NeedsSelection { .. }
+            | NothingNamed { .. }
             | CredentialFlagsApart
             | SecretEnvUnset { .. }
             | ManualNeedsFlags

@@ -118,6 +118,10 @@ pub enum Command {
     Doctor(crate::setup::DoctorArgs),
     /// Remove the service and restore the client configs coogle changed
     Uninstall(crate::setup::UninstallArgs),
+    /// Move stdio MCP servers of Claude Code, Claude Desktop and Cursor behind the daemon
+    Share(crate::setup::ShareArgs),
+    /// Give shared entries back to their clients exactly as they were
+    Unshare(crate::setup::UnshareArgs),
     /// Print the macOS LaunchAgent plist for this machine
     GeneratePlist,
     /// Print the systemd user unit for this machine
@@ -177,6 +181,8 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Setup(args) => setup::setup(&paths, &args),
         Command::Doctor(args) => setup::doctor::run(&paths, &args),
         Command::Uninstall(args) => setup::uninstall(&paths, &args),
+        Command::Share(args) => setup::share(&paths, &args),
+        Command::Unshare(args) => setup::unshare(&paths, &args),
         Command::GeneratePlist => setup::generate_plist(&paths),
         Command::GenerateUnit => setup::generate_unit(&paths),
         // The updater blocks (HTTP, file swaps) and must run outside the async runtime.

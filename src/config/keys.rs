@@ -85,6 +85,48 @@ pub(super) fn defaults() -> Value {
     })
 }
 
+/// The same user config in the native shape: a flat one's `mcp` and `credentials` (merged over
+/// the defaults, as loading does) become `servers.google`, in the place `mcp` had; a config
+/// that already has `servers` comes back unchanged. Whoever adds a server must start from this,
+/// since a `servers` key makes loading ignore `mcp` and with it the `google` upstream.
+pub fn native_shape(user: &Value) -> Value {
+    if user.get("servers").is_some_and(|v| !v.is_null()) {
+        return user.clone();
+    }
+    let Some(obj) = user.as_object() else {
+        return user.clone();
+    };
+    let d = defaults();
+    let mut google = d["mcp"].clone();
+    if let Some(mcp) = obj.get("mcp") {
+        deep_merge(&mut google, mcp.clone());
+    }
+    // A native `google` without `credentials` gets the defaults' block: only the user's own
+    // needs writing (merged over the defaults, as the flat shape reads it).
+    if let Some(creds) = obj.get("credentials") {
+        let mut merged = d["credentials"].clone();
+        deep_merge(&mut merged, creds.clone());
+        google["credentials"] = merged;
+    }
+    let servers = json!({ DEFAULT_SERVER: google });
+    let mut out = Map::new();
+    for (k, v) in obj {
+        match k.as_str() {
+            "mcp" => {
+                out.insert("servers".into(), servers.clone());
+            }
+            "credentials" | "servers" => {}
+            _ => {
+                out.insert(k.clone(), v.clone());
+            }
+        }
+    }
+    if !out.contains_key("servers") {
+        out.insert("servers".into(), servers);
+    }
+    Value::Object(out)
+}
+
 /// The keys of `obj` not in `known`, as full key paths (`at` is the prefix, e.g. `servers.x.`).
 pub(super) fn unknown_keys(obj: &Map<String, Value>, known: &[&str], at: &str) -> Vec<String> {
     obj.keys()
@@ -111,6 +153,28 @@ mod tests {
             })
         );
         assert!(d.get("socketPath").is_none());
+    }
+
+    /// A flat config and its native shape load as the same upstreams.
+    #[test]
+    fn native_shape_loads_the_same() {
+        for user in [
+            json!({}),
+            json!({"logLevel": "debug", "mcp": {"args": ["workspace-mcp"], "env": {"A": "1"}},
+                   "credentials": {"source": "manual", "clientId": "i", "clientSecret": "s"}}),
+            json!({"credentials": {"source": "env"}, "callTimeoutMs": 5000}),
+            json!({"servers": {"x": {"command": "x"}}}),
+        ] {
+            let native = native_shape(&user);
+            assert!(native.get("servers").is_some(), "{native}");
+            assert!(native.get("mcp").is_none(), "{native}");
+            let (a, b) = (from(user.clone()).unwrap(), from(native).unwrap());
+            assert_eq!(
+                format!("{:?}", a.servers),
+                format!("{:?}", b.servers),
+                "{user}"
+            );
+        }
     }
 
     #[test]

@@ -31,6 +31,7 @@ use serde_json::{Map, Value};
 
 pub(crate) use credentials::env_credentials_from;
 pub use global_paths::GlobalPaths;
+pub use keys::native_shape;
 pub use types::{Config, Credentials, CredentialsConfig, SearchConfig, ServerConfig, Sharing};
 
 use crate::{fsutil, paths};

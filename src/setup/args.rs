@@ -81,6 +81,51 @@ pub struct SetupArgs {
     /// default user-scope entries are registered with `claude mcp add-json`)
     #[arg(long)]
     pub no_claude_cli: bool,
+    /// Also share every other stdio MCP server of the chosen clients (`coogle share --all`);
+    /// without it, `--yes` leaves them alone and the wizard asks
+    #[arg(long)]
+    pub share_all: bool,
+}
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct ShareArgs {
+    /// The entries to share, by name (in any client and project); default: ask
+    #[arg(value_name = "NAME")]
+    pub names: Vec<String>,
+    /// Share every stdio server entry
+    #[arg(long, conflicts_with = "names")]
+    pub all: bool,
+    /// Do not ask: share the named entries, or all of them when none is named
+    #[arg(long, short = 'y')]
+    pub yes: bool,
+    /// Show what would be shared, change nothing
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Claude Code's config (default ~/.claude.json)
+    #[arg(long, value_name = "PATH")]
+    pub claude_json: Option<PathBuf>,
+    /// Claude Desktop's claude_desktop_config.json (default: where Claude Desktop keeps it)
+    #[arg(long, value_name = "PATH")]
+    pub desktop_config: Option<PathBuf>,
+    /// Cursor's mcp.json (default ~/.cursor/mcp.json)
+    #[arg(long, value_name = "PATH")]
+    pub cursor_config: Option<PathBuf>,
+    /// Patch ~/.claude.json directly even when Claude Code's `claude` CLI is on PATH
+    #[arg(long)]
+    pub no_claude_cli: bool,
+}
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct UnshareArgs {
+    /// The shared servers to give back, by upstream or entry name; default: ask
+    #[arg(value_name = "NAME")]
+    pub names: Vec<String>,
+    /// Give back every shared entry
+    #[arg(long, conflicts_with = "names")]
+    pub all: bool,
+    /// Do not ask: the named ones, or all when none is named
+    #[arg(long, short = 'y')]
+    pub yes: bool,
 }
 
 #[derive(Debug, Clone, clap::Args)]

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::claude_config::{self, Change, ClientKind, Patched, Shim};
+use super::claude_config::{self, Change, ClientKind, Patched, Plan, Shim};
 use crate::fsutil::{self, FsError, Mode, Written};
 use crate::process::{RunError, run_bounded};
 
@@ -87,12 +87,29 @@ impl ClaudeCli {
 /// first. An unparsable file is refused untouched, as by the direct patch.
 pub fn patch(path: &Path, shim: &Shim, cli: &ClaudeCli) -> Result<Patched, FsError> {
     let kind = ClientKind::ClaudeCode;
+    apply(
+        path,
+        &|doc| claude_config::patch(doc, kind, shim),
+        &|stored| shim.is_exact(stored),
+        cli,
+    )
+}
+
+/// [`patch`] for any [`Plan`]: the plan's user-scope changes through `cli`, the rest directly.
+/// `stored_ok` says whether what the CLI stored is the entry the plan meant (the CLI may
+/// normalize it).
+pub fn apply(
+    path: &Path,
+    plan: &Plan<'_>,
+    stored_ok: &dyn Fn(&Value) -> bool,
+    cli: &ClaudeCli,
+) -> Result<Patched, FsError> {
     let target = fsutil::resolve(path);
     let Some(bytes) = fsutil::read_optional(&target)? else {
-        return claude_config::patch_file(path, kind, shim);
+        return claude_config::apply_file(path, plan);
     };
     let doc = fsutil::parse_json(&bytes, &target)?;
-    let (_, planned) = claude_config::patch(&doc, kind, shim);
+    let (_, planned) = plan(&doc);
     let user_scope: Vec<Change> = planned
         .into_iter()
         .filter(|c| c.location.len() == 2 && c.location[0] == "mcpServers")
@@ -106,36 +123,18 @@ pub fn patch(path: &Path, shim: &Shim, cli: &ClaudeCli) -> Result<Patched, FsErr
             .is_some_and(|e| !e.is_empty())
     };
     if user_scope.is_empty() || user_scope.iter().any(has_env) {
-        return claude_config::patch_file(path, kind, shim);
+        return claude_config::apply_file(path, plan);
     }
     let mode = std::fs::metadata(&target)
         .map(|m| std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o777)
         .unwrap_or(0o600);
     let backup = fsutil::backup(&target, &bytes, mode)?;
-    let mut done: Vec<Change> = Vec::new();
-    let mut failure: Option<CliError> = None;
-    for change in &user_scope {
-        let name = &change.location[1];
-        if change.original.is_some()
-            && let Err(e) = cli.remove(name)
-        {
-            failure = Some(e);
-            break;
-        }
-        if let Err(e) = cli.add_json(name, &change.written) {
-            if let Some(original) = &change.original {
-                put_back(path, &change.location, original)?;
-            }
-            failure = Some(e);
-            break;
-        }
-        done.push(change.clone());
-    }
+    let (mut done, mut failure) = run_changes(path, &user_scope, cli)?;
     // Record what the CLI actually stored (it may normalize the entry), so a revert matches.
     let now = fsutil::parse_json(&std::fs::read(&target).unwrap_or_default(), &target)?;
     for change in &mut done {
         match claude_config::get_path(&now, &change.location) {
-            Some(stored) if shim.is_exact(stored) => change.written = stored.clone(),
+            Some(stored) if stored_ok(stored) => change.written = stored.clone(),
             _ => {
                 failure.get_or_insert_with(|| CliError::NotStored {
                     location: change.location.clone(),
@@ -144,7 +143,7 @@ pub fn patch(path: &Path, shim: &Shim, cli: &ClaudeCli) -> Result<Patched, FsErr
         }
     }
     // Per-project entries (and whatever the CLI did not do) are patched directly.
-    let rest = claude_config::patch_file(path, kind, shim)?;
+    let rest = claude_config::apply_file(path, plan)?;
     let mut changes = done;
     changes.extend(rest.changes);
     Ok(Patched {
@@ -154,6 +153,32 @@ pub fn patch(path: &Path, shim: &Shim, cli: &ClaudeCli) -> Result<Patched, FsErr
         via_claude_cli: failure.is_none(),
         cli_error: failure.map(|e| e.to_string()),
     })
+}
+
+/// `claude mcp remove` and `add-json` for each change, until one fails; returns the changes
+/// done and the failure.
+fn run_changes(
+    path: &Path,
+    user_scope: &[Change],
+    cli: &ClaudeCli,
+) -> Result<(Vec<Change>, Option<CliError>), FsError> {
+    let mut done: Vec<Change> = Vec::new();
+    for change in user_scope {
+        let name = &change.location[1];
+        if change.original.is_some()
+            && let Err(e) = cli.remove(name)
+        {
+            return Ok((done, Some(e)));
+        }
+        if let Err(e) = cli.add_json(name, &change.written) {
+            if let Some(original) = &change.original {
+                put_back(path, &change.location, original)?;
+            }
+            return Ok((done, Some(e)));
+        }
+        done.push(change.clone());
+    }
+    Ok((done, None))
 }
 
 /// Put an entry the CLI removed back where it was, directly (the CLI could not add ours).

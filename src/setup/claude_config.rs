@@ -413,6 +413,20 @@ pub fn patch_file_with_hook(
     shim: &Shim,
     hook: &mut dyn FnMut(fsutil::Moment, &Path),
 ) -> Result<Patched, FsError> {
+    apply_file_with_hook(path, &|doc| patch(doc, kind, shim), hook)
+}
+
+/// A document edit that says what it changed: `(new document, changes)`, no changes meaning
+/// nothing to do. It must be idempotent (asked about its own result, it changes nothing),
+/// since [`fsutil::update_with_hook`] may ask again after a concurrent write.
+pub type Plan<'a> = dyn Fn(&Value) -> (Value, Vec<Change>) + 'a;
+
+/// [`patch_file_with_hook`] for any [`Plan`]: `coogle share` rewrites entries with it.
+pub fn apply_file_with_hook(
+    path: &Path,
+    plan: &Plan<'_>,
+    hook: &mut dyn FnMut(fsutil::Moment, &Path),
+) -> Result<Patched, FsError> {
     let mut changes = Vec::new();
     let written = fsutil::update_json_with_hook(
         path,
@@ -420,7 +434,7 @@ pub fn patch_file_with_hook(
         CLIENT_LOCK,
         |doc| {
             let empty = json!({});
-            let (new, c) = patch(doc.unwrap_or(&empty), kind, shim);
+            let (new, c) = plan(doc.unwrap_or(&empty));
             if c.is_empty() {
                 // Nothing (left) to do; after a write that another program's write replaced,
                 // this means our change is in theirs, and the changes already recorded hold.
@@ -441,6 +455,10 @@ pub fn patch_file_with_hook(
         via_claude_cli: false,
         cli_error: None,
     })
+}
+
+pub fn apply_file(path: &Path, plan: &Plan<'_>) -> Result<Patched, FsError> {
+    apply_file_with_hook(path, plan, &mut |_, _| {})
 }
 
 pub fn patch_file(path: &Path, kind: ClientKind, shim: &Shim) -> Result<Patched, FsError> {

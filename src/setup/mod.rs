@@ -1,5 +1,5 @@
-//! The installer side of coogle: `setup` (`wizard`), `doctor`, `uninstall`, `generate-plist`
-//! and `generate-unit`.
+//! The installer side of coogle: `setup` (`wizard`), `doctor`, `uninstall`, `share` and
+//! `unshare`, `generate-plist` and `generate-unit`.
 //!
 //! Every file the user owns is written through [`crate::fsutil`] (backup, temp file, fsync,
 //! re-read, rename, mode kept) and never when it did not parse. Whatever setup changes in a
@@ -14,6 +14,7 @@ pub(crate) mod doctor;
 mod launch;
 mod search_path;
 mod service;
+pub(crate) mod share;
 mod state;
 mod test_daemon;
 mod ui;
@@ -21,7 +22,8 @@ mod uninstall;
 mod verify;
 mod wizard;
 
-pub use args::{DoctorArgs, SetupArgs, UninstallArgs};
+pub use args::{DoctorArgs, SetupArgs, ShareArgs, UninstallArgs, UnshareArgs};
 pub use launch::{generate_plist, generate_unit};
+pub use share::{share, unshare};
 pub use uninstall::uninstall;
 pub use wizard::setup;

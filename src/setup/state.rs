@@ -18,6 +18,34 @@ pub struct State {
     pub clients: Vec<ClientState>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub service: Option<PathBuf>,
+    /// Entries `coogle share` moved behind the daemon, oldest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub shared: Vec<SharedEntry>,
+    /// Upstreams `coogle share` added to config.json, as it wrote them; `unshare` removes one
+    /// when no shared entry uses it any more and it is still as written.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub shared_upstreams: Vec<AddedUpstream>,
+}
+
+/// One client entry `coogle share` rewrote: where, the original and what was written
+/// (`change`), the upstream it now runs, and the backup taken before the write.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SharedEntry {
+    pub kind: ClientKind,
+    pub path: PathBuf,
+    pub change: Change,
+    pub upstream: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backup: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AddedUpstream {
+    pub name: String,
+    /// The `servers.<name>` block as written.
+    pub block: Value,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -55,7 +83,11 @@ impl State {
     /// Write it (0600), or remove the file when nothing is left to undo.
     pub fn save(&self) -> Result<(), FsError> {
         let path = state_path();
-        if self.clients.is_empty() && self.service.is_none() {
+        if self.clients.is_empty()
+            && self.service.is_none()
+            && self.shared.is_empty()
+            && self.shared_upstreams.is_empty()
+        {
             fsutil::remove_optional(&path)?;
             return Ok(());
         }

@@ -50,6 +50,13 @@ pub fn uninstall(paths: &GlobalPaths, args: &UninstallArgs) -> ExitCode {
         ok &= remove_service(&ui, &mut state);
         stop_daemon(&ui, paths);
     }
+    ui.line("Shared servers");
+    ok &= super::share::unshare_all(&ui, paths);
+    // unshare wrote its part of the record; the rest is this run's.
+    if let Ok(now) = State::load() {
+        state.shared = now.shared;
+        state.shared_upstreams = now.shared_upstreams;
+    }
     ui.line("Client configs");
     ok &= restore_clients(&ui, &mut state);
     ui.line("Config");
@@ -89,16 +96,21 @@ fn remove_service(ui: &Ui, state: &mut State) -> bool {
 
 /// Stop a daemon that runs without the service (started on demand).
 fn stop_daemon(ui: &Ui, paths: &GlobalPaths) {
-    let socket = paths.socket_loading_config();
-    if let Ok(rt) = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        && rt
-            .block_on(client::control(&socket, "shutdown", Value::Null))
-            .is_ok()
-    {
+    if let Some(socket) = shutdown_daemon(paths) {
         ui.ok(&format!("stopped the daemon on {}", socket.display()));
     }
+}
+
+/// Ask the daemon on this invocation's socket to shut down; returns the socket when one did.
+pub(super) fn shutdown_daemon(paths: &GlobalPaths) -> Option<std::path::PathBuf> {
+    let socket = paths.socket_loading_config();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .ok()?;
+    rt.block_on(client::control(&socket, "shutdown", Value::Null))
+        .is_ok()
+        .then_some(socket)
 }
 
 /// Revert every recorded client change; what fails stays recorded.

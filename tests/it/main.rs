@@ -39,6 +39,7 @@ mod setup_claude_cli;
 mod setup_search;
 mod setup_wizard;
 mod setup_yes;
+mod share;
 mod sharing;
 mod sign_in;
 mod soak;

@@ -166,7 +166,7 @@ fn interactive_setup_in_a_pty() {
     pty.send("n");
     let at = pty.expect("Point these clients at coogle", at, t);
     pty.send("\r");
-    pty.expect("[8/8] Done", at, Duration::from_secs(60));
+    pty.expect("[9/9] Done", at, Duration::from_secs(60));
     let code = pty.wait(Duration::from_secs(30));
     let screen = pty.text();
     assert_eq!(code, Some(0), "{screen}");

@@ -99,8 +99,8 @@ fn setup_yes_end_to_end_and_twice_changes_nothing() {
     let (env, claude, original) = setup_env();
     let out = run_setup(&env, &[]);
     assert_eq!(out.status, Some(0), "{out}");
-    for step in 1..=8 {
-        assert!(out.stdout.contains(&format!("[{step}/8]")), "{out}");
+    for step in 1..=9 {
+        assert!(out.stdout.contains(&format!("[{step}/9]")), "{out}");
     }
     // Secrets never shown, lengths are.
     assert!(

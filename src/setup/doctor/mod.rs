@@ -5,6 +5,7 @@
 mod clients;
 mod daemon;
 mod install;
+mod shared;
 mod upstreams;
 
 use std::path::{Path, PathBuf};
@@ -74,6 +75,9 @@ pub fn run(paths: &GlobalPaths, args: &DoctorArgs) -> ExitCode {
         .unwrap_or_else(|| ClientKind::ClaudeCode.default_path());
     for kind in ClientKind::ALL {
         d.client(kind, &claude_json, search_wanted);
+    }
+    if let Some(config) = &config {
+        d.shared(config, &claude_json);
     }
     let socket = paths.socket(config.as_ref());
     let (info, status) = daemon::ask(&socket);

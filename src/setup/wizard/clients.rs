@@ -28,7 +28,8 @@ impl Wizard<'_> {
             shims.push(shim_for(self.paths, Upstream::Search));
         }
         let mut verify_entry = None;
-        for (kind, path) in self.chosen_clients() {
+        self.clients = self.chosen_clients();
+        for (kind, path) in self.clients.clone() {
             if kind != ClientKind::ClaudeCode
                 && !path.exists()
                 && !path.parent().is_some_and(Path::is_dir)

@@ -1,6 +1,7 @@
-//! `coogle setup`: eight steps, each in its own file. Environment, the Google OAuth client and
-//! the search key, config.json, a throwaway test daemon, the service, the client configs, a
-//! run of the client entry, and a summary of what changed.
+//! `coogle setup`: nine steps, each in its own file. Environment, the Google OAuth client and
+//! the search key, config.json, a throwaway test daemon, the service, the client configs, the
+//! client's other stdio servers (`coogle share`), a run of the client entry, and a summary of
+//! what changed.
 //!
 //! Every step has a non-interactive form (`--yes` and flags). A step that cannot go on without
 //! an answer stops setup with an error and its fix; a step that fails without making the rest
@@ -12,6 +13,7 @@ mod credentials;
 mod environment;
 mod search;
 mod service;
+mod share;
 
 use std::path::PathBuf;
 
@@ -25,7 +27,7 @@ use crate::error::InstallError;
 use crate::output::ExitCode;
 use credentials::Sources;
 
-const STEPS: u32 = 8;
+const STEPS: u32 = 9;
 
 /// What the steps share.
 struct Wizard<'a> {
@@ -38,6 +40,8 @@ struct Wizard<'a> {
     claude_json: PathBuf,
     /// What changed, for the last step.
     summary: Vec<String>,
+    /// The client files step 6 chose, for step 7.
+    clients: Vec<(ClientKind, PathBuf)>,
     /// A step failed and setup went on: exit 1.
     failed: bool,
 }
@@ -62,6 +66,7 @@ pub fn setup(paths: &GlobalPaths, args: &SetupArgs) -> ExitCode {
             .clone()
             .unwrap_or_else(|| ClientKind::ClaudeCode.default_path()),
         summary: Vec::new(),
+        clients: Vec::new(),
         failed: false,
     };
     match wizard.run() {
@@ -106,10 +111,13 @@ impl Wizard<'_> {
         self.ui.step(6, STEPS, "Client configs");
         let entry = self.point_clients(&mut state, search_key.is_some());
 
-        self.ui.step(7, STEPS, "Verify");
+        self.ui.step(7, STEPS, "Share other servers");
+        self.share_others();
+
+        self.ui.step(8, STEPS, "Verify");
         self.verify(entry.as_ref(), &exe);
 
-        self.ui.step(8, STEPS, "Done");
+        self.ui.step(9, STEPS, "Done");
         self.done();
         Ok(())
     }
@@ -157,7 +165,7 @@ impl Wizard<'_> {
         }
     }
 
-    /// Step 7: run the Google entry as the client will.
+    /// Step 8: run the Google entry as the client will.
     fn verify(&mut self, entry: Option<&serde_json::Value>, exe: &std::path::Path) {
         let ui = self.ui;
         match (entry, self.args.skip_verify) {
@@ -176,7 +184,7 @@ impl Wizard<'_> {
         }
     }
 
-    /// Step 8: what changed, and what to do next.
+    /// Step 9: what changed, and what to do next.
     fn done(&self) {
         let ui = self.ui;
         if self.summary.is_empty() {

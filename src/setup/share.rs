@@ -1,0 +1,171 @@
+//! `coogle share` and `coogle unshare`: moving any stdio MCP server entry of Claude Code,
+//! Claude Desktop or Cursor behind the daemon, and giving the original entries back.
+//!
+//! Sharing an entry adds an upstream to config.json (its command, args, env and cwd: the env's
+//! secrets move into that 0600 file and never onto an argv), then rewrites the entry to
+//! `coogle mcp --server NAME`, with setup's machinery (backup, atomic write under Claude Code's
+//! lock, the `claude` CLI for user-scope entries where setup uses it, unparsable files
+//! refused). config.json is written first, so an entry never names an upstream that does not
+//! exist. Every rewrite is recorded in the state file (the exact original value, where it
+//! was, the backup) so `unshare` and `uninstall` can give it back exactly.
+//!
+//! Its parts: `launch` (what an entry starts; equal launches share one upstream), `scan` (the
+//! entries of every client file), `plan` (names, replacements, config edits: pure), `apply`
+//! (writing the files and the record) and `unshare`.
+
+mod apply;
+mod launch;
+mod plan;
+mod scan;
+mod unshare;
+
+use std::path::PathBuf;
+
+use super::args::ShareArgs;
+use super::claude_config::ClientKind;
+use super::ui::{self, Ui};
+use crate::config::GlobalPaths;
+use crate::error::InstallError;
+use crate::output::ExitCode;
+use scan::Candidate;
+
+pub use unshare::{unshare, unshare_all};
+
+/// Which entries to share.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Select {
+    All,
+    /// Entries with these names (in any client and project).
+    Names(Vec<String>),
+    /// Ask (a terminal is needed); `checked`: whether every entry starts checked.
+    Ask {
+        checked: bool,
+    },
+}
+
+/// How a share runs: from `coogle share`'s flags, or setup's.
+#[derive(Debug, Clone)]
+pub struct ShareOptions {
+    pub select: Select,
+    pub dry_run: bool,
+    /// The client files to look in.
+    pub files: Vec<(ClientKind, PathBuf)>,
+    /// Register user-scope Claude Code entries with the `claude` CLI when it is found.
+    pub use_cli: bool,
+}
+
+/// What a share did.
+#[derive(Debug, Default)]
+pub struct Outcome {
+    /// Lines for setup's summary: the files changed.
+    pub summary: Vec<String>,
+    /// Something failed and the rest went on: exit 1.
+    pub failed: bool,
+}
+
+/// `coogle share`.
+pub fn share(paths: &GlobalPaths, args: &ShareArgs) -> ExitCode {
+    let select = if args.all || (args.yes && args.names.is_empty()) {
+        Select::All
+    } else if !args.names.is_empty() {
+        Select::Names(args.names.clone())
+    } else {
+        Select::Ask { checked: true }
+    };
+    let interactive = ui::has_terminal() && !args.yes;
+    if matches!(select, Select::Ask { .. }) && !interactive {
+        return InstallError::NeedsSelection { command: "share" }.report();
+    }
+    let path_for = |kind: ClientKind| {
+        match kind {
+            ClientKind::ClaudeCode => args.claude_json.clone(),
+            ClientKind::ClaudeDesktop => args.desktop_config.clone(),
+            ClientKind::Cursor => args.cursor_config.clone(),
+        }
+        .unwrap_or_else(|| kind.default_path())
+    };
+    let opts = ShareOptions {
+        select,
+        dry_run: args.dry_run,
+        files: ClientKind::ALL.iter().map(|k| (*k, path_for(*k))).collect(),
+        use_cli: !args.no_claude_cli && args.claude_json.is_none(),
+    };
+    match run(&Ui { interactive }, paths, &opts) {
+        Err(e) => e.report(),
+        Ok(o) if o.failed => ExitCode::Failure,
+        Ok(_) => ExitCode::Success,
+    }
+}
+
+/// Share what `opts` selects; setup's step calls this too.
+pub fn run(ui: &Ui, paths: &GlobalPaths, opts: &ShareOptions) -> Result<Outcome, InstallError> {
+    let found = scan::scan(&opts.files);
+    for (kind, e) in &found.refused {
+        ui.warn(&format!("{}: {e}; left untouched", kind.label()));
+        ui.info("hint: fix the file (or restore a backup), then run `coogle share` again");
+    }
+    for (what, why) in &found.unsupported {
+        ui.warn(&format!("{what} {why}; left alone"));
+    }
+    if found.candidates.is_empty() {
+        ui.ok(&format!(
+            "nothing to share ({} already shared, {} not stdio)",
+            found.already_shared, found.not_stdio
+        ));
+        return Ok(Outcome::default());
+    }
+    let chosen = choose(ui, &opts.select, &found.candidates)?;
+    if chosen.is_empty() {
+        ui.ok("nothing chosen; nothing changed");
+        return Ok(Outcome::default());
+    }
+    apply::apply(ui, paths, opts, &chosen)
+}
+
+/// The candidates `select` picks, in file order.
+fn choose<'a>(
+    ui: &Ui,
+    select: &Select,
+    candidates: &'a [Candidate],
+) -> Result<Vec<&'a Candidate>, InstallError> {
+    match select {
+        Select::All => Ok(candidates.iter().collect()),
+        Select::Names(names) => {
+            let matches =
+                |c: &Candidate, n: &String| c.name() == n || launch::server_name(c.name()) == *n;
+            let missing: Vec<&String> = names
+                .iter()
+                .filter(|n| !candidates.iter().any(|c| matches(c, n)))
+                .collect();
+            if !missing.is_empty() {
+                let mut found: Vec<&str> = candidates.iter().map(Candidate::name).collect();
+                found.dedup();
+                return Err(InstallError::NothingNamed {
+                    what: "stdio server entry",
+                    names: join(missing.iter().map(|s| s.as_str())),
+                    found: join(found.into_iter()),
+                });
+            }
+            Ok(candidates
+                .iter()
+                .filter(|c| names.iter().any(|n| matches(c, n)))
+                .collect())
+        }
+        Select::Ask { checked } => {
+            let items: Vec<String> = candidates
+                .iter()
+                .map(|c| format!("{}  ({})", c.describe(), c.launch.command_line()))
+                .collect();
+            let picked = ui.multi_select(
+                "Share these servers through coogle (one child for all sessions)",
+                &items,
+                &vec![*checked; items.len()],
+            );
+            Ok(picked.into_iter().map(|i| &candidates[i]).collect())
+        }
+    }
+}
+
+fn join<'a>(names: impl Iterator<Item = &'a str>) -> String {
+    names.collect::<Vec<_>>().join(", ")
+}

@@ -1,0 +1,40 @@
+//! Step 7: the chosen clients' other stdio MCP servers, moved behind the daemon as `coogle
+//! share` does. The wizard offers them unchecked; `--yes` leaves them alone unless
+//! `--share-all` is given.
+
+use super::super::share::{self, Select, ShareOptions};
+use super::Wizard;
+
+impl Wizard<'_> {
+    pub(super) fn share_others(&mut self) {
+        let ui = self.ui;
+        if self.clients.is_empty() {
+            ui.warn("skipped (no client config chosen)");
+            return;
+        }
+        let select = if self.args.share_all {
+            Select::All
+        } else if ui.interactive {
+            Select::Ask { checked: false }
+        } else {
+            ui.ok("skipped (--share-all shares them; `coogle share` does it any time)");
+            return;
+        };
+        let opts = ShareOptions {
+            select,
+            dry_run: false,
+            files: self.clients.clone(),
+            use_cli: !self.args.no_claude_cli && self.args.claude_json.is_none(),
+        };
+        match share::run(&ui, self.paths, &opts) {
+            Ok(outcome) => {
+                self.summary.extend(outcome.summary);
+                self.failed |= outcome.failed;
+            }
+            Err(e) => {
+                ui.fail(&e.to_string());
+                self.failed = true;
+            }
+        }
+    }
+}
