@@ -63,6 +63,17 @@ start_daemon() {
 shim() { echo env "COOGLE_CONFIG=$WORK/$1/config.json" "COOGLE_SOCKET=$WORK/$1/s.sock" "$COOGLE" mcp; }
 status_json() { COOGLE_CONFIG=$WORK/$1/config.json COOGLE_SOCKET=$WORK/$1/s.sock "$COOGLE" status --json; }
 
+# child_of NAME: the pid of that daemon's (first) child, started first if it is idle (children
+# start on demand, and one nobody used for idleStopMs has stopped).
+child_of() {
+  python3 - "$WORK/$1/s.sock" <<'PY2'
+import json, socket, sys
+s = socket.socket(socket.AF_UNIX); s.settimeout(120); s.connect(sys.argv[1])
+s.sendall(b'{"id":1,"method":"start_child","params":null}\n')
+print(json.loads(s.makefile("rb").readline())["result"]["pid"])
+PY2
+}
+
 server_json() { # command [args...] → {"command":…,"args":[…]}
   python3 -c 'import json,sys; print(json.dumps({"command": sys.argv[1], "args": sys.argv[2:], "credentials": {"source": "none"}}))' "$@"
 }
@@ -109,7 +120,9 @@ stop_daemon() { # NAME: stop it and wait until its socket is gone
   for _ in $(seq 1 200); do [[ -S $WORK/$1/s.sock ]] || break; sleep 0.05; done
 }
 
-RESULTS=$WORK/results.jsonl
+# RESULTS_OUT=FILE keeps the raw measurements (one JSON line each) after the run.
+RESULTS=${RESULTS_OUT:-$WORK/results.jsonl}
+: > "$RESULTS"
 record() { # label json
   python3 -c 'import json,sys; d=json.loads(sys.argv[2]); d["label"]=sys.argv[1]; print(json.dumps(d))' "$1" "$2" >> "$RESULTS"
 }
@@ -182,14 +195,14 @@ for _ in $(seq 1 "$RUNS"); do
 done
 
 daemon_pid=$(status_json fake | python3 -c 'import json,sys; print(json.load(sys.stdin)["daemon"]["pid"])')
-child_pid=$(status_json fake | python3 -c 'import json,sys; print(json.load(sys.stdin)["upstreams"][0]["pid"])')
+child_pid=$(child_of fake)
 record rss-daemon-fake "$("$BENCH" rss "$daemon_pid" -- x)"
 record rss-child-fake "$("$BENCH" rss "$child_pid" -- x)"
 if [[ -n $UVX ]]; then
   ws_daemon=$(status_json workspace | python3 -c 'import json,sys; print(json.load(sys.stdin)["daemon"]["pid"])')
   record rss-daemon-workspace "$("$BENCH" rss "$ws_daemon" -- x)"
   # The child is uvx; the Python process under it is what holds the memory: sum the group.
-  ws_child=$(status_json workspace | python3 -c 'import json,sys; print(json.load(sys.stdin)["upstreams"][0]["pid"])')
+  ws_child=$(child_of workspace)
   group_kib=$(python3 - "$ws_child" <<'PY2'
 import os, sys
 pgid = int(sys.argv[1]); total = 0
@@ -221,13 +234,13 @@ PY2
 }
 for n in 1 4 10; do
   fake_daemon=$(status_json fake | python3 -c 'import json,sys; print(json.load(sys.stdin)["daemon"]["pid"])')
-  fake_child=$(status_json fake | python3 -c 'import json,sys; print(json.load(sys.stdin)["upstreams"][0]["pid"])')
+  fake_child=$(child_of fake)
   # shellcheck disable=SC2046
   record "mem-coogle-fake-$n" "$("$BENCH" memory "$n" "$fake_daemon" "$fake_child" -- $(shim fake))"
   record "mem-direct-fake-$n" "$("$BENCH" memory "$n" -- "$FAKE")"
   if [[ -n $UVX ]]; then
     ws_daemon=$(status_json workspace | python3 -c 'import json,sys; print(json.load(sys.stdin)["daemon"]["pid"])')
-    ws_child=$(status_json workspace | python3 -c 'import json,sys; print(json.load(sys.stdin)["upstreams"][0]["pid"])')
+    ws_child=$(child_of workspace)
     # shellcheck disable=SC2046
     record "mem-coogle-ws-$n" "$("$BENCH" memory "$n" "$ws_daemon" $(group_pids "$ws_child") -- $(shim workspace))"
     record "mem-direct-ws-$n" "$("$BENCH" memory "$n" -- "$UVX" "${WS_ARGS[@]}")"
