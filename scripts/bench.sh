@@ -3,10 +3,15 @@
 #
 #   scripts/bench.sh            # full run (a few minutes)
 #   RUNS=3 CALLS=500 scripts/bench.sh   # quicker
+#   BASE=../old/target/release/coogle scripts/bench.sh   # also an older build, side by side
+#   FLEET=0 scripts/bench.sh            # without the 5 sessions × 6 real servers headline
+#   RESULTS_OUT=r.jsonl scripts/bench.sh   # keep the raw measurements (scripts/bench_report.py)
 #
 # Everything runs in a temporary HOME with its own daemons on private Unix sockets. Prints a
 # Markdown table of medians over RUNS repetitions: added latency per tools/call (p50, p99),
-# new-session-to-tools/list, RSS of shim, daemon and child, and throughput with 8 sessions.
+# new-session-to-tools/list, Claude Code-style start warm and cold, RSS of shim, daemon and
+# child, memory with 1, 4 and 10 sessions, throughput with 8 sessions, rmcp-mux side by side,
+# and the fleet headline (scripts/fleet.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -79,6 +84,20 @@ server_json() { # command [args...] → {"command":…,"args":[…]}
 }
 
 start_daemon fake "{\"servers\":{\"google\":$(server_json "$FAKE")}}"
+# BASE=/path/to/an/older/coogle measures that build side by side in this run (same fake child):
+# how a change moved the figures, without two runs' noise between them.
+if [[ -n ${BASE:-} ]]; then
+  mkdir -p "$WORK/base"
+  printf '%s\n' "{\"servers\":{\"google\":$(server_json "$FAKE")}}" > "$WORK/base/config.json"
+  COOGLE_CONFIG=$WORK/base/config.json COOGLE_SOCKET=$WORK/base/s.sock "$BASE" serve >/dev/null 2>&1 &
+  DAEMONS+=($!)
+  for _ in $(seq 1 200); do
+    COOGLE_CONFIG=$WORK/base/config.json COOGLE_SOCKET=$WORK/base/s.sock "$BASE" status >/dev/null 2>&1 && break
+    sleep 0.05
+  done
+  BASE_VERSION=$("$BASE" --version | awk '{print $2, $3}')
+fi
+base_shim() { echo env "COOGLE_CONFIG=$WORK/base/config.json" "COOGLE_SOCKET=$WORK/base/s.sock" "$BASE" mcp; }
 start_daemon fake8 "{\"servers\":{\"google\":$(server_json "$FAKE" | python3 -c 'import json,sys; d=json.load(sys.stdin); d["maxConcurrent"]=8; print(json.dumps(d))')}}"
 
 EVERYTHING=$(command -v mcp-server-everything || true)
@@ -98,7 +117,7 @@ fi
 PEER=""
 if [[ ${SKIP_PEER:-0} != 1 ]] && command -v rmcp-mux >/dev/null && command -v rmcp-mux-proxy >/dev/null; then
   PEER_SOCKET=$WORK/mux.sock
-  rmcp-mux --socket "$PEER_SOCKET" --cmd "$FAKE" --lazy-start false --max-active-clients 8 \
+  rmcp-mux --socket "$PEER_SOCKET" --cmd "$FAKE" --lazy-start false --max-active-clients 16 \
     --log-level warn >"$WORK/peer.log" 2>&1 &
   DAEMONS+=($!)
   PEER_PID=$!
@@ -141,12 +160,20 @@ for _ in $(seq 1 "$RUNS"); do
     # shellcheck disable=SC2086
     record peer-fake "$("$BENCH" latency "$CALLS" -- $PEER)"
   fi
+  if [[ -n ${BASE:-} ]]; then
+    # shellcheck disable=SC2046
+    record base-fake "$("$BENCH" latency "$CALLS" -- $(base_shim))"
+  fi
 done
 
 echo "new session → tools/list" >&2
 # shellcheck disable=SC2046
 record startup-coogle-fake "$("$BENCH" startup 20 -- $(shim fake))"
 record startup-direct-fake "$("$BENCH" startup 20 -- "$FAKE")"
+if [[ -n ${BASE:-} ]]; then
+  # shellcheck disable=SC2046
+  record startup-base-fake "$("$BENCH" startup 20 -- $(base_shim))"
+fi
 if [[ -n $PEER ]]; then
   # shellcheck disable=SC2086
   record startup-peer-fake "$("$BENCH" startup 20 -- $PEER)"
@@ -192,7 +219,15 @@ for _ in $(seq 1 "$RUNS"); do
   record tp-mc1 "$("$BENCH" throughput 8 "$TP_CALLS" -- $(shim fake))"
   # shellcheck disable=SC2046
   record tp-mc8 "$("$BENCH" throughput 8 "$TP_CALLS" -- $(shim fake8))"
+  if [[ -n ${BASE:-} ]]; then
+    # shellcheck disable=SC2046
+    record tp-base "$("$BENCH" throughput 8 "$TP_CALLS" -- $(base_shim))"
+  fi
 done
+if [[ -n ${BASE:-} ]]; then
+  base_daemon=$(COOGLE_CONFIG=$WORK/base/config.json COOGLE_SOCKET=$WORK/base/s.sock "$BASE" status --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["daemon"]["pid"])')
+  record rss-daemon-base "$("$BENCH" rss "$base_daemon" -- x)"
+fi
 
 daemon_pid=$(status_json fake | python3 -c 'import json,sys; print(json.load(sys.stdin)["daemon"]["pid"])')
 child_pid=$(child_of fake)
@@ -251,88 +286,7 @@ for n in 1 4 10; do
   fi
 done
 
-SLOW_MS=$SLOW_MS PEER_VERSION=${PEER_VERSION:-} python3 - "$RESULTS" "$RUNS" "$CALLS" "$TP_CALLS" <<'PY'
-import json, statistics, sys, platform, os, subprocess
-path, runs, calls, tp_calls = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
-rows = [json.loads(l) for l in open(path)]
-def by(label): return [r for r in rows if r["label"] == label]
-def med(label, key): 
-    v = [r[key] for r in by(label)]
-    return statistics.median(v) if v else None
-cpu = next((l.split(":",1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
-print(f"Machine: {cpu}, {os.cpu_count()} cores, Linux {platform.release()}; medians of {runs} runs, {calls} sequential calls per latency run.\n")
-print("| measure | direct | through coogle | added / ratio |")
-print("| --- | ---: | ---: | ---: |")
-for name, d, c in [("fake Rust child", "direct-fake", "coogle-fake"), ("server-everything", "direct-everything", "coogle-everything")]:
-    if not by(c): continue
-    for q in ("p50_us", "p99_us"):
-        dv, cv = med(d, q), med(c, q)
-        print(f"| tools/call {q[:3]} latency, {name} | {dv:.0f} µs | {cv:.0f} µs | {cv-dv:+.0f} µs |")
-for name, d, c in [("fake child", "startup-direct-fake", "startup-coogle-fake"), ("workspace-mcp", "startup-direct-workspace", "startup-coogle-workspace")]:
-    if not by(c): continue
-    dv, cv = med(d, "median_ms"), med(c, "median_ms")
-    ratio = f"{dv/cv:.0f}× faster" if dv > cv else f"+{cv-dv:.1f} ms (shim start)"
-    print(f"| new session → tools/list, {name} | {dv:.1f} ms | {cv:.1f} ms (warm daemon) | {ratio} |")
-for name, direct, warm, cold in [
-        ("fake child", "cc-direct-fake", "cc-warm-coogle-fake", None),
-        (f"fake child starting in {os.environ.get('SLOW_MS', '3000')} ms", "cc-direct-slow", None, "cc-cold-coogle-slow"),
-        ("workspace-mcp", "cc-direct-workspace", "cc-warm-coogle-workspace", "cc-cold-coogle-workspace")]:
-    if not by(direct): continue
-    dv = med(direct, "median_ms")
-    era = by(direct)[0]["era"]
-    parts = []
-    if warm and by(warm): parts.append(f"warm {med(warm,'median_ms'):.1f} ms ({by(warm)[0]['era']})")
-    if cold and by(cold): parts.append(f"cold daemon {med(cold,'median_ms'):.1f} ms, probe answered in {med(cold,'probe_ms'):.1f} ms ({by(cold)[0]['era']})")
-    print(f"| Claude Code-style start (probe → tools/list), {name} | {dv:.1f} ms ({era}) | {'; '.join(parts)} | |")
-shim = med("coogle-fake", "rss_kib")
-print(f"| RSS of one `coogle mcp` shim | – | {shim/1024:.1f} MiB | |")
-print(f"| RSS of the daemon (fake child) | – | {med('rss-daemon-fake','rss_kib')/1024:.1f} MiB | |")
-if by("rss-daemon-workspace"):
-    print(f"| RSS of the daemon (workspace-mcp child) | – | {med('rss-daemon-workspace','rss_kib')/1024:.1f} MiB | |")
-    for n in (1, 4, 10):
-        m, d = by(f"mem-coogle-ws-{n}"), by(f"mem-direct-ws-{n}")
-        if not (m and d): continue
-        shared = (m[0]["sessions_pss_kib"] + m[0]["others_pss_kib"]) / 1024
-        direct = d[0]["sessions_pss_kib"] / 1024
-        diff = direct - shared
-        verdict = f"{diff:.0f} MiB less" if diff >= 0 else f"{-diff:.0f} MiB more"
-        print(f"| memory, {n} session(s), workspace-mcp (PSS, all processes) | {direct:.0f} MiB ({n} × uvx + python) | {shared:.0f} MiB (1 child + daemon + {n} shims) | {verdict} |")
-for n in (1, 4, 10):
-    c, d = by(f"mem-coogle-fake-{n}"), by(f"mem-direct-fake-{n}")
-    if c and d:
-        c, d = c[0], d[0]
-        print(f"| memory, {n} session(s), fake child (PSS) | {d['sessions_pss_kib']/1024:.1f} MiB | {(c['sessions_pss_kib'] + c['others_pss_kib'])/1024:.1f} MiB (shims {c['sessions_pss_kib']/1024:.1f}) | |")
-for label, mc in (("tp-mc1", 1), ("tp-mc8", 8)):
-    print(f"| throughput, 8 sessions, maxConcurrent {mc} (fake echo) | – | {med(label,'calls_per_s'):.0f} calls/s | |")
-if by("peer-fake"):
-    peer = f"rmcp-mux {os.environ.get('PEER_VERSION') or ''}".strip()
-    print(f"\nSide by side with a peer that also shares one child among sessions: {peer} (crates.io), its daemon in front of the same fake child, one `rmcp-mux-proxy` per session.\n")
-    print(f"| measure | coogle | {peer} | ratio |")
-    print("| --- | ---: | ---: | ---: |")
-    for q in ("p50_us", "p99_us"):
-        c, p = med("coogle-fake", q) - med("direct-fake", q), med("peer-fake", q) - med("direct-fake", q)
-        print(f"| added latency per tools/call, {q[:3]} | {c:.0f} µs | {p:.0f} µs | {p/c:.1f}× |")
-    c, p = med("startup-coogle-fake", "median_ms"), med("startup-peer-fake", "median_ms")
-    print(f"| new session → tools/list | {c:.1f} ms | {p:.1f} ms | {p/c:.1f}× |")
-    if by("cc-warm-peer-fake"):
-        c, p = med("cc-warm-coogle-fake", "median_ms"), med("cc-warm-peer-fake", "median_ms")
-        ce, pe = by("cc-warm-coogle-fake")[0]["era"], by("cc-warm-peer-fake")[0]["era"]
-        print(f"| Claude Code-style start, era the session ends up in | {c:.1f} ms ({ce}) | {p:.1f} ms ({pe}) | {p/c:.1f}× |")
-    c, p = med("coogle-fake", "rss_kib") / 1024, med("peer-fake", "rss_kib") / 1024
-    print(f"| RSS per session (shim / proxy) | {c:.1f} MiB | {p:.1f} MiB | {p/c:.2f}× |")
-    for n in (10,):
-        cm, pm = by(f"mem-coogle-fake-{n}"), by(f"mem-peer-fake-{n}")
-        if cm and pm:
-            print(f"| PSS per session (shim / proxy), {n} sessions | {cm[0]['sessions_pss_kib']/n/1024:.2f} MiB | {pm[0]['sessions_pss_kib']/n/1024:.2f} MiB | |")
-    c, p = med("rss-daemon-fake", "rss_kib") / 1024, med("rss-peer-server", "rss_kib") / 1024
-    print(f"| shared part (daemon), without the child | {c:.1f} MiB | {p:.1f} MiB | {p/c:.1f}× |")
-    for n in (1, 10):
-        c, p = by(f"mem-coogle-fake-{n}"), by(f"mem-peer-fake-{n}")
-        if c and p:
-            c = (c[0]["sessions_pss_kib"] + c[0]["others_pss_kib"]) / 1024
-            p = (p[0]["sessions_pss_kib"] + p[0]["others_pss_kib"]) / 1024
-            print(f"| memory, {n} session(s), all processes (PSS) | {c:.1f} MiB | {p:.1f} MiB | {p/c:.1f}× |")
-PY
+SLOW_MS=$SLOW_MS PEER_VERSION=${PEER_VERSION:-} BASE_VERSION=${BASE_VERSION:-} python3 scripts/bench_report.py "$RESULTS" "$RUNS" "$CALLS" "$TP_CALLS"
 
 # The headline of sharing every stdio server: SESSIONS sessions × the six real servers of the
 # issue (those installed), direct and through one daemon. FLEET=0 skips it.

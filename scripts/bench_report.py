@@ -1,0 +1,98 @@
+#!/usr/bin/env python3
+"""The Markdown tables of scripts/bench.sh from its raw measurements (one JSON line each):
+
+    scripts/bench_report.py RESULTS.jsonl RUNS CALLS TP_CALLS
+
+Separate from the run so a kept RESULTS_OUT file can be rendered again."""
+import json, statistics, sys, platform, os, subprocess
+path, runs, calls, tp_calls = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
+rows = [json.loads(l) for l in open(path)]
+def by(label): return [r for r in rows if r["label"] == label]
+def med(label, key): 
+    v = [r[key] for r in by(label)]
+    return statistics.median(v) if v else None
+cpu = next((l.split(":",1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
+print(f"Machine: {cpu}, {os.cpu_count()} cores, Linux {platform.release()}; medians of {runs} runs, {calls} sequential calls per latency run.\n")
+print("| measure | direct | through coogle | added / ratio |")
+print("| --- | ---: | ---: | ---: |")
+for name, d, c in [("fake Rust child", "direct-fake", "coogle-fake"), ("server-everything", "direct-everything", "coogle-everything")]:
+    if not by(c): continue
+    for q in ("p50_us", "p99_us"):
+        dv, cv = med(d, q), med(c, q)
+        print(f"| tools/call {q[:3]} latency, {name} | {dv:.0f} µs | {cv:.0f} µs | {cv-dv:+.0f} µs |")
+for name, d, c in [("fake child", "startup-direct-fake", "startup-coogle-fake"), ("workspace-mcp", "startup-direct-workspace", "startup-coogle-workspace")]:
+    if not by(c): continue
+    dv, cv = med(d, "median_ms"), med(c, "median_ms")
+    ratio = f"{dv/cv:.0f}× faster" if dv > cv else f"+{cv-dv:.1f} ms (shim start)"
+    print(f"| new session → tools/list, {name} | {dv:.1f} ms | {cv:.1f} ms (warm daemon) | {ratio} |")
+for name, direct, warm, cold in [
+        ("fake child", "cc-direct-fake", "cc-warm-coogle-fake", None),
+        (f"fake child starting in {os.environ.get('SLOW_MS', '3000')} ms", "cc-direct-slow", None, "cc-cold-coogle-slow"),
+        ("workspace-mcp", "cc-direct-workspace", "cc-warm-coogle-workspace", "cc-cold-coogle-workspace")]:
+    if not by(direct): continue
+    dv = med(direct, "median_ms")
+    era = by(direct)[0]["era"]
+    parts = []
+    if warm and by(warm): parts.append(f"warm {med(warm,'median_ms'):.1f} ms ({by(warm)[0]['era']})")
+    if cold and by(cold): parts.append(f"cold daemon {med(cold,'median_ms'):.1f} ms, probe answered in {med(cold,'probe_ms'):.1f} ms ({by(cold)[0]['era']})")
+    print(f"| Claude Code-style start (probe → tools/list), {name} | {dv:.1f} ms ({era}) | {'; '.join(parts)} | |")
+shim = med("coogle-fake", "rss_kib")
+print(f"| RSS of one `coogle mcp` shim | – | {shim/1024:.1f} MiB | |")
+print(f"| RSS of the daemon (fake child) | – | {med('rss-daemon-fake','rss_kib')/1024:.1f} MiB | |")
+if by("rss-daemon-workspace"):
+    print(f"| RSS of the daemon (workspace-mcp child) | – | {med('rss-daemon-workspace','rss_kib')/1024:.1f} MiB | |")
+    for n in (1, 4, 10):
+        m, d = by(f"mem-coogle-ws-{n}"), by(f"mem-direct-ws-{n}")
+        if not (m and d): continue
+        shared = (m[0]["sessions_pss_kib"] + m[0]["others_pss_kib"]) / 1024
+        direct = d[0]["sessions_pss_kib"] / 1024
+        diff = direct - shared
+        verdict = f"{diff:.0f} MiB less" if diff >= 0 else f"{-diff:.0f} MiB more"
+        print(f"| memory, {n} session(s), workspace-mcp (PSS, all processes) | {direct:.0f} MiB ({n} × uvx + python) | {shared:.0f} MiB (1 child + daemon + {n} shims) | {verdict} |")
+for n in (1, 4, 10):
+    c, d = by(f"mem-coogle-fake-{n}"), by(f"mem-direct-fake-{n}")
+    if c and d:
+        c, d = c[0], d[0]
+        print(f"| memory, {n} session(s), fake child (PSS) | {d['sessions_pss_kib']/1024:.1f} MiB | {(c['sessions_pss_kib'] + c['others_pss_kib'])/1024:.1f} MiB (shims {c['sessions_pss_kib']/1024:.1f}) | |")
+for label, mc in (("tp-mc1", 1), ("tp-mc8", 8)):
+    print(f"| throughput, 8 sessions, maxConcurrent {mc} (fake echo) | – | {med(label,'calls_per_s'):.0f} calls/s | |")
+if by("peer-fake"):
+    peer = f"rmcp-mux {os.environ.get('PEER_VERSION') or ''}".strip()
+    print(f"\nSide by side with a peer that also shares one child among sessions: {peer} (crates.io), its daemon in front of the same fake child, one `rmcp-mux-proxy` per session.\n")
+    print(f"| measure | coogle | {peer} | ratio |")
+    print("| --- | ---: | ---: | ---: |")
+    for q in ("p50_us", "p99_us"):
+        c, p = med("coogle-fake", q) - med("direct-fake", q), med("peer-fake", q) - med("direct-fake", q)
+        print(f"| added latency per tools/call, {q[:3]} | {c:.0f} µs | {p:.0f} µs | {p/c:.1f}× |")
+    c, p = med("startup-coogle-fake", "median_ms"), med("startup-peer-fake", "median_ms")
+    print(f"| new session → tools/list | {c:.1f} ms | {p:.1f} ms | {p/c:.1f}× |")
+    if by("cc-warm-peer-fake"):
+        c, p = med("cc-warm-coogle-fake", "median_ms"), med("cc-warm-peer-fake", "median_ms")
+        ce, pe = by("cc-warm-coogle-fake")[0]["era"], by("cc-warm-peer-fake")[0]["era"]
+        print(f"| Claude Code-style start, era the session ends up in | {c:.1f} ms ({ce}) | {p:.1f} ms ({pe}) | {p/c:.1f}× |")
+    c, p = med("coogle-fake", "rss_kib") / 1024, med("peer-fake", "rss_kib") / 1024
+    print(f"| RSS per session (shim / proxy) | {c:.1f} MiB | {p:.1f} MiB | {p/c:.2f}× |")
+    for n in (10,):
+        cm, pm = by(f"mem-coogle-fake-{n}"), by(f"mem-peer-fake-{n}")
+        if cm and pm:
+            print(f"| PSS per session (shim / proxy), {n} sessions | {cm[0]['sessions_pss_kib']/n/1024:.2f} MiB | {pm[0]['sessions_pss_kib']/n/1024:.2f} MiB | |")
+    c, p = med("rss-daemon-fake", "rss_kib") / 1024, med("rss-peer-server", "rss_kib") / 1024
+    print(f"| shared part (daemon), without the child | {c:.1f} MiB | {p:.1f} MiB | {p/c:.1f}× |")
+    for n in (1, 10):
+        c, p = by(f"mem-coogle-fake-{n}"), by(f"mem-peer-fake-{n}")
+        if c and p:
+            c = (c[0]["sessions_pss_kib"] + c[0]["others_pss_kib"]) / 1024
+            p = (p[0]["sessions_pss_kib"] + p[0]["others_pss_kib"]) / 1024
+            print(f"| memory, {n} session(s), all processes (PSS) | {c:.1f} MiB | {p:.1f} MiB | {p/c:.1f}× |")
+if by("base-fake"):
+    base = os.environ.get("BASE_VERSION") or "the base build"
+    print(f"\nThis build side by side with {base} (BASE), same fake child, same run:\n")
+    print(f"| measure | this build | {base} |")
+    print("| --- | ---: | ---: |")
+    for q in ("p50_us", "p99_us"):
+        d = med("direct-fake", q)
+        print(f"| added latency per tools/call, {q[:3]} | {med('coogle-fake', q) - d:.0f} µs | {med('base-fake', q) - d:.0f} µs |")
+    print(f"| new session → tools/list | {med('startup-coogle-fake','median_ms'):.1f} ms | {med('startup-base-fake','median_ms'):.1f} ms |")
+    print(f"| RSS of one shim | {med('coogle-fake','rss_kib')/1024:.1f} MiB | {med('base-fake','rss_kib')/1024:.1f} MiB |")
+    print(f"| RSS of the daemon (fake child) | {med('rss-daemon-fake','rss_kib')/1024:.1f} MiB | {med('rss-daemon-base','rss_kib')/1024:.1f} MiB |")
+    print(f"| throughput, 8 sessions, maxConcurrent 1 | {med('tp-mc1','calls_per_s'):.0f} calls/s | {med('tp-base','calls_per_s'):.0f} calls/s |")
