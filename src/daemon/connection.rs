@@ -14,8 +14,8 @@ use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::net::UnixStream;
 
 use super::control::{control_connection, server_name};
-use super::upstream::Event;
-use super::{FIRST_LINE_TIMEOUT, Shared, outbox};
+use super::upstream::{Event, UpstreamHandle};
+use super::{FIRST_LINE_TIMEOUT, SessionId, Shared, outbox};
 use crate::paths;
 use crate::wire::{
     self, ControlResponse, ErrorCode, FirstLine, Hello, HelloReply, Line, WireError,
@@ -145,37 +145,7 @@ async fn mcp_session(
         return;
     }
     let cap = shared.config.max_line_bytes;
-    let reader = async {
-        let mut buf = Vec::new();
-        loop {
-            match wire::read_line_capped(&mut r, &mut buf, cap).await {
-                Ok(Line::Complete) => {
-                    if wire::is_blank(&buf) {
-                        buf.clear();
-                        continue;
-                    }
-                    let line = std::mem::take(&mut buf);
-                    if !handle.send(Event::SessionLine { id, line }).await {
-                        return;
-                    }
-                }
-                Ok(Line::TooLong) => {
-                    tracing::warn!(
-                        session = id,
-                        "a session sent a line over {cap} bytes; closing it"
-                    );
-                    let line = wire::error_line(
-                        None,
-                        wire::rpc_code::INVALID_REQUEST,
-                        &format!("line exceeds the {cap}-byte limit; closing the connection"),
-                    );
-                    let _ = handle.send(Event::SessionReply { id, line }).await;
-                    return;
-                }
-                Ok(Line::Eof) | Err(_) => return,
-            }
-        }
-    };
+    let reader = read_session_lines(&mut r, &handle, id, cap);
     // A finished JoinHandle must not be polled again (tokio panics): wait for the writer
     // afterwards only when it has not finished yet.
     let writer_done = tokio::select! {
@@ -199,6 +169,45 @@ async fn mcp_session(
     }
     if !writer_done {
         let _ = tokio::time::timeout(Duration::from_secs(5), writer).await;
+    }
+}
+
+/// Hand a session's lines to its upstream until EOF, an error or an oversized line (which is
+/// answered, and ends the session).
+async fn read_session_lines(
+    r: &mut BufReader<tokio::net::unix::OwnedReadHalf>,
+    handle: &UpstreamHandle,
+    id: SessionId,
+    cap: usize,
+) {
+    let mut buf = Vec::new();
+    loop {
+        match wire::read_line_capped(r, &mut buf, cap).await {
+            Ok(Line::Complete) => {
+                if wire::is_blank(&buf) {
+                    buf.clear();
+                    continue;
+                }
+                let line = std::mem::take(&mut buf);
+                if !handle.send(Event::SessionLine { id, line }).await {
+                    return;
+                }
+            }
+            Ok(Line::TooLong) => {
+                tracing::warn!(
+                    session = id,
+                    "a session sent a line over {cap} bytes; closing it"
+                );
+                let line = wire::error_line(
+                    None,
+                    wire::rpc_code::INVALID_REQUEST,
+                    &format!("line exceeds the {cap}-byte limit; closing the connection"),
+                );
+                let _ = handle.send(Event::SessionReply { id, line }).await;
+                return;
+            }
+            Ok(Line::Eof) | Err(_) => return,
+        }
     }
 }
 

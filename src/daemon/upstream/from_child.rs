@@ -60,17 +60,7 @@ impl Upstream {
             return;
         }
         if p.is_call {
-            self.life.consecutive_timeouts = 0;
-            let outcome = if msg.is_error_response() || result_is_error(&msg) {
-                Outcome::Error
-            } else {
-                Outcome::Ok
-            };
-            self.stats.record(outcome, latency);
-            self.count_session_outcome(&p.origin, outcome, latency);
-            if let Some(account) = &p.account {
-                self.track_sign_in(account, &msg);
-            }
+            self.account_call(&p, &msg, latency);
         }
         if let Some((key, caps)) = p.tools_key.take()
             && let Some(result) = msg.field("result")
@@ -87,6 +77,29 @@ impl Upstream {
             let view = super::era::handshake_view(result);
             msg.set_field("result", view);
         }
+        self.answer_origin(p, msg);
+        self.pump();
+        self.check_shutdown();
+    }
+
+    /// A call's answer counts: stats, the session's outcome, a sign-in it may announce.
+    fn account_call(&mut self, p: &Pending, msg: &Message, latency: std::time::Duration) {
+        self.life.consecutive_timeouts = 0;
+        let outcome = if msg.is_error_response() || result_is_error(msg) {
+            Outcome::Error
+        } else {
+            Outcome::Ok
+        };
+        self.stats.record(outcome, latency);
+        self.count_session_outcome(&p.origin, outcome, latency);
+        if let Some(account) = &p.account {
+            self.track_sign_in(account, msg);
+        }
+    }
+
+    /// Hand the answer to whoever asked: a session (under its own id), a control request,
+    /// a background operation, or the daemon itself.
+    fn answer_origin(&mut self, p: Pending, mut msg: Message) {
         match p.origin {
             Origin::Session { id, client_id } => {
                 match p.task {
@@ -148,8 +161,6 @@ impl Upstream {
                 }
             }
         }
-        self.pump();
-        self.check_shutdown();
     }
 
     fn on_child_notification(&mut self, method: &str, msg: &mut Message) {
