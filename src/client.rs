@@ -376,6 +376,43 @@ pub async fn info(socket: &Path) -> Result<wire::Info, ClientError> {
     serde_json::from_value(v).map_err(|e| ClientError::Protocol(e.to_string()))
 }
 
+/// `reload`, typed. `None`: the daemon predates `reload` (it answered that the method is
+/// unknown), so only a restart makes it read its config again.
+pub async fn reload(socket: &Path) -> Result<Option<wire::Reloaded>, ClientError> {
+    match control(socket, "reload", Value::Null).await {
+        Ok(v) => serde_json::from_value(v)
+            .map(Some)
+            .map_err(|e| ClientError::Protocol(e.to_string())),
+        Err(ClientError::Remote(e))
+            if e.code == wire::ErrorCode::InvalidRequest
+                && e.message.starts_with("unknown control method") =>
+        {
+            Ok(None)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// What a reload did, a line each for the CLI and `share`: the added servers are served now,
+/// the changed and removed ones only from the daemon's next start.
+pub fn reload_lines(r: &wire::Reloaded) -> Vec<String> {
+    let later = "(takes effect at the daemon's next start: `coogle stop`, or restart the service; sessions reconnect by themselves)";
+    let mut lines = Vec::new();
+    if !r.added.is_empty() {
+        lines.push(format!("added: {} (served now)", r.added.join(", ")));
+    }
+    if !r.changed.is_empty() {
+        lines.push(format!("changed: {} {later}", r.changed.join(", ")));
+    }
+    if !r.removed.is_empty() {
+        lines.push(format!("removed: {} {later}", r.removed.join(", ")));
+    }
+    if lines.is_empty() {
+        lines.push("no upstream was added, changed or removed".to_string());
+    }
+    lines
+}
+
 /// One control request on its own connection.
 pub async fn control(socket: &Path, method: &str, params: Value) -> Result<Value, ClientError> {
     let stream = connect(socket).await?;

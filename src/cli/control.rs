@@ -1,4 +1,5 @@
-//! `coogle status`, `restart` and `stop`: one control-mode request each to the running daemon.
+//! `coogle status`, `restart`, `reload` and `stop`: one control-mode request each to the
+//! running daemon.
 //! They never start a daemon: asking a daemon that is not there is an error with a hint.
 
 use std::time::Duration;
@@ -41,6 +42,29 @@ pub(super) async fn restart(
         r["server"].as_str().unwrap_or("upstream"),
         r["pid"]
     ));
+    Ok(ExitCode::Success)
+}
+
+/// `coogle reload`: the daemon reads its config file again and serves the servers new in it,
+/// without stopping anything.
+pub(super) async fn reload(ctx: &Context) -> Result<ExitCode, ClientError> {
+    let Some(r) = client::reload(&ctx.socket).await? else {
+        output::error_text(
+            "the running daemon is older than `coogle reload`",
+            Some(
+                "restart it to read the config: `coogle stop` (sessions reconnect by themselves), or restart the service",
+            ),
+        );
+        return Ok(ExitCode::Failure);
+    };
+    let file = match &r.file {
+        Some(f) => f.display().to_string(),
+        None => "the defaults (no config file)".to_string(),
+    };
+    output::out(&format!("reloaded {file}"));
+    for line in client::reload_lines(&r) {
+        output::out(&line);
+    }
     Ok(ExitCode::Success)
 }
 

@@ -1,7 +1,7 @@
 //! The command line: clap's definitions, and the one dispatch from a parsed command to the
 //! function that runs it, in or outside the async runtime as that command needs.
 //!
-//! Commands that talk to a running daemon use control mode (`status`, `restart`, `stop`) or an
+//! Commands that talk to a running daemon use control mode (`status`, `restart`, `reload`, `stop`) or an
 //! rmcp client in mcp mode (`tools`, `call`), so the CLI exercises the same path an agent does.
 //! Commands below this module get the global `--config`/`--socket` as a
 //! [`GlobalPaths`], never the parsed command line. Exit codes are [`ExitCode`]: 0 success, 1
@@ -108,6 +108,8 @@ pub enum Command {
         #[arg(long)]
         server: Option<String>,
     },
+    /// Serve the upstreams new in config.json without stopping the daemon
+    Reload,
     /// Stop the daemon
     Stop,
     /// The built-in ask_google MCP server (Gemini with Google Search grounding), on stdio
@@ -173,6 +175,9 @@ pub fn run(cli: Cli) -> ExitCode {
                 &paths,
                 |ctx| async move { control::restart(&ctx, server).await },
             )
+        }
+        Command::Reload => {
+            control_command(&paths, |ctx| async move { control::reload(&ctx).await })
         }
         Command::Stop => control_command(&paths, |ctx| async move { control::stop(&ctx).await }),
         Command::Logs { follow, lines } => block_on(logs::logs(&paths::log_file(), lines, follow)),

@@ -27,6 +27,7 @@ mod types;
 
 use std::path::{Path, PathBuf};
 
+use indexmap::IndexMap;
 use serde_json::{Map, Value};
 
 pub(crate) use credentials::env_credentials_from;
@@ -103,23 +104,28 @@ impl Config {
     /// The upstream to use. `None` picks the only server, else the one named `google`;
     /// an unknown name is an error listing the configured names.
     pub fn server(&self, name: Option<&str>) -> Result<&ServerConfig, ConfigError> {
-        let configured = || self.servers.keys().cloned().collect::<Vec<_>>().join(", ");
-        match name {
-            Some(name) => self
-                .servers
-                .get(name)
-                .ok_or_else(|| ConfigError::UnknownServer {
-                    name: name.to_owned(),
-                    configured: configured(),
-                }),
-            None if self.servers.len() == 1 => Ok(&self.servers[0]),
-            None => self
-                .servers
-                .get(DEFAULT_SERVER)
-                .ok_or_else(|| ConfigError::NoDefaultServer {
-                    configured: configured(),
-                }),
-        }
+        pick_server(&self.servers, name)
+    }
+}
+
+/// The rule of [`Config::server`] over any server map, so the daemon, whose map grows on
+/// `reload`, resolves names exactly as a loaded config does.
+pub fn pick_server<'a>(
+    servers: &'a IndexMap<String, ServerConfig>,
+    name: Option<&str>,
+) -> Result<&'a ServerConfig, ConfigError> {
+    let configured = || servers.keys().cloned().collect::<Vec<_>>().join(", ");
+    match name {
+        Some(name) => servers.get(name).ok_or_else(|| ConfigError::UnknownServer {
+            name: name.to_owned(),
+            configured: configured(),
+        }),
+        None if servers.len() == 1 => Ok(&servers[0]),
+        None => servers
+            .get(DEFAULT_SERVER)
+            .ok_or_else(|| ConfigError::NoDefaultServer {
+                configured: configured(),
+            }),
     }
 }
 

@@ -95,7 +95,8 @@ impl Default for SearchConfig {
 }
 
 /// One upstream MCP server that coogle starts and shares. Its `Debug` masks `env` values.
-#[derive(Clone)]
+/// Equality is how `reload` tells a changed server from one left as it was.
+#[derive(Clone, PartialEq)]
 pub struct ServerConfig {
     pub name: String,
     pub command: String,

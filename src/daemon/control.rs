@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncWriteExt, BufReader};
 
 use super::Shared;
+use crate::config::Config;
 
 /// How long a control connection may sit without sending a request.
 const CONTROL_IDLE: std::time::Duration = std::time::Duration::from_secs(10);
@@ -66,14 +67,37 @@ pub(super) async fn control_connection(
     }
 }
 
-/// The server a request names (`params.server`; none: the only one, or `google`).
+/// The server a request names (`params.server`; none: the only one, or `google`), among
+/// those served now (the start's, and any a `reload` added).
 pub(super) fn server_name(shared: &Shared, params: &Value) -> Result<String, WireError> {
     let name = params.get("server").and_then(|s| s.as_str());
     shared
-        .config
-        .server(name)
-        .map(|s| s.name.clone())
+        .upstreams
+        .resolve(name)
         .map_err(|e| WireError::new(ErrorCode::NotFound, e.to_string()))
+}
+
+/// Read the config file again, as the daemon did at start (the same path; none: the default
+/// one), and serve the servers new in it. A file that does not load changes nothing.
+async fn reload(shared: &Shared) -> Result<Value, WireError> {
+    let file = shared.config.file.clone();
+    let fresh = tokio::task::spawn_blocking(move || Config::load(file.as_deref()))
+        .await
+        .map_err(|e| WireError::new(ErrorCode::Internal, e.to_string()))?
+        .map_err(|e| {
+            WireError::new(
+                ErrorCode::InvalidConfig,
+                format!("the config did not reload, nothing changed: {e}"),
+            )
+        })?;
+    let done = shared.upstreams.reload(&fresh);
+    tracing::info!(
+        added = ?done.added,
+        changed = ?done.changed,
+        removed = ?done.removed,
+        "reloaded the config"
+    );
+    to_value(&done)
 }
 
 /// The instance a control request goes to: the named server's unbound one (a control request
@@ -133,6 +157,7 @@ async fn control(shared: &Shared, req: ControlRequest) -> Result<Value, WireErro
         ControlMethod::Call => call(&upstream(shared, params)?, params).await,
         ControlMethod::StartChild => upstream(shared, params)?.start().await,
         ControlMethod::RestartChild => upstream(shared, params)?.restart().await,
+        ControlMethod::Reload => reload(shared).await,
         ControlMethod::Shutdown => {
             let _ = shared.stop.send(true);
             Ok(json!({"stopping": true, "pid": std::process::id()}))

@@ -7,6 +7,11 @@
 //! upstream actor of its own, so nothing crosses from one to another. Every instance of a
 //! server shares what the daemon learned of it (its cache), so a new project's first session
 //! starts as fast as any.
+//!
+//! It owns the daemon's server map, which `reload` may only grow: a server new in the config
+//! file is added at once, one that changed or went keeps running as it was until the next
+//! start (sessions are using it). Two locks, `servers` and `instances`, each held only for a
+//! look or an insert and never both at once, never across an await.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -16,8 +21,9 @@ use indexmap::IndexMap;
 use super::SessionId;
 use super::reaper::Reaper;
 use super::upstream::{self, UpstreamHandle};
-use crate::config::{Config, ServerConfig, Sharing};
+use crate::config::{self, Config, ServerConfig, Sharing};
 use crate::paths::RuntimePaths;
+use crate::wire::Reloaded;
 
 /// Project instances one server may have at the most; past this the oldest idle one is not
 /// kept apart any more (a new project then gets the server's unbound instance).
@@ -44,7 +50,8 @@ impl Instance {
 }
 
 pub(crate) struct Registry {
-    servers: IndexMap<String, ServerConfig>,
+    /// The servers the daemon serves, in config order; `reload` appends.
+    servers: Mutex<IndexMap<String, ServerConfig>>,
     instances: Mutex<IndexMap<(String, Instance), UpstreamHandle>>,
     runtime: RuntimePaths,
     max_line: usize,
@@ -56,7 +63,7 @@ impl Registry {
     /// Every server's unbound instance is made at once (its child still starts on demand).
     pub fn new(config: &Config, runtime: &RuntimePaths, reaper: &Arc<Reaper>) -> Registry {
         let r = Registry {
-            servers: config.servers.clone(),
+            servers: Mutex::new(config.servers.clone()),
             instances: Mutex::new(IndexMap::new()),
             runtime: runtime.clone(),
             max_line: config.max_line_bytes.saturating_mul(4),
@@ -73,6 +80,49 @@ impl Registry {
         self.instances.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    fn servers(&self) -> std::sync::MutexGuard<'_, IndexMap<String, ServerConfig>> {
+        self.servers.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The server a session or control request names, by the rule of [`Config::server`]
+    /// (none: the only one, else `google`), over the servers served now.
+    pub fn resolve(&self, name: Option<&str>) -> Result<String, config::ConfigError> {
+        config::pick_server(&self.servers(), name).map(|s| s.name.clone())
+    }
+
+    /// Take in a freshly loaded config: its new servers are served from now on (their
+    /// unbound instance made, the child still on demand); changed and removed ones are only
+    /// reported, since sessions may be in the middle of calls on them.
+    pub fn reload(&self, fresh: &Config) -> Reloaded {
+        let mut done = Reloaded {
+            file: fresh.file.clone(),
+            ..Reloaded::default()
+        };
+        {
+            let mut servers = self.servers();
+            for (name, server) in &fresh.servers {
+                match servers.get(name) {
+                    None => done.added.push(name.clone()),
+                    Some(running) if running != server => done.changed.push(name.clone()),
+                    Some(_) => {}
+                }
+            }
+            done.removed = servers
+                .keys()
+                .filter(|name| !fresh.servers.contains_key(*name))
+                .cloned()
+                .collect();
+            for name in &done.added {
+                servers.insert(name.clone(), fresh.servers[name].clone());
+            }
+        }
+        // With the server map released: making an instance takes the instances lock.
+        for name in &done.added {
+            self.get_or_start(name, Instance::Unbound);
+        }
+        done
+    }
+
     /// The instance of `server` a session with `project` (and id `session`) is served by.
     pub fn for_session(
         &self,
@@ -80,8 +130,8 @@ impl Registry {
         project: Option<&Path>,
         session: SessionId,
     ) -> Option<UpstreamHandle> {
-        let config = self.servers.get(server)?;
-        let instance = match (config.sharing, project) {
+        let sharing = self.servers().get(server)?.sharing;
+        let instance = match (sharing, project) {
             (Sharing::Shared, _) | (Sharing::PerProject, None) => Instance::Unbound,
             (Sharing::PerProject, Some(p)) => {
                 let key = (server.to_string(), Instance::Project(p.to_path_buf()));
@@ -108,12 +158,13 @@ impl Registry {
             .cloned()
     }
 
+    /// `server` must be one of `servers` (they are never removed).
     fn get_or_start(&self, server: &str, instance: Instance) -> UpstreamHandle {
         let key = (server.to_string(), instance);
         if let Some(h) = self.lock().get(&key) {
             return h.clone();
         }
-        let base = &self.servers[server];
+        let base = self.servers()[server].clone();
         let mut config = base.clone();
         let record = match &key.1 {
             Instance::Unbound => self.runtime.child_record(server),
@@ -156,7 +207,7 @@ impl Registry {
     }
 
     pub fn server_names(&self) -> Vec<String> {
-        self.servers.keys().cloned().collect()
+        self.servers().keys().cloned().collect()
     }
 }
 

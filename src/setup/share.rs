@@ -11,9 +11,11 @@
 //!
 //! Its parts: `launch` (what an entry starts; equal launches share one upstream), `scan` (the
 //! entries of every client file), `plan` (names, replacements, config edits: pure), `apply`
-//! (writing the files and the record) and `unshare`.
+//! (writing the files and the record), `daemon` (a running daemon told to reload) and
+//! `unshare`.
 
 mod apply;
+mod daemon;
 mod launch;
 mod plan;
 mod scan;

@@ -139,6 +139,8 @@ pub enum ErrorCode {
     Cancelled,
     /// The daemon is shutting down.
     ShuttingDown,
+    /// The daemon's config file did not load (`reload`); nothing was changed.
+    InvalidConfig,
     /// A bug in coogle.
     Internal,
 }
@@ -153,6 +155,7 @@ impl ErrorCode {
             ErrorCode::UpstreamError => "upstream_error",
             ErrorCode::Cancelled => "cancelled",
             ErrorCode::ShuttingDown => "shutting_down",
+            ErrorCode::InvalidConfig => "invalid_config",
             ErrorCode::Internal => "internal",
         }
     }
@@ -190,11 +193,12 @@ pub enum ControlMethod {
     Call,
     StartChild,
     RestartChild,
+    Reload,
     Shutdown,
 }
 
 impl ControlMethod {
-    pub const ALL: [ControlMethod; 8] = [
+    pub const ALL: [ControlMethod; 9] = [
         ControlMethod::Ping,
         ControlMethod::Info,
         ControlMethod::Status,
@@ -202,6 +206,7 @@ impl ControlMethod {
         ControlMethod::Call,
         ControlMethod::StartChild,
         ControlMethod::RestartChild,
+        ControlMethod::Reload,
         ControlMethod::Shutdown,
     ];
 
@@ -214,6 +219,7 @@ impl ControlMethod {
             ControlMethod::Call => "call",
             ControlMethod::StartChild => "start_child",
             ControlMethod::RestartChild => "restart_child",
+            ControlMethod::Reload => "reload",
             ControlMethod::Shutdown => "shutdown",
         }
     }
@@ -221,6 +227,18 @@ impl ControlMethod {
     pub fn parse(s: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|m| m.as_str() == s)
     }
+}
+
+/// What `reload` did: the servers new in the config file are served from now on; those that
+/// changed or went stay as they run until the daemon's next start.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Reloaded {
+    /// The file read (`None`: there was none, and the defaults apply).
+    #[serde(default)]
+    pub file: Option<std::path::PathBuf>,
+    pub added: Vec<String>,
+    pub changed: Vec<String>,
+    pub removed: Vec<String>,
 }
 
 /// A control request: `{"id":"1","method":"status","params":{...}}`.

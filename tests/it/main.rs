@@ -27,6 +27,7 @@ mod multiplex;
 mod notifications;
 mod on_demand;
 mod reconnect;
+mod reload;
 mod respawn;
 mod search_e2e;
 mod search_server;

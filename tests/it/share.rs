@@ -244,6 +244,76 @@ fn a_shared_entry_runs_its_server_through_the_daemon() {
     assert_eq!(running, ["notes", "memory-2"], "{status}");
 }
 
+/// Regression: `share` used to stop the running daemon (the daemon read config.json only at
+/// start), cutting every other session's calls short. Now it asks the daemon to `reload`: a
+/// call in flight gets its answer, the daemon keeps its pid, and the new upstreams are served.
+#[test]
+fn share_reloads_a_running_daemon_and_no_call_is_lost() {
+    let env = Env::new();
+    env.write_config(&json!({"servers": {"google": {"command": fake_mcp(),
+        "credentials": {"source": "none"}}}}));
+    let f = write_clients(&env);
+    let d = env.daemon();
+    let mut g = env.shim();
+    g.initialize();
+    let long = json!("long");
+    g.send(
+        &json!({"jsonrpc": "2.0", "id": long, "method": "tools/call",
+                   "params": {"name": "sleep", "arguments": {"ms": 3000}}}),
+    );
+    wait_for(
+        "the call to be in flight",
+        std::time::Duration::from_secs(20),
+        || {
+            control(&env.socket, "status", Value::Null)
+                .is_ok_and(|s| s["upstreams"][0]["inFlight"] == 1)
+        },
+    );
+
+    let out = env.run(&["share", "--all"]);
+    ok(&out);
+    assert!(
+        out.stdout.contains("reloaded its config without stopping"),
+        "{out}"
+    );
+    assert!(
+        out.stdout
+            .contains("added: memory, tokens, notes, memory-2"),
+        "{out}"
+    );
+    let r = g.response(&long, std::time::Duration::from_secs(20));
+    assert_eq!(text(&r), "slept 3000 ms", "{r}");
+    let pid = |env: &Env| control(&env.socket, "info", Value::Null).unwrap()["pid"].as_u64();
+    assert_eq!(pid(&env), Some(d.pid() as u64), "the same daemon serves on");
+
+    let doc = read_json(&f.claude);
+    let args: Vec<String> = doc["projects"]["/home/ada/alpha"]["mcpServers"]["notes"]["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap().to_owned())
+        .collect();
+    let mut notes = env.stdio_server(
+        env.cmd(),
+        &args.iter().map(String::as_str).collect::<Vec<_>>(),
+    );
+    notes.initialize();
+    let r = notes.call("env", json!({"name": "NOTES_KEY"}));
+    assert_eq!(text(&r), NOTES_KEY, "{r}");
+
+    // Unshare removes the upstreams from config.json; the daemon only reports them removed
+    // (a session may still be using one) and keeps running.
+    let out = env.run(&["unshare", "--all"]);
+    ok(&out);
+    assert!(
+        out.stdout
+            .contains("removed: memory, tokens, notes, memory-2"),
+        "{out}"
+    );
+    assert_eq!(pid(&env), Some(d.pid() as u64));
+    assert_eq!(text(&g.call("echo", json!({"text": "on"}))), "on");
+}
+
 #[test]
 fn share_without_a_terminal_needs_to_be_told_which() {
     let env = Env::new();

@@ -1,13 +1,14 @@
 //! Carrying out a share: config.json first (the new upstreams, 0600, only when the result
 //! loads), then each client file (its rewrites in one atomic write, or the `claude` CLI for
 //! user-scope entries), each change recorded in the state file as soon as it is made, and
-//! last a running daemon stopped so the next session's shim starts one that knows the new
-//! upstreams (the daemon reads config.json once, at start).
+//! last a running daemon asked to `reload`, so it serves the new upstreams without stopping
+//! anyone's calls (see `daemon`).
 
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
+use super::daemon::{Change, tell_daemon};
 use super::plan::{self, Assigned, Rewrite};
 use super::scan::Candidate;
 use super::{Outcome, ShareOptions};
@@ -19,7 +20,6 @@ use crate::setup::claude_config::{self, ClientKind, Patched};
 use crate::setup::launch::shim_for;
 use crate::setup::state::{AddedUpstream, SharedEntry, State};
 use crate::setup::ui::Ui;
-use crate::setup::uninstall::shutdown_daemon;
 
 /// Share `chosen` (see the module doc for the order of writes).
 pub fn apply(
@@ -99,11 +99,8 @@ pub fn apply(
             }
         }
     }
-    if config_changed && let Some(socket) = shutdown_daemon(paths) {
-        ui.ok(&format!(
-            "stopped the daemon on {} so the next session starts one that knows the new upstreams (sessions reconnect by themselves)",
-            socket.display()
-        ));
+    if config_changed {
+        tell_daemon(ui, paths, Change::Added);
     }
     Ok(outcome)
 }

@@ -5,7 +5,8 @@
 //! is left as it is (and said so). A file whose only changes since were coogle's gets its
 //! backup's exact bytes back ([`claude_config::revert_file`]). An upstream is removed only
 //! while it is as `share` wrote it. What could not be restored (a file that no longer parses)
-//! stays recorded, so a later run can retry.
+//! stays recorded, so a later run can retry. A running daemon is told to reload, and keeps
+//! serving a removed upstream until its next start (sessions may be using it).
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -14,6 +15,7 @@ use serde_json::Value;
 
 use super::Select;
 use super::apply::save;
+use super::daemon::{Change, tell_daemon};
 use super::plan;
 use crate::config::{Config, GlobalPaths};
 use crate::error::InstallError;
@@ -234,6 +236,9 @@ fn remove_upstreams(
         } else {
             ui.ok(&format!("config: removed upstream {}", u.name));
         }
+    }
+    if unused.iter().any(|u| !edited.contains(&u.name)) {
+        tell_daemon(ui, paths, Change::Removed);
     }
     true
 }
