@@ -624,13 +624,17 @@ pub fn connect_patiently(socket: &Path) -> std::io::Result<UnixStream> {
 pub fn raw_exchange(socket: &Path, bytes: &[u8]) -> Result<String, String> {
     let mut s = connect_patiently(socket).map_err(|e| e.to_string())?;
     s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-    s.write_all(bytes).map_err(|e| e.to_string())?;
-    s.write_all(b"\n").map_err(|e| e.to_string())?;
+    // The daemon may answer and close before it has read everything (a line over its cap):
+    // the answer is then already here, and our write's broken pipe is not the outcome.
+    let wrote = s.write_all(bytes).and_then(|()| s.write_all(b"\n"));
     let mut r = BufReader::new(s);
     let mut line = String::new();
-    r.read_line(&mut line).map_err(|e| e.to_string())?;
+    let read = r.read_line(&mut line);
     if line.is_empty() {
-        return Err("connection closed without an answer".into());
+        return Err(match (wrote, read) {
+            (Err(e), _) | (_, Err(e)) => e.to_string(),
+            _ => "connection closed without an answer".into(),
+        });
     }
     Ok(line)
 }
