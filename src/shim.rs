@@ -27,6 +27,10 @@ use crate::wire::{self, Hello, Kind, Line, Message, id_key, raw, rpc_code};
 const DISCONNECTED_PREFIX: &[u8] =
     b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/coogle/disconnected\"";
 
+/// Set by `coogle` when it hands a session to the `coogle-mcp` executable: the version that one
+/// must have (see `cli::shim_exe`). Never passed on to a daemon the shim starts.
+pub const HANDOFF_VAR: &str = "COOGLE_SHIM";
+
 /// Lines from the client buffered while the daemon is away; past this, requests are refused.
 const MAX_BUFFERED: usize = 1000;
 
