@@ -27,6 +27,10 @@ use crate::wire::{self, Hello, Kind, Line, Message, id_key, raw, rpc_code};
 const DISCONNECTED_PREFIX: &[u8] =
     b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/coogle/disconnected\"";
 
+/// The executable `coogle mcp` becomes when it is installed beside `coogle` (see
+/// `cli::shim_exe`): it holds only this module and what it uses.
+pub const SHIM_EXE: &str = "coogle-mcp";
+
 /// Set by `coogle` when it hands a session to the `coogle-mcp` executable: the version that one
 /// must have (see `cli::shim_exe`). Never passed on to a daemon the shim starts.
 pub const HANDOFF_VAR: &str = "COOGLE_SHIM";

@@ -20,12 +20,9 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-
-/// The shim's executable, beside `coogle`.
-pub const SHIM_EXE: &str = "coogle-mcp";
 /// The main executable, beside `coogle-mcp`.
 const MAIN_EXE: &str = "coogle";
-use crate::shim::HANDOFF_VAR;
+use crate::shim::{HANDOFF_VAR, SHIM_EXE};
 /// [`HANDOFF_VAR`]'s value asking `coogle` to run the shim itself.
 const IN_PROCESS: &str = "in-process";
 

@@ -40,6 +40,7 @@ mod setup_search;
 mod setup_wizard;
 mod setup_yes;
 mod sharing;
+mod shim_footprint;
 mod sign_in;
 mod soak;
 mod socket_dir_mode;
