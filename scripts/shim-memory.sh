@@ -6,13 +6,15 @@
 #
 # The method is scripts/bench.sh's: each shim is connected to its daemon (a fake child behind
 # it), has answered initialize and tools/list, then sits idle; RSS and PSS come from
-# /proc/PID/smaps_rollup, threads from /proc/PID/status. Prints one JSON object per tool.
+# /proc/PID/smaps_rollup, threads from /proc/PID/status. Prints one JSON object per tool; the
+# "in-process" row is `coogle mcp` kept in coogle's own image (COOGLE_SHIM=in-process), as every
+# shim ran before `coogle-mcp` existed and as it still runs when that file is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 SHIMS=${SHIMS:-10}
 TARGET=${CARGO_TARGET_DIR:-$PWD/target}
-cargo build --release --quiet --bin coogle --example fake_mcp
+cargo build --release --quiet --bins --example fake_mcp
 COOGLE=$TARGET/release/coogle
 FAKE=$TARGET/release/examples/fake_mcp
 
@@ -53,8 +55,8 @@ import json, os, statistics, subprocess, sys, time
 n, work, coogle, peer = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4:]
 env = dict(os.environ, COOGLE_CONFIG=f"{work}/config.json", COOGLE_SOCKET=f"{work}/s.sock")
 
-def session(cmd):
-    p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+def session(cmd, extra):
+    p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=dict(env, **extra))
     def ask(i, method, params):
         p.stdin.write((json.dumps({"jsonrpc": "2.0", "id": i, "method": method, "params": params}) + "\n").encode())
         p.stdin.flush()
@@ -75,8 +77,8 @@ def field(path, name):
             return int(line.split()[1])
     return 0
 
-def measure(label, cmd):
-    procs = [session(cmd) for _ in range(n)]
+def measure(label, cmd, extra={}):
+    procs = [session(cmd, extra) for _ in range(n)]
     time.sleep(0.5)  # idle
     rows = [(field(f"/proc/{p.pid}/smaps_rollup", "Rss"), field(f"/proc/{p.pid}/smaps_rollup", "Pss"),
              field(f"/proc/{p.pid}/status", "Threads")) for p in procs]
@@ -87,6 +89,7 @@ def measure(label, cmd):
     print(json.dumps({"label": label, "shims": n, "rss_kib": med(0), "pss_kib": med(1), "threads": med(2)}))
 
 measure("coogle mcp", [coogle, "mcp"])
+measure("coogle mcp, in-process", [coogle, "mcp"], {"COOGLE_SHIM": "in-process"})
 if peer:
     measure("rmcp-mux-proxy", peer)
 PY
