@@ -112,6 +112,13 @@ mkdir -p "$dir"
 cp "$bin" "$dir/.coogle.new.$$"
 chmod 755 "$dir/.coogle.new.$$"
 mv -f "$dir/.coogle.new.$$" "$dir/coogle"
+# The small executable `coogle mcp` becomes (one shim per agent session and server).
+shim="$(dirname "$bin")/coogle-mcp"
+if [ -f "$shim" ]; then
+    cp "$shim" "$dir/.coogle-mcp.new.$$"
+    chmod 755 "$dir/.coogle-mcp.new.$$"
+    mv -f "$dir/.coogle-mcp.new.$$" "$dir/coogle-mcp"
+fi
 say "installed $("$dir/coogle" --version) to $dir/coogle"
 
 case ":$PATH:" in

@@ -94,6 +94,9 @@ for t in $targets; do
     [ -x "$bin" ] || die "no binary at $bin"
     mkdir -p "$work/bin/$t"
     cp "$bin" "$work/bin/$t/coogle"
+    # `coogle mcp` execs this small sibling (one shim per agent session and server).
+    cp "$(dirname "$bin")/coogle-mcp" "$work/bin/$t/coogle-mcp" \
+        || die "no coogle-mcp beside $bin"
     built="$built $t"
 done
 [ -n "$built" ] || die "no target was built"
@@ -115,7 +118,7 @@ for t in $built; do
     name="coogle-$version-$t"
     stage="$work/stage/$name"
     mkdir -p "$stage"
-    cp "$work/bin/$t/coogle" "$stage/coogle"
+    cp "$work/bin/$t/coogle" "$work/bin/$t/coogle-mcp" "$stage/"
     cp "$root/README.md" "$stage/"
     [ ! -f "$root/LICENSE" ] || cp "$root/LICENSE" "$stage/"
     cp -R "$work/extras/completions" "$work/extras/coogle.1" "$stage/"

@@ -222,6 +222,7 @@ impl Starter {
             cmd.arg("--config").arg(c);
         }
         cmd.env_remove("CLAUDE_CODE_SESSION_ID")
+            .env_remove(crate::shim::HANDOFF_VAR)
             .stdin(Stdio::null())
             .stdout(out)
             .stderr(err);

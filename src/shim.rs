@@ -27,6 +27,14 @@ use crate::wire::{self, Hello, Kind, Line, Message, id_key, raw, rpc_code};
 const DISCONNECTED_PREFIX: &[u8] =
     b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/coogle/disconnected\"";
 
+/// The executable `coogle mcp` becomes when it is installed beside `coogle` (see
+/// `cli::shim_exe`): it holds only this module and what it uses.
+pub const SHIM_EXE: &str = "coogle-mcp";
+
+/// Set by `coogle` when it hands a session to the `coogle-mcp` executable: the version that one
+/// must have (see `cli::shim_exe`). Never passed on to a daemon the shim starts.
+pub const HANDOFF_VAR: &str = "COOGLE_SHIM";
+
 /// Lines from the client buffered while the daemon is away; past this, requests are refused.
 const MAX_BUFFERED: usize = 1000;
 
@@ -67,6 +75,8 @@ struct State {
     /// Why the daemon closed this connection, when it said (it disconnects a session that
     /// leaves too much unread); told to the agent instead of "the daemon went away".
     disconnect_reason: Option<String>,
+    /// stdin closed and the process is exiting: the socket's end is ours, not a lost daemon.
+    closing: bool,
 }
 
 fn hash_of(text: &str) -> u64 {
@@ -101,6 +111,7 @@ impl State {
             last_tools: None,
             probe: None,
             disconnect_reason: None,
+            closing: false,
         }
     }
 
@@ -300,7 +311,9 @@ fn stdin_loop(state: Arc<Mutex<State>>, cap: usize) -> ! {
         }
     }
     // stdin closed: the agent is done with this server.
-    if let Some(w) = &State::lock(&state).writer {
+    let mut st = State::lock(&state);
+    st.closing = true;
+    if let Some(w) = &st.writer {
         let _ = w.shutdown(std::net::Shutdown::Both);
     }
     std::process::exit(0);
@@ -357,9 +370,16 @@ pub fn run(opts: Options) -> Result<(), ClientError> {
             Ok(Line::Eof) | Err(_) => {}
         }
         buf.clear();
-        tracing::warn!("lost the coogle daemon; reconnecting");
         {
             let mut st = State::lock(&state);
+            if st.closing {
+                // The stdin thread is exiting the process; do not report our own close.
+                drop(st);
+                loop {
+                    std::thread::park();
+                }
+            }
+            tracing::warn!("lost the coogle daemon; reconnecting");
             st.writer = None;
             st.fail_in_flight();
         }

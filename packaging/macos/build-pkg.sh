@@ -98,14 +98,19 @@ run mkdir -p "$stage/root/usr/local/bin" "$out"
 for t in aarch64-apple-darwin x86_64-apple-darwin; do
     run cargo build --release --locked --target "$t" --manifest-path "$root/Cargo.toml"
 done
-run lipo -create -output "$stage/root/usr/local/bin/coogle" \
-    "$root/target/aarch64-apple-darwin/release/coogle" \
-    "$root/target/x86_64-apple-darwin/release/coogle"
+# `coogle-mcp` is the small executable `coogle mcp` becomes (one shim per session and server).
+for b in coogle coogle-mcp; do
+    run lipo -create -output "$stage/root/usr/local/bin/$b" \
+        "$root/target/aarch64-apple-darwin/release/$b" \
+        "$root/target/x86_64-apple-darwin/release/$b"
+done
 
-# 2. Sign the binary.
+# 2. Sign the binaries.
 if [ -n "$app_id" ]; then
-    run codesign --force --options runtime --timestamp --sign "$app_id" "$stage/root/usr/local/bin/coogle"
-    run codesign --verify --strict --verbose=2 "$stage/root/usr/local/bin/coogle"
+    for b in coogle coogle-mcp; do
+        run codesign --force --options runtime --timestamp --sign "$app_id" "$stage/root/usr/local/bin/$b"
+        run codesign --verify --strict --verbose=2 "$stage/root/usr/local/bin/$b"
+    done
 fi
 
 # 3. Component pkg.

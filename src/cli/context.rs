@@ -55,7 +55,7 @@ impl Context {
     /// with this invocation's config and socket.
     pub fn starter(&self) -> Starter {
         Starter {
-            exe: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("coogle")),
+            exe: super::shim_exe::main_exe(),
             config: self.config_flag.clone(),
             socket: self.socket.clone(),
             log_file: paths::log_file(),

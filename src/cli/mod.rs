@@ -13,6 +13,7 @@ mod control;
 mod fast_mcp;
 mod logs;
 mod serve;
+mod shim_exe;
 mod status;
 mod tools;
 
@@ -27,6 +28,7 @@ use context::{block_on, control_command, daemon_command};
 
 pub use completions::CompletionsArgs;
 pub use fast_mcp::fast_mcp;
+pub use shim_exe::{become_small_shim, hand_back_if_mismatched};
 
 /// `coogle --version`: the package version, then the git revision and commit date when built
 /// from a git checkout (`0.1.0 (abc1234 2026-11-22)`).
@@ -141,6 +143,19 @@ pub enum Command {
         #[arg(short = 'n', long, default_value_t = 50)]
         lines: usize,
     },
+}
+
+/// Run `coogle mcp` alone, for the `coogle-mcp` executable: unlike [`run`], this reaches no
+/// other command's code, so the linker leaves it out of that small binary.
+pub fn run_mcp(cli: Cli) -> ExitCode {
+    let paths = GlobalPaths {
+        config: cli.config,
+        socket: cli.socket,
+    };
+    match cli.command {
+        Command::Mcp { server } => serve::mcp(&paths, server),
+        _ => ExitCode::Usage,
+    }
 }
 
 /// Run a parsed command line: the one dispatch.

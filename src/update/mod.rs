@@ -91,6 +91,12 @@ fn update(paths: &GlobalPaths, args: &SelfUpdateArgs) -> Result<ExitCode, Instal
         return Ok(ExitCode::Success);
     }
     install::swap(&new_bin, &exe)?;
+    // The shim's small executable travels with `coogle`. Without one in the archive the old
+    // one stays, and hands its sessions back to `coogle` since its version differs.
+    let new_shim = new_bin.with_file_name(crate::shim::SHIM_EXE);
+    if new_shim.is_file() {
+        install::swap(&new_shim, &exe.with_file_name(crate::shim::SHIM_EXE))?;
+    }
     output::out(&format!(
         "updated {} from {current} to {version}",
         exe.display()

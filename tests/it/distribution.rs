@@ -321,7 +321,7 @@ fn release_script_packs_verifiable_artifacts_and_updates_the_formula() {
         sums.contains(&format!("{name}.tar.gz: OK")) && sums.contains("coogle-0.1.0.tar.gz: OK"),
         "{sums}"
     );
-    // The archive's layout: the binary (which runs), docs, completions, man page.
+    // The archive's layout: the binaries (coogle runs), docs, completions, man page.
     let unpacked = tmp.path().join("unpacked");
     fs::create_dir_all(&unpacked).unwrap();
     let (code, _, err) = run(Command::new("tar")
@@ -333,6 +333,7 @@ fn release_script_packs_verifiable_artifacts_and_updates_the_formula() {
     let dir = unpacked.join(&name);
     for f in [
         "coogle",
+        "coogle-mcp",
         "README.md",
         "LICENSE",
         "coogle.1",

@@ -62,12 +62,20 @@ fn installs_the_newest_or_a_chosen_version() {
     let (code, out, err) = install(&github, &dir, &["--version", "v9.9.8"]);
     assert_eq!(code, 0, "{out}\n{err}");
     assert_eq!(version_of(&dir.join("coogle")), "coogle 9.9.8 (test build)");
-    let names: Vec<_> = fs::read_dir(&dir)
+    let mut names: Vec<_> = fs::read_dir(&dir)
         .unwrap()
         .flatten()
         .map(|e| e.file_name())
         .collect();
-    assert_eq!(names, ["coogle"], "temporary files left behind");
+    names.sort();
+    assert_eq!(
+        names,
+        ["coogle", "coogle-mcp"],
+        "temporary files left behind"
+    );
+    // The shim's small executable is installed with it, from the same release.
+    let shim = fs::read_to_string(dir.join("coogle-mcp")).unwrap();
+    assert!(shim.contains("coogle-mcp 9.9.8"), "{shim}");
 }
 
 #[test]

@@ -42,6 +42,7 @@ mod setup_wizard;
 mod setup_yes;
 mod share;
 mod sharing;
+mod shim_footprint;
 mod sign_in;
 mod soak;
 mod socket_dir_mode;

@@ -108,16 +108,20 @@ fn a_newer_version_is_verified_swapped_in_and_the_daemon_restarted() {
         fs::metadata(&w.exe).unwrap().permissions().mode() & 0o777,
         0o755
     );
-    let leftovers: Vec<_> = fs::read_dir(w.exe.parent().unwrap())
+    let mut leftovers: Vec<_> = fs::read_dir(w.exe.parent().unwrap())
         .unwrap()
         .flatten()
         .map(|e| e.file_name())
         .collect();
+    leftovers.sort();
     assert_eq!(
         leftovers,
-        ["coogle"],
+        ["coogle", "coogle-mcp"],
         "temporary files left beside the binary"
     );
+    // The shim's small executable came with it (see `cli::shim_exe`).
+    let shim = fs::read_to_string(w.exe.with_file_name("coogle-mcp")).unwrap();
+    assert!(shim.contains(&format!("coogle-mcp {new}")), "{shim}");
 
     // The daemon now serving is the new version, and `coogle status` (the new one) says so.
     let status = cmd_at(&w.env, &w.exe).arg("status").output().unwrap();

@@ -241,7 +241,9 @@ fn resign(_dir: &Path, bytes: Vec<u8>) -> Vec<u8> {
     bytes
 }
 
-/// `coogle-<version>-<target>.tar.gz` holding `coogle-<version>-<target>/coogle` = `binary`.
+/// `coogle-<version>-<target>.tar.gz` holding `coogle-<version>-<target>/coogle` = `binary`,
+/// and beside it a stand-in `coogle-mcp` (a script naming the version) that self-update
+/// installs too.
 fn archive(dir: &Path, version: &str, binary: &[u8]) -> (String, Vec<u8>) {
     let name = format!("coogle-{version}-{}", target());
     let stage = dir.join(format!("stage-{version}"));
@@ -249,6 +251,11 @@ fn archive(dir: &Path, version: &str, binary: &[u8]) -> (String, Vec<u8>) {
     let bin = stage.join(&name).join("coogle");
     fs::write(&bin, binary).unwrap();
     fs::set_permissions(&bin, fs::Permissions::from_mode(0o755)).unwrap();
+    fs::write(
+        stage.join(&name).join("coogle-mcp"),
+        format!("#!/bin/sh\n# coogle-mcp {version}\n"),
+    )
+    .unwrap();
     let tar = dir.join(format!("{name}.tar"));
     let ok = Command::new("tar")
         .arg("-cf")

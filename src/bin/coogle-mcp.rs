@@ -1,0 +1,22 @@
+//! `coogle-mcp`: `coogle mcp` in an executable holding nothing else, so each of the many shims
+//! (one per agent session and server) costs little memory. `coogle mcp` execs it when it is
+//! installed beside `coogle` (see `cli::shim_exe`); it takes the same arguments.
+
+use coogle::cli;
+
+fn main() -> std::process::ExitCode {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+    cli::hand_back_if_mismatched(&args);
+    match cli::fast_mcp(&args, &|k| std::env::var_os(k)) {
+        Some(cli) => cli::run_mcp(cli).into(),
+        // Anything but a plain `mcp` command line (help, other commands) is `coogle`'s to
+        // answer; this binary carries no parser for it.
+        None => {
+            let _ = std::io::Write::write_all(
+                &mut std::io::stderr(),
+                b"error: coogle-mcp takes only `mcp [--server NAME]` (and --config, --socket); run `coogle --help`\n",
+            );
+            std::process::ExitCode::from(2)
+        }
+    }
+}

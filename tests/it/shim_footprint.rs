@@ -1,0 +1,125 @@
+//! A shim stays light enough to multiply (one per agent session and server): `coogle mcp`
+//! becomes the small `coogle-mcp` executable, which runs on exactly two threads (stdin → socket,
+//! socket → stdout) and costs far less memory than the same shim in `coogle`'s own image. When
+//! the sibling is missing or from another build, `coogle` runs the shim itself, the same way.
+
+use crate::support;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use support::{COOGLE, Env, Shim, control, exe_of};
+
+const SHIM_EXE: &str = env!("CARGO_BIN_EXE_coogle-mcp");
+
+/// A shim that has done what an agent's does before it idles: initialize, list, one call.
+fn busy_then_idle(mut shim: Shim) -> Shim {
+    shim.initialize();
+    let tools = shim.request("tools/list", json!({}));
+    assert!(tools["result"]["tools"].is_array(), "{tools}");
+    let call = shim.call("echo", json!({"text": "x", "message": "x"}));
+    assert!(call["result"].is_object(), "{call}");
+    shim
+}
+
+fn file_name(p: &Path) -> String {
+    p.file_name().unwrap().to_string_lossy().into_owned()
+}
+
+/// A field of `/proc/<pid>/status` or `smaps_rollup`, in its unit (threads, KiB).
+#[cfg(target_os = "linux")]
+fn proc_field(pid: u32, file: &str, name: &str) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/{file}"))
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or_else(|| panic!("no {name} in /proc/{pid}/{file}"))
+}
+
+/// `coogle` copied alone into a directory of the test's: no `coogle-mcp` beside it.
+fn lone_coogle(env: &Env) -> PathBuf {
+    let dir = env.path("lone-bin");
+    std::fs::create_dir_all(&dir).unwrap();
+    let exe = dir.join("coogle");
+    if std::fs::hard_link(COOGLE, &exe).is_err() {
+        std::fs::copy(COOGLE, &exe).unwrap();
+        // A process another test forks while the copy is open for writing holds that fd
+        // until it execs, and exec of the copy fails meanwhile (ETXTBSY): wait that out.
+        support::wait_for("the copy to run", Duration::from_secs(10), || {
+            std::process::Command::new(&exe)
+                .arg("--version")
+                .output()
+                .is_ok()
+        });
+    }
+    exe
+}
+
+/// The design: the small executable, two threads, and a fraction of the memory the same
+/// shim takes in `coogle`'s image. Memory is compared, not bounded by a number, so the
+/// check holds for debug and release builds alike; both shims run side by side.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_shim_is_small_and_runs_on_two_threads() {
+    let env = Env::with_fake(json!({}));
+    let _daemon = env.daemon();
+    let small = busy_then_idle(env.shim());
+    let big = busy_then_idle(env.stdio_server(env.sealed(lone_coogle(&env)), &["mcp"]));
+    let (small_pid, big_pid) = (small.child.id(), big.child.id());
+    assert_eq!(file_name(&exe_of(small_pid)), "coogle-mcp");
+    assert_eq!(file_name(&exe_of(big_pid)), "coogle");
+    for pid in [small_pid, big_pid] {
+        assert_eq!(proc_field(pid, "status", "Threads"), 2, "threads of {pid}");
+    }
+    // What a shim costs once many run: its private pages (the loader's relocations, heap,
+    // stacks) plus its share of the code they map.
+    let pss = |pid| proc_field(pid, "smaps_rollup", "Pss");
+    let rss = |pid| proc_field(pid, "smaps_rollup", "Rss");
+    let (small_pss, big_pss) = (pss(small_pid), pss(big_pid));
+    let (small_rss, big_rss) = (rss(small_pid), rss(big_pid));
+    assert!(
+        small_pss * 2 <= big_pss && small_rss * 3 <= big_rss * 2,
+        "coogle-mcp: RSS {small_rss} KiB, PSS {small_pss} KiB; \
+         the shim in coogle's image: RSS {big_rss} KiB, PSS {big_pss} KiB"
+    );
+}
+
+/// The daemon a `coogle-mcp` starts is `coogle serve`, from the main executable.
+#[test]
+fn the_small_shim_starts_the_daemon_from_coogle() {
+    let env = Env::with_fake(json!({}));
+    let shim = busy_then_idle(env.shim());
+    assert_eq!(file_name(&exe_of(shim.child.id())), "coogle-mcp");
+    let info = control(&env.socket, "info", Value::Null).unwrap();
+    let daemon = info["pid"].as_u64().unwrap() as u32;
+    assert_eq!(exe_of(daemon), std::fs::canonicalize(COOGLE).unwrap());
+    drop(shim);
+    env.run(&["stop"]);
+}
+
+/// A `coogle-mcp` from another build hands the session back to the `coogle` beside it, which
+/// serves it in-process; and `coogle` with no sibling serves it itself.
+#[test]
+fn a_missing_or_foreign_small_shim_leaves_the_session_to_coogle() {
+    let env = Env::with_fake(json!({}));
+    let _daemon = env.daemon();
+    let mut foreign = env.sealed(SHIM_EXE);
+    foreign.env("COOGLE_SHIM", "0.0.0-another-build");
+    let shim = busy_then_idle(env.stdio_server(foreign, &["mcp"]));
+    assert_eq!(
+        exe_of(shim.child.id()),
+        std::fs::canonicalize(COOGLE).unwrap()
+    );
+
+    let alone = busy_then_idle(env.stdio_server(env.sealed(lone_coogle(&env)), &["mcp"]));
+    assert_eq!(file_name(&exe_of(alone.child.id())), "coogle");
+    // Closing stdin ends either shim at once.
+    for mut s in [shim, alone] {
+        s.close_stdin();
+        support::wait_for("the shim to exit", Duration::from_secs(10), || {
+            s.child.try_wait().unwrap().is_some()
+        });
+    }
+}
