@@ -19,8 +19,8 @@ RUNS=${RUNS:-5}
 CALLS=${CALLS:-2000}
 TP_CALLS=${TP_CALLS:-1000}
 
-cargo build --release --quiet --bin coogle --example fake_mcp --example mcp_bench
-BIN=$PWD/target/release
+cargo build --release --quiet --bins --example fake_mcp --example mcp_bench
+BIN=${CARGO_TARGET_DIR:-$PWD/target}/release
 COOGLE=$BIN/coogle
 FAKE=$BIN/examples/fake_mcp
 BENCH=$BIN/examples/mcp_bench
