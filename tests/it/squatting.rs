@@ -49,7 +49,22 @@ while True:
 const SCRIPT: &str = r#"
 set -u
 OUT=$1; COOGLE=$2; SQUAT=$3
+# A checkout under /tmp (CI clones anywhere) would vanish under the fresh /tmp: the old /tmp is
+# first bound onto a directory outside it (in this private namespace only), and the checkout's
+# top directory bound back from there.
+OLD=""
+for d in /mnt /srv /media /opt; do [ -d "$d" ] && OLD=$d && break; done
+[ -n "$OLD" ] && mount --bind /tmp "$OLD" || exit 93
 mount -t tmpfs -o mode=1777 tmpfs /tmp || exit 90
+keep() {
+    case "$1" in
+        /tmp/*) top="/tmp/$(printf '%s' "${1#/tmp/}" | cut -d/ -f1)"
+                [ -d "$top" ] && return 0
+                mkdir -p "$top" && mount --bind "$OLD/${top#/tmp/}" "$top" || exit 94 ;;
+    esac
+}
+keep "$OUT"
+keep "$COOGLE"
 ME=$(id -u)
 SOCK=/tmp/coogle-$ME/coogle.sock
 victim() {
