@@ -41,6 +41,7 @@ mod setup_search;
 mod setup_wizard;
 mod setup_yes;
 mod share;
+mod share_children;
 mod sharing;
 mod shim_footprint;
 mod sign_in;
