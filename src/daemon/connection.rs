@@ -110,7 +110,7 @@ pub(super) fn too_long(cap: usize) -> WireError {
 async fn mcp_session(
     shared: Arc<Shared>,
     hello: Hello,
-    mut r: BufReader<tokio::net::unix::OwnedReadHalf>,
+    r: BufReader<tokio::net::unix::OwnedReadHalf>,
     mut w: tokio::net::unix::OwnedWriteHalf,
 ) {
     let id = shared.next_session.fetch_add(1, Ordering::Relaxed);
@@ -128,6 +128,28 @@ async fn mcp_session(
             return;
         }
     };
+    let writer = run_session(&shared, id, hello, &handle, r, w).await;
+    // However the session ended (even one that hung up before its hello was answered), a
+    // per-session server's instance goes with it, and its child too.
+    let grace = Duration::from_millis(shared.config.shutdown_grace_ms);
+    for own in shared.upstreams.session_ended(id) {
+        own.shutdown(grace).await;
+    }
+    if let Some(writer) = writer {
+        let _ = tokio::time::timeout(Duration::from_secs(5), writer).await;
+    }
+}
+
+/// Answer the hello and carry the session's lines until either side ends it; returns the
+/// writer when it is still flushing what was queued for the session.
+async fn run_session(
+    shared: &Shared,
+    id: SessionId,
+    hello: Hello,
+    handle: &UpstreamHandle,
+    mut r: BufReader<tokio::net::unix::OwnedReadHalf>,
+    mut w: tokio::net::unix::OwnedWriteHalf,
+) -> Option<tokio::task::JoinHandle<()>> {
     if hello.version != wire::VERSION {
         tracing::info!(client_version = %hello.version, "a client of another version connected");
         shared.handover.claim(&hello.version);
@@ -136,16 +158,16 @@ async fn mcp_session(
         .await
         .is_err()
     {
-        return;
+        return None;
     }
     // The writer task ends when the actor drops the session (and its queue is written) or the
     // peer goes away; dropping the write half then shuts it down, so the client sees EOF.
     let (out, mut writer, mut closed) = outbox::Outbox::with_close_signal(w);
     if !handle.send(Event::SessionOpen { id, hello, out }).await {
-        return;
+        return None;
     }
     let cap = shared.config.max_line_bytes;
-    let reader = read_session_lines(&mut r, &handle, id, cap);
+    let reader = read_session_lines(&mut r, handle, id, cap);
     // A finished JoinHandle must not be polled again (tokio panics): wait for the writer
     // afterwards only when it has not finished yet.
     let writer_done = tokio::select! {
@@ -162,14 +184,7 @@ async fn mcp_session(
         }
     };
     handle.send(Event::SessionClosed { id }).await;
-    // A per-session server's child goes with its session.
-    let grace = Duration::from_millis(shared.config.shutdown_grace_ms);
-    for own in shared.upstreams.session_ended(id) {
-        own.shutdown(grace).await;
-    }
-    if !writer_done {
-        let _ = tokio::time::timeout(Duration::from_secs(5), writer).await;
-    }
+    (!writer_done).then_some(writer)
 }
 
 /// Hand a session's lines to its upstream until EOF, an error or an oversized line (which is

@@ -153,9 +153,12 @@ impl Registry {
 
     /// The unbound instance of `server` (control requests, which name no project).
     pub fn unbound(&self, server: &str) -> Option<UpstreamHandle> {
-        self.lock()
-            .get(&(server.to_string(), Instance::Unbound))
-            .cloned()
+        if let Some(h) = self.lock().get(&(server.to_string(), Instance::Unbound)) {
+            return Some(h.clone());
+        }
+        // A server `reload` has just added may not have its instance yet: make it here.
+        let known = self.servers().contains_key(server);
+        known.then(|| self.get_or_start(server, Instance::Unbound))
     }
 
     /// `server` must be one of `servers` (they are never removed).

@@ -93,3 +93,60 @@ fn a_child_slower_to_start_than_idle_stop_is_not_stopped_while_someone_waits() {
     s.initialize();
     assert_eq!(text(&s.call("echo", json!({"text": "slow"}))), "slow");
 }
+
+/// Regression (review): the idle stop left the child `ready` while it was being killed, so a
+/// call that came in the last moments went to the dying child and failed with "stopped while
+/// idle; retry". Now what arrives while it stops waits and starts it again.
+#[test]
+fn a_call_during_an_idle_stop_waits_for_the_next_child() {
+    let env = Env::new();
+    let pids = env.path("pids");
+    // Deaf to SIGTERM, so the stop takes the whole grace before SIGKILL.
+    let script = format!("trap '' TERM; exec {}", fake_mcp().display());
+    env.write_config(&json!({"servers": {"google": {
+        "command": "/bin/sh", "args": ["-c", script], "credentials": {"source": "none"},
+        "idleStopMs": 300, "env": {"FAKE_MCP_PID_FILE": pids}}}}));
+    let _d = env.daemon();
+    {
+        let mut s = env.shim();
+        s.initialize();
+        assert_eq!(text(&s.call("echo", json!({"text": "first"}))), "first");
+    }
+    wait_for("the idle stop to begin", Duration::from_secs(10), || {
+        state(&env)["state"] == "stopping"
+    });
+    let mut s = env.shim();
+    s.initialize();
+    let r = s.call("sleep", json!({"ms": 300}));
+    assert_ne!(r["result"]["isError"], true, "{r}");
+    assert_eq!(read_lines(&pids).len(), 2, "a new child served it");
+}
+
+/// Regression (review): a session that hung up before its hello was answered left its
+/// per-session instance (an actor, its channel, its cache) in the daemon for good.
+#[test]
+fn sessions_that_hang_up_at_once_leave_no_per_session_instance() {
+    use std::io::Write;
+    let env = Env::with_fake(json!({"sharing": "per-session"}));
+    let _d = env.daemon();
+    let version = control(&env.socket, "info", Value::Null).unwrap()["version"].clone();
+    let hello = format!(
+        "{}\n",
+        json!({"coogle": 1, "mode": "mcp", "version": version})
+    );
+    for _ in 0..100 {
+        let mut c = connect_patiently(&env.socket).unwrap();
+        let _ = c.write_all(hello.as_bytes());
+    }
+    let instances = || {
+        control(&env.socket, "status", Value::Null).unwrap()["upstreams"]
+            .as_array()
+            .unwrap()
+            .len()
+    };
+    wait_for(
+        "the sessions' instances to go",
+        Duration::from_secs(20),
+        || instances() <= 1,
+    );
+}

@@ -539,7 +539,9 @@ impl Upstream {
             return;
         }
         match self.life.state {
+            // Starting, or stopping for idling: the waiter hears once it is (again) ready.
             State::Starting | State::Initializing => {}
+            State::Stopping if self.life.idle_stopping => {}
             State::Ready => {
                 tracing::info!(upstream = %self.name, "restarting the upstream on request");
                 self.life.manual_restart = true;

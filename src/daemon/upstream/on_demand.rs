@@ -96,6 +96,9 @@ impl Upstream {
             tracing::info!(upstream = %self.name, "stopping the upstream: idle for {} s", self.life.idle_stop.as_secs());
             self.life.idle_stopping = true;
             self.life.idle_since = None;
+            // Not ready any more: what arrives while it stops is held, not sent to a child
+            // about to be killed, and starts it again once it is gone (`on_idle_stopped`).
+            self.life.state = State::Stopping;
             self.kill_child();
         }
     }
