@@ -10,6 +10,7 @@
 mod args;
 mod claude_cli;
 pub mod claude_config;
+mod config_write;
 pub(crate) mod doctor;
 mod launch;
 mod search_path;

@@ -45,6 +45,30 @@ pub enum Select {
     },
 }
 
+impl Select {
+    /// From `share`'s or `unshare`'s flags (`--all`, `--yes`, names), with whether to ask on a
+    /// terminal; asking without one is a usage error saying what to pass.
+    pub fn from_flags(
+        all: bool,
+        yes: bool,
+        names: &[String],
+        command: &'static str,
+    ) -> Result<(Select, bool), InstallError> {
+        let select = if all || (yes && names.is_empty()) {
+            Select::All
+        } else if !names.is_empty() {
+            Select::Names(names.to_vec())
+        } else {
+            Select::Ask { checked: true }
+        };
+        let interactive = ui::has_terminal() && !yes;
+        if matches!(select, Select::Ask { .. }) && !interactive {
+            return Err(InstallError::NeedsSelection { command });
+        }
+        Ok((select, interactive))
+    }
+}
+
 /// How a share runs: from `coogle share`'s flags, or setup's.
 #[derive(Debug, Clone)]
 pub struct ShareOptions {
@@ -67,17 +91,10 @@ pub struct Outcome {
 
 /// `coogle share`.
 pub fn share(paths: &GlobalPaths, args: &ShareArgs) -> ExitCode {
-    let select = if args.all || (args.yes && args.names.is_empty()) {
-        Select::All
-    } else if !args.names.is_empty() {
-        Select::Names(args.names.clone())
-    } else {
-        Select::Ask { checked: true }
+    let (select, interactive) = match Select::from_flags(args.all, args.yes, &args.names, "share") {
+        Ok(chosen) => chosen,
+        Err(e) => return e.report(),
     };
-    let interactive = ui::has_terminal() && !args.yes;
-    if matches!(select, Select::Ask { .. }) && !interactive {
-        return InstallError::NeedsSelection { command: "share" }.report();
-    }
     let path_for = |kind: ClientKind| {
         match kind {
             ClientKind::ClaudeCode => args.claude_json.clone(),

@@ -12,9 +12,9 @@ use super::daemon::{Change, tell_daemon};
 use super::plan::{self, Assigned, Rewrite};
 use super::scan::Candidate;
 use super::{Outcome, ShareOptions};
-use crate::config::{Config, GlobalPaths};
+use crate::config::GlobalPaths;
 use crate::error::InstallError;
-use crate::fsutil::{self, FsError, Mode, Written};
+use crate::fsutil::{self, FsError, Written};
 use crate::setup::claude_cli::{self, ClaudeCli};
 use crate::setup::claude_config::{self, ClientKind, Patched};
 use crate::setup::launch::shim_for;
@@ -117,17 +117,8 @@ fn read_config(path: &Path) -> Result<Value, InstallError> {
 
 /// Add the upstreams to config.json (0600, backup first), only when the result loads.
 pub(super) fn write_config(path: &Path, added: &[(String, Value)]) -> Result<Written, FsError> {
-    let target = fsutil::resolve(path);
-    fsutil::update_json(path, Mode::Exactly(0o600), fsutil::Lock::None, |doc| {
-        let new = plan::add_servers(doc.unwrap_or(&json!({})), added);
-        if doc == Some(&new) {
-            return Ok(None);
-        }
-        Config::from_value(new.clone(), Some(target.clone())).map_err(|e| FsError::Refused {
-            path: target.clone(),
-            detail: format!("the new config would not load: {e}"),
-        })?;
-        Ok(Some(new))
+    crate::setup::config_write::update_config(path, |doc| {
+        plan::add_servers(doc.unwrap_or(&json!({})), added)
     })
 }
 

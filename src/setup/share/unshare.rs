@@ -24,21 +24,15 @@ use crate::output::ExitCode;
 use crate::setup::args::UnshareArgs;
 use crate::setup::claude_config::{self, Reverted, describe, shim_server};
 use crate::setup::state::{SharedEntry, State};
-use crate::setup::ui::{self, Ui};
+use crate::setup::ui::Ui;
 
 /// `coogle unshare`.
 pub fn unshare(paths: &GlobalPaths, args: &UnshareArgs) -> ExitCode {
-    let select = if args.all || (args.yes && args.names.is_empty()) {
-        Select::All
-    } else if !args.names.is_empty() {
-        Select::Names(args.names.clone())
-    } else {
-        Select::Ask { checked: true }
+    let (select, interactive) = match Select::from_flags(args.all, args.yes, &args.names, "unshare")
+    {
+        Ok(chosen) => chosen,
+        Err(e) => return e.report(),
     };
-    let interactive = ui::has_terminal() && !args.yes;
-    if matches!(select, Select::Ask { .. }) && !interactive {
-        return InstallError::NeedsSelection { command: "unshare" }.report();
-    }
     match run(&Ui { interactive }, paths, &select) {
         Ok(true) => ExitCode::Success,
         Ok(false) => ExitCode::Failure,

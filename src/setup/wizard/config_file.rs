@@ -22,7 +22,7 @@ use super::credentials::CredChoice;
 use crate::config::Config;
 use crate::config::claude_json::{CLIENT_ID_VAR, CLIENT_SECRET_VAR};
 use crate::error::InstallError;
-use crate::fsutil::{self, FsError, Mode, Written};
+use crate::fsutil::{self, FsError, Written};
 use crate::paths::Platform;
 
 impl Wizard<'_> {
@@ -179,8 +179,7 @@ fn update_config_file(
         CredChoice::Env => Some(json!({"source": "env"})),
         CredChoice::None => Some(json!({"source": "none"})),
     };
-    let target = fsutil::resolve(path);
-    fsutil::update_json(path, Mode::Exactly(0o600), fsutil::Lock::None, |doc| {
+    super::super::config_write::update_config(path, |doc| {
         let mut new = doc.cloned().unwrap_or_else(|| json!({}));
         if let Some(up) = &upstream {
             if !names_upstream(&new) {
@@ -213,14 +212,7 @@ fn update_config_file(
             let dirs: Vec<Value> = dirs.iter().map(|d| json!(d.to_string_lossy())).collect();
             root.insert("path".into(), Value::Array(dirs));
         }
-        if doc.is_some() && doc == Some(&new) {
-            return Ok(None);
-        }
-        Config::from_value(new.clone(), Some(target.clone())).map_err(|e| FsError::Refused {
-            path: target.clone(),
-            detail: format!("the new config would not load: {e}"),
-        })?;
-        Ok(Some(new))
+        new
     })
 }
 
