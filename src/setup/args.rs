@@ -52,15 +52,8 @@ pub struct SetupArgs {
     /// Do not install the service (the daemon then starts on demand with `coogle mcp`)
     #[arg(long)]
     pub no_service: bool,
-    /// Claude Code's config (default ~/.claude.json)
-    #[arg(long, value_name = "PATH")]
-    pub claude_json: Option<PathBuf>,
-    /// Claude Desktop's claude_desktop_config.json (default: where Claude Desktop keeps it)
-    #[arg(long, value_name = "PATH")]
-    pub desktop_config: Option<PathBuf>,
-    /// Cursor's mcp.json (default ~/.cursor/mcp.json)
-    #[arg(long, value_name = "PATH")]
-    pub cursor_config: Option<PathBuf>,
+    #[command(flatten)]
+    pub files: ClientFiles,
     /// Skip the throwaway test daemon
     #[arg(long)]
     pub skip_test: bool,
@@ -87,6 +80,20 @@ pub struct SetupArgs {
     pub share_all: bool,
 }
 
+/// Where the clients keep their configs, when not where they usually do (setup and share).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct ClientFiles {
+    /// Claude Code's config (default ~/.claude.json)
+    #[arg(long, value_name = "PATH")]
+    pub claude_json: Option<PathBuf>,
+    /// Claude Desktop's claude_desktop_config.json (default: where Claude Desktop keeps it)
+    #[arg(long, value_name = "PATH")]
+    pub desktop_config: Option<PathBuf>,
+    /// Cursor's mcp.json (default ~/.cursor/mcp.json)
+    #[arg(long, value_name = "PATH")]
+    pub cursor_config: Option<PathBuf>,
+}
+
 #[derive(Debug, Clone, clap::Args)]
 pub struct ShareArgs {
     /// The entries to share, by name (in any client and project); default: ask
@@ -101,15 +108,8 @@ pub struct ShareArgs {
     /// Show what would be shared, change nothing
     #[arg(long)]
     pub dry_run: bool,
-    /// Claude Code's config (default ~/.claude.json)
-    #[arg(long, value_name = "PATH")]
-    pub claude_json: Option<PathBuf>,
-    /// Claude Desktop's claude_desktop_config.json (default: where Claude Desktop keeps it)
-    #[arg(long, value_name = "PATH")]
-    pub desktop_config: Option<PathBuf>,
-    /// Cursor's mcp.json (default ~/.cursor/mcp.json)
-    #[arg(long, value_name = "PATH")]
-    pub cursor_config: Option<PathBuf>,
+    #[command(flatten)]
+    pub files: ClientFiles,
     /// Patch ~/.claude.json directly even when Claude Code's `claude` CLI is on PATH
     #[arg(long)]
     pub no_claude_cli: bool,

@@ -97,9 +97,9 @@ pub fn share(paths: &GlobalPaths, args: &ShareArgs) -> ExitCode {
     };
     let path_for = |kind: ClientKind| {
         match kind {
-            ClientKind::ClaudeCode => args.claude_json.clone(),
-            ClientKind::ClaudeDesktop => args.desktop_config.clone(),
-            ClientKind::Cursor => args.cursor_config.clone(),
+            ClientKind::ClaudeCode => args.files.claude_json.clone(),
+            ClientKind::ClaudeDesktop => args.files.desktop_config.clone(),
+            ClientKind::Cursor => args.files.cursor_config.clone(),
         }
         .unwrap_or_else(|| kind.default_path())
     };
@@ -107,7 +107,7 @@ pub fn share(paths: &GlobalPaths, args: &ShareArgs) -> ExitCode {
         select,
         dry_run: args.dry_run,
         files: ClientKind::ALL.iter().map(|k| (*k, path_for(*k))).collect(),
-        use_cli: !args.no_claude_cli && args.claude_json.is_none(),
+        use_cli: !args.no_claude_cli && args.files.claude_json.is_none(),
     };
     match run(&Ui { interactive }, paths, &opts) {
         Err(e) => e.report(),

@@ -499,12 +499,7 @@ fn claude_code_stays_in_the_2026_era_through_coogle() {
     let (env, events) = Env::with_fake_events(json!({}));
     let entry = json!({"type": "stdio", "command": COOGLE, "args": ["mcp"],
         "env": {"COOGLE_SOCKET": env.socket, "COOGLE_CONFIG": env.config}});
-    let run = |args: &[&str]| {
-        let out = env.sealed(&claude).args(args).output().unwrap();
-        let text = String::from_utf8_lossy(&out.stdout).into_owned()
-            + &String::from_utf8_lossy(&out.stderr);
-        (out.status.code(), text)
-    };
+    let run = |args: &[&str]| env.run_claude(&claude, args);
     let (code, text) = run(&[
         "mcp",
         "add-json",
@@ -542,18 +537,6 @@ fn claude_code_stays_in_the_2026_era_through_coogle() {
     );
     let (code, text) = run(&["mcp", "remove", "google", "--scope", "user"]);
     assert_eq!(code, Some(0), "{text}");
-}
-
-/// Claude Code's CLI: `COOGLE_TEST_CLAUDE` (CI installs the npm package and names its native
-/// binary), else `claude` on PATH. Missing: a failure in CI, else a SKIPPED line.
-fn claude_cli() -> Option<std::path::PathBuf> {
-    let path = std::env::var_os("COOGLE_TEST_CLAUDE")
-        .map(std::path::PathBuf::from)
-        .filter(|p| p.is_file());
-    if path.is_some() {
-        return path;
-    }
-    require_program("claude")
 }
 
 #[test]

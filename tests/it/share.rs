@@ -407,12 +407,7 @@ fn claude_code_connects_to_a_shared_server() {
     let fake = fake_mcp();
     let entry =
         json!({"type": "stdio", "command": fake, "args": ["x"], "env": {"API_TOKEN": TOKEN}});
-    let run = |args: &[&str]| {
-        let out = env.sealed(&claude).args(args).output().unwrap();
-        let text = String::from_utf8_lossy(&out.stdout).into_owned()
-            + &String::from_utf8_lossy(&out.stderr);
-        (out.status.code(), text)
-    };
+    let run = |args: &[&str]| env.run_claude(&claude, args);
     let (code, text) = run(&[
         "mcp",
         "add-json",
@@ -441,18 +436,6 @@ fn claude_code_connects_to_a_shared_server() {
     assert!(line.contains("Connected"), "{text}");
     ok(&env.run(&["unshare", "fakeserver"]));
     assert_eq!(read_json(&claude_json)["mcpServers"]["fakeserver"], before);
-}
-
-/// Claude Code's CLI: `COOGLE_TEST_CLAUDE`, else `claude` on PATH; missing: a SKIPPED line,
-/// or a failure when `COOGLE_REQUIRE_THIRD_PARTY` is set.
-fn claude_cli() -> Option<PathBuf> {
-    let path = std::env::var_os("COOGLE_TEST_CLAUDE")
-        .map(PathBuf::from)
-        .filter(|p| p.is_file());
-    if path.is_some() {
-        return path;
-    }
-    require_program("claude")
 }
 
 /// `setup --yes` leaves other servers alone; `--share-all` shares them as `coogle share --all`

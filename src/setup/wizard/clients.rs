@@ -57,7 +57,7 @@ impl Wizard<'_> {
     ) {
         let cli = (kind == ClientKind::ClaudeCode
             && !self.args.no_claude_cli
-            && self.args.claude_json.is_none())
+            && self.args.files.claude_json.is_none())
         .then(ClaudeCli::find)
         .flatten();
         for shim in shims {
@@ -135,8 +135,8 @@ impl Wizard<'_> {
         let path_for = |kind: ClientKind| {
             match kind {
                 ClientKind::ClaudeCode => Some(self.claude_json.clone()),
-                ClientKind::ClaudeDesktop => args.desktop_config.clone(),
-                ClientKind::Cursor => args.cursor_config.clone(),
+                ClientKind::ClaudeDesktop => args.files.desktop_config.clone(),
+                ClientKind::Cursor => args.files.cursor_config.clone(),
             }
             .unwrap_or_else(|| kind.default_path())
         };

@@ -62,6 +62,7 @@ pub fn setup(paths: &GlobalPaths, args: &SetupArgs) -> ExitCode {
         paths,
         cfg_path: paths.config_file(),
         claude_json: args
+            .files
             .claude_json
             .clone()
             .unwrap_or_else(|| ClientKind::ClaudeCode.default_path()),

@@ -24,7 +24,7 @@ impl Wizard<'_> {
             select,
             dry_run: false,
             files: self.clients.clone(),
-            use_cli: !self.args.no_claude_cli && self.args.claude_json.is_none(),
+            use_cli: !self.args.no_claude_cli && self.args.files.claude_json.is_none(),
         };
         match share::run(&ui, self.paths, &opts) {
             Ok(outcome) => {

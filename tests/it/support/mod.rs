@@ -831,3 +831,25 @@ pub fn can_run_as_another_user() -> bool {
     }
     namespaces
 }
+
+/// Claude Code's binary for the tests that need the real client: `COOGLE_TEST_CLAUDE`, else
+/// `claude` on PATH; `None` prints SKIPPED (a failure under `COOGLE_REQUIRE_THIRD_PARTY`).
+pub fn claude_cli() -> Option<PathBuf> {
+    let path = std::env::var_os("COOGLE_TEST_CLAUDE")
+        .map(PathBuf::from)
+        .filter(|p| p.is_file());
+    if path.is_some() {
+        return path;
+    }
+    require_program("claude")
+}
+
+impl Env {
+    /// Run Claude Code's `claude` with this env's HOME: its exit code and all it printed.
+    pub fn run_claude(&self, claude: &Path, args: &[&str]) -> (Option<i32>, String) {
+        let out = self.sealed(claude).args(args).output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned()
+            + &String::from_utf8_lossy(&out.stderr);
+        (out.status.code(), text)
+    }
+}
