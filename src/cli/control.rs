@@ -32,10 +32,15 @@ pub(super) async fn restart(
     ctx: &Context,
     server: Option<String>,
 ) -> Result<ExitCode, ClientError> {
-    let params = match server {
-        Some(s) => json!({"server": s}),
-        None => json!({}),
-    };
+    // This shell's project and environment pick the instance, as they would for a session
+    // started here (a per-project server's child of this project, say).
+    let mut params = json!({
+        "project": crate::wire::own_project_dir(),
+        "env": crate::wire::own_env(),
+    });
+    if let Some(s) = server {
+        params["server"] = json!(s);
+    }
     let r = client::control(&ctx.socket, "restart_child", params).await?;
     output::out(&format!(
         "restarted {} (pid {})",

@@ -148,10 +148,7 @@ pub enum Command {
 /// Run `coogle mcp` alone, for the `coogle-mcp` executable: unlike [`run`], this reaches no
 /// other command's code, so the linker leaves it out of that small binary.
 pub fn run_mcp(cli: Cli) -> ExitCode {
-    let paths = GlobalPaths {
-        config: cli.config,
-        socket: cli.socket,
-    };
+    let paths = GlobalPaths::new(cli.config, cli.socket);
     match cli.command {
         Command::Mcp { server } => serve::mcp(&paths, server),
         _ => ExitCode::Usage,
@@ -160,10 +157,7 @@ pub fn run_mcp(cli: Cli) -> ExitCode {
 
 /// Run a parsed command line: the one dispatch.
 pub fn run(cli: Cli) -> ExitCode {
-    let paths = GlobalPaths {
-        config: cli.config,
-        socket: cli.socket,
-    };
+    let paths = GlobalPaths::new(cli.config, cli.socket);
     match cli.command {
         // The shim is a pump that must stay small and add no hand-offs: plain threads, no runtime.
         Command::Mcp { server } => serve::mcp(&paths, server),

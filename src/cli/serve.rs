@@ -44,6 +44,13 @@ pub(super) fn mcp(paths: &GlobalPaths, server: Option<String>) -> ExitCode {
 
 /// `coogle serve`: the daemon in the foreground, until a signal or `coogle stop`.
 pub(super) fn serve(paths: &GlobalPaths, log_stderr: bool) -> ExitCode {
+    // The daemon's own working directory is fixed, never its starter's: nothing it does may
+    // depend on which client happened to start it (a project's `.env`, relative paths;
+    // children run in their own `cwd`, else the home directory), and it must not keep a
+    // project's directory busy. The paths it was given are absolute already (`GlobalPaths`).
+    if let Err(e) = std::env::set_current_dir("/") {
+        tracing::warn!("could not change to /: {e}");
+    }
     let ctx = match Context::load(paths) {
         Ok(c) => c,
         Err(e) => return config_error(&e),

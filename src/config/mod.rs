@@ -30,7 +30,7 @@ use std::path::{Path, PathBuf};
 use indexmap::IndexMap;
 use serde_json::{Map, Value};
 
-pub(crate) use credentials::env_credentials_from;
+pub(crate) use credentials::{OAUTH_PREFIX, env_credentials_from};
 pub use global_paths::GlobalPaths;
 pub use keys::native_shape;
 pub use types::{Config, Credentials, CredentialsConfig, SearchConfig, ServerConfig, Sharing};
@@ -46,7 +46,7 @@ const DEFAULT_IDLE_STOP: std::time::Duration = std::time::Duration::from_secs(60
 /// Longest JSON-RPC line accepted when `maxLineBytes` is not set.
 const DEFAULT_MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
 /// The search upstream's name, as `coogle mcp --server search` takes it.
-const SEARCH_SERVER: &str = "search";
+pub(crate) const SEARCH_SERVER: &str = "search";
 /// Gemini's REST endpoint.
 const DEFAULT_GEMINI_BASE_URL: &str = "https://generativelanguage.googleapis.com/v1beta";
 

@@ -83,6 +83,23 @@ impl Reader<'_> {
             .map(|s| expand_tilde_with(&s, self.home)))
     }
 
+    /// A path that must be absolute once `~` is expanded: it is used by the daemon, whose own
+    /// working directory says nothing about the user's intent.
+    pub(super) fn absolute_path(
+        &self,
+        obj: &Map<String, Value>,
+        key: &str,
+        at: &str,
+    ) -> Result<Option<PathBuf>, ConfigError> {
+        match self.path(obj, key, at)? {
+            Some(p) if !p.is_absolute() => Err(self.invalid(format!(
+                "{at}{key} must be an absolute path (or start with ~), not {:?}",
+                p.display().to_string()
+            ))),
+            other => Ok(other),
+        }
+    }
+
     /// A non-negative integer field; absent and `null` are `None`.
     pub(super) fn integer(
         &self,
@@ -136,6 +153,9 @@ pub(super) fn expand_tilde_with(s: &str, home: Option<&Path>) -> PathBuf {
     }
 }
 
+/// Instances one server may have at once besides its shared one (see `daemon::registry`).
+const DEFAULT_MAX_INSTANCES: usize = 64;
+
 /// The top-level settings, read from the merged document.
 struct TopLevel {
     socket_path: Option<PathBuf>,
@@ -146,6 +166,7 @@ struct TopLevel {
     call_timeout_ms: u64,
     coogle_tool: bool,
     max_connections: Option<usize>,
+    max_instances: usize,
     idle_stop: Duration,
 }
 
@@ -175,6 +196,10 @@ impl TopLevel {
             }
             None => None,
         };
+        let max_instances = match r.positive(merged, "maxInstances", "")? {
+            Some(n) => usize::try_from(n).map_err(|_| r.invalid("maxInstances is too large"))?,
+            None => DEFAULT_MAX_INSTANCES,
+        };
         let coogle_tool = match merged.get("coogleTool") {
             None | Some(Value::Null) => true,
             Some(Value::Bool(b)) => *b,
@@ -189,6 +214,7 @@ impl TopLevel {
             call_timeout_ms,
             coogle_tool,
             max_connections,
+            max_instances,
             idle_stop,
         })
     }
@@ -276,6 +302,7 @@ pub(super) fn from_value_with(
         shutdown_grace_ms: top.shutdown_grace_ms,
         coogle_tool: top.coogle_tool,
         max_connections: top.max_connections,
+        max_instances: top.max_instances,
         servers,
         search,
     })
@@ -328,6 +355,13 @@ fn flat_server(
     Ok(IndexMap::from([(DEFAULT_SERVER.to_owned(), server)]))
 }
 
+/// A portable environment variable name: what `passEnv` may list.
+fn valid_env_name(name: &str) -> bool {
+    !name.is_empty()
+        && !name.starts_with(|c: char| c.is_ascii_digit())
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+}
+
 fn valid_server_name(name: &str) -> bool {
     !name.is_empty()
         && name
@@ -371,7 +405,31 @@ fn server_from(
         }
         Some(_) => return Err(r.invalid(format!("{at}env must be an object of strings"))),
     }
-    let cwd = r.path(obj, "cwd", at)?;
+    let cwd = r.absolute_path(obj, "cwd", at)?;
+    // Relative to the directory the child runs in, as a client reads it.
+    let env_file = r.path(obj, "envFile", at)?;
+    let pass_env = match obj.get("passEnv") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(items)) => {
+            let mut names = Vec::new();
+            for item in items {
+                let name = item.as_str().filter(|n| valid_env_name(n)).ok_or_else(|| {
+                    r.invalid(format!(
+                        "{at}passEnv must be a list of variable names (letters, digits and _)"
+                    ))
+                })?;
+                if !names.iter().any(|n: &String| n == name) {
+                    names.push(name.to_owned());
+                }
+            }
+            names
+        }
+        Some(_) => {
+            return Err(r.invalid(format!(
+                "{at}passEnv must be a list of variable names (letters, digits and _)"
+            )));
+        }
+    };
     let max_concurrent = match r.positive(obj, "maxConcurrent", at)? {
         Some(n) => {
             usize::try_from(n).map_err(|_| r.invalid(format!("{at}maxConcurrent is too large")))?
@@ -404,6 +462,8 @@ fn server_from(
         args,
         env,
         cwd,
+        env_file,
+        pass_env,
         credentials,
         max_concurrent,
         call_timeout: Duration::from_millis(call_timeout_ms),

@@ -94,6 +94,8 @@ pub(super) fn add_search_upstream(
             args,
             env: IndexMap::new(),
             cwd: None,
+            env_file: None,
+            pass_env: Vec::new(),
             credentials: CredentialsConfig::None,
             max_concurrent: search.max_concurrent,
             call_timeout: budget.max(Duration::from_millis(call_timeout_ms)),

@@ -36,8 +36,9 @@ pub fn version_newer(a: &str, b: &str) -> bool {
     }
 }
 
-/// The hello line a client sends first to open an mcp-mode connection.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+/// The hello line a client sends first to open an mcp-mode connection. Its `Debug` shows
+/// the names of `env`, never the values.
+#[derive(Clone, Serialize, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct Hello {
     pub coogle: u32,
@@ -57,6 +58,29 @@ pub struct Hello {
     /// servers shared per project.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub project_dir: Option<std::path::PathBuf>,
+    /// The client's environment, from which the daemon takes only what a server's `passEnv`
+    /// names (the rest is dropped on arrival: it must never reach a child).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub env: Option<std::collections::BTreeMap<String, String>>,
+}
+
+impl std::fmt::Debug for Hello {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Hello")
+            .field("coogle", &self.coogle)
+            .field("mode", &self.mode)
+            .field("server", &self.server)
+            .field("version", &self.version)
+            .field("pid", &self.pid)
+            .field("claude_session_id", &self.claude_session_id)
+            .field("client", &self.client)
+            .field("project_dir", &self.project_dir)
+            .field(
+                "env",
+                &self.env.as_ref().map(|e| e.keys().collect::<Vec<_>>()),
+            )
+            .finish()
+    }
 }
 
 impl Hello {
@@ -71,13 +95,28 @@ impl Hello {
                 .ok()
                 .filter(|s| !s.is_empty()),
             client: None,
-            project_dir: std::env::var_os("CLAUDE_PROJECT_DIR")
-                .filter(|d| !d.is_empty())
-                .map(std::path::PathBuf::from)
-                .filter(|d| d.is_absolute())
-                .or_else(|| std::env::current_dir().ok()),
+            project_dir: own_project_dir(),
+            env: Some(own_env()),
         }
     }
+}
+
+/// This process's project, as a client names it to the daemon: `CLAUDE_PROJECT_DIR` (what
+/// Claude Code sets), else the working directory (where every client runs a project's servers).
+pub fn own_project_dir() -> Option<std::path::PathBuf> {
+    std::env::var_os("CLAUDE_PROJECT_DIR")
+        .filter(|d| !d.is_empty())
+        .map(std::path::PathBuf::from)
+        .filter(|d| d.is_absolute())
+        .or_else(|| std::env::current_dir().ok())
+}
+
+/// This process's environment as a client sends it (for servers' `passEnv`); variables that
+/// are not Unicode are left out.
+pub fn own_env() -> std::collections::BTreeMap<String, String> {
+    std::env::vars_os()
+        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+        .collect()
 }
 
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]

@@ -35,7 +35,8 @@ use crate::wire::{
 /// with an error instead of growing the daemon without bound.
 const MAX_QUEUED_PER_SESSION: usize = 256;
 
-/// Requests (of all sessions) that may wait for a child that is not ready yet.
+/// Requests of all sessions that may wait at once, in the queue for a free slot or for a child
+/// that is not ready yet; past this, a request is answered at once with an error.
 const MAX_WAITING: usize = 4096;
 
 /// The methods whose answer a 2026-07-28 child may make `input_required`.
@@ -266,6 +267,18 @@ impl Upstream {
             self.reply_error(origin, is_call, ErrorCode::ShuttingDown, text);
             return;
         }
+        if self.waiting() >= MAX_WAITING {
+            let is_call = req.method == Method::ToolsCall;
+            let text = format!(
+                "coogle: {MAX_WAITING} requests already wait for the `{}` server; retry shortly",
+                self.name
+            );
+            if is_call {
+                self.count_session_outcome(&origin, Outcome::Error, Duration::ZERO);
+            }
+            self.reply_error(origin, is_call, ErrorCode::UpstreamUnavailable, &text);
+            return;
+        }
         if req.method == Method::ToolsCall {
             if self.queue.len_of(key) >= MAX_QUEUED_PER_SESSION {
                 let text = format!(
@@ -312,10 +325,6 @@ impl Upstream {
         }
         if self.life.is_ready() {
             self.dispatch(origin, req);
-        } else if self.held.len() >= MAX_WAITING {
-            let is_call = req.method == Method::ToolsCall;
-            let text = self.too_much_waiting();
-            self.reply_error(origin, is_call, ErrorCode::UpstreamUnavailable, &text);
         } else {
             self.held.push_back((key, origin, req));
             self.demand();
@@ -329,9 +338,14 @@ impl Upstream {
         )
     }
 
+    /// Requests of everyone that wait: queued for a slot, held for the child, or for its era.
+    fn waiting(&self) -> usize {
+        self.queue.len() + self.held.len() + self.waiting_era.len()
+    }
+
     /// Keep a session's request until the child's era is known (a first start).
     fn wait_for_era(&mut self, sid: SessionId, req: Request) {
-        if self.waiting_era.len() >= MAX_WAITING {
+        if self.waiting() >= MAX_WAITING {
             let text = self.too_much_waiting();
             let is_call = req.method == Method::ToolsCall;
             let origin = Origin::Session {

@@ -138,7 +138,16 @@ impl Upstream {
         self.life.last_attempt = Some(Instant::now());
         self.life.restart_at = None;
         self.life.state = State::Starting;
-        let spawned = match child::spawn(&self.config) {
+        let spawned = {
+            // The reaper must know the child before it next reads the process table.
+            let spawning = self.reaper.spawning();
+            let spawned = child::spawn(&self.config, &self.passed_env);
+            if let Ok(s) = &spawned {
+                spawning.started(&self.name, s.pid);
+            }
+            spawned
+        };
+        let spawned = match spawned {
             Ok(s) => s,
             Err(e) => {
                 self.on_start_failed(e.to_string());
@@ -177,7 +186,9 @@ impl Upstream {
     /// out of what it writes to stderr before that is logged.
     fn secret_values(&self) -> Vec<String> {
         let env = self.config.child_env().unwrap_or_default();
+        let passed = self.passed_env.iter().map(|(k, v)| (k.clone(), v.clone()));
         env.into_iter()
+            .chain(passed)
             .filter(|(k, _)| crate::redact::is_secret_name(k))
             .map(|(_, v)| v)
             .collect()

@@ -39,8 +39,10 @@ mod tasks;
 #[cfg(test)]
 mod tests;
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::value::RawValue;
@@ -129,6 +131,9 @@ pub(crate) enum ControlCmd {
 pub(crate) struct UpstreamHandle {
     pub name: String,
     tx: mpsc::Sender<Event>,
+    /// Set by the actor while it has no session and nothing to do: an instance the registry
+    /// may drop (see `on_demand::Upstream::is_unused`).
+    unused: Arc<AtomicBool>,
 }
 
 fn gone() -> WireError {
@@ -136,6 +141,11 @@ fn gone() -> WireError {
 }
 
 impl UpstreamHandle {
+    /// Whether the actor had no session and nothing to do when it last looked.
+    pub fn is_unused(&self) -> bool {
+        self.unused.load(Ordering::Acquire)
+    }
+
     pub async fn send(&self, event: Event) -> bool {
         self.tx.send(event).await.is_ok()
     }
@@ -192,8 +202,12 @@ impl UpstreamHandle {
 /// What an upstream actor is started with.
 pub(crate) struct Start {
     pub config: ServerConfig,
-    /// Where what the daemon learns of the child is kept: shared by a server's instances.
-    pub cache_key: String,
+    /// The values of the server's `passEnv` this instance's child gets (from its sessions).
+    pub passed_env: BTreeMap<String, String>,
+    /// Where what the daemon learns of the child is kept on disk, one file per instance (so
+    /// nothing one project's child said answers another project's session); `None`: in memory
+    /// only (an instance of one session).
+    pub cache_key: Option<String>,
     /// Which instance this is, for `status` (a project directory, a session); `None` when the
     /// server is shared by everyone.
     pub instance: Option<String>,
@@ -208,15 +222,20 @@ pub(crate) fn start(s: Start) -> UpstreamHandle {
     let (tx, rx) = mpsc::channel(4096);
     let name = s.config.name.clone();
     let mut actor = Upstream::new(s.config, s.record_path, s.max_line, tx.clone());
-    actor.cache = Cache::new(&name, &s.cache_key);
+    actor.cache = match &s.cache_key {
+        Some(key) => Cache::new(&name, key),
+        None => Cache::new(&name, "memory").without_disk(),
+    };
+    actor.passed_env = s.passed_env;
     actor.instance = s.instance;
     actor.coogle_tool = s.coogle_tool;
     actor.reaper = s.reaper;
     actor.life.idle_stop = actor.config.idle_stop;
     let caps = actor.config.client_capabilities.clone();
     actor.cache.load("config", &caps);
+    let unused = actor.unused.clone();
     tokio::spawn(actor.run(rx));
-    UpstreamHandle { name, tx }
+    UpstreamHandle { name, tx, unused }
 }
 
 /// Requests the daemon makes of the child for itself.
@@ -301,6 +320,10 @@ struct Upstream {
     stats: CallStats,
     /// Stops what a child leaves behind when it exits (see `reaper`).
     reaper: std::sync::Arc<super::reaper::Reaper>,
+    /// The values of `passEnv` its child gets (see `child::environment`).
+    passed_env: BTreeMap<String, String>,
+    /// Shared with the handle: see [`UpstreamHandle::is_unused`].
+    unused: Arc<AtomicBool>,
 }
 
 pub(super) fn ms(d: Duration) -> u64 {
@@ -339,6 +362,8 @@ impl Upstream {
             ops: Operations::default(),
             stats: CallStats::default(),
             reaper: Default::default(),
+            passed_env: BTreeMap::new(),
+            unused: Arc::new(AtomicBool::new(false)),
             config,
         }
     }
@@ -357,6 +382,7 @@ impl Upstream {
                 },
                 _ = sleep_until(wake) => self.on_timer(),
             }
+            self.unused.store(self.is_unused(), Ordering::Release);
             if matches!(
                 self.life.state,
                 wire::UpstreamState::Stopped | wire::UpstreamState::Idle

@@ -82,6 +82,12 @@ impl Upstream {
         }
     }
 
+    /// No session, nothing waiting or running, not stopping: the registry may drop this
+    /// instance (a project's, say), stopping its child, and nobody loses anything.
+    pub(super) fn is_unused(&self) -> bool {
+        !self.needed() && !self.life.shutting_down()
+    }
+
     /// When the child is to stop for idling, if it is.
     pub(super) fn idle_deadline(&self) -> Option<Instant> {
         if self.life.idle_stop.is_zero() || self.life.idle_stopping {
