@@ -19,8 +19,7 @@ use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
 use crate::config::ServerConfig;
 use crate::exec_path;
 use crate::paths::Platform;
-
-mod procs;
+use crate::procs;
 
 #[derive(Debug, thiserror::Error)]
 pub enum SpawnError {
@@ -244,8 +243,8 @@ fn members_to_kill(
 
 #[cfg(test)]
 mod tests {
-    use super::procs::ProcInfo;
     use super::*;
+    use crate::procs::ProcInfo;
 
     fn record(pid: u32, start: Option<u64>) -> ChildRecord {
         ChildRecord {
