@@ -12,6 +12,7 @@
 pub mod cli;
 pub(crate) mod client;
 pub(crate) mod config;
+mod crash_point;
 pub(crate) mod daemon;
 mod date;
 mod error;

@@ -126,6 +126,9 @@ pub struct UnshareArgs {
     /// Do not ask: the named ones, or all when none is named
     #[arg(long, short = 'y')]
     pub yes: bool,
+    /// Show what would be given back, change nothing
+    #[arg(long)]
+    pub dry_run: bool,
 }
 
 #[derive(Debug, Clone, clap::Args)]

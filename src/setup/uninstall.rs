@@ -31,9 +31,9 @@ pub fn uninstall(paths: &GlobalPaths, args: &UninstallArgs) -> ExitCode {
     let ui = Ui {
         interactive: !args.yes,
     };
-    let mut state = match State::load() {
+    let mut state = match super::journal::load(&ui, &[], false) {
         Ok(s) => s,
-        Err(e) => return InstallError::ReadState(e).report(),
+        Err(e) => return e.report(),
     };
     if !args.yes {
         ui.line("This stops and removes the coogle service and restores the client entries setup replaced.");
@@ -51,16 +51,19 @@ pub fn uninstall(paths: &GlobalPaths, args: &UninstallArgs) -> ExitCode {
         stop_daemon(&ui, paths);
     }
     ui.line("Shared servers");
-    ok &= super::share::unshare_all(&ui, paths);
+    ok &= super::share::unshare_all(&ui, paths, false);
     // unshare wrote its part of the record; the rest is this run's.
     if let Ok(now) = State::load() {
         state.shared = now.shared;
         state.shared_upstreams = now.shared_upstreams;
+        state.pending = now.pending;
     }
     ui.line("Client configs");
     ok &= restore_clients(&ui, &mut state);
     ui.line("Config");
     ok &= config_file(&ui, paths, args.remove_config);
+    // The directories setup created for the service are not removed yet.
+    state.created_dirs.clear();
     if let Err(e) = state.save() {
         ui.fail(&e.to_string());
         ok = false;
@@ -142,6 +145,7 @@ fn restore_client(ui: &Ui, c: &ClientState) -> bool {
         match r {
             Reverted::Restored(w) => ui.ok(&format!("{label}: restored {w}")),
             Reverted::Removed(w) => ui.ok(&format!("{label}: removed {w}")),
+            Reverted::AlreadyBack(w) => ui.ok(&format!("{label}: {w} was already restored")),
             Reverted::Skipped(w) => {
                 ui.warn(&format!("{label}: {w} was changed since setup; left alone"))
             }
