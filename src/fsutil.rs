@@ -472,8 +472,14 @@ pub fn sweep(path: &Path) -> Swept {
         }
     }
     let lock = sibling(&target, ".lock");
-    if take_over_dead_coogle_lock(&lock, &sibling(&target, LOCK_OWNER_SUFFIX)) {
+    let owner = sibling(&target, LOCK_OWNER_SUFFIX);
+    if take_over_dead_coogle_lock(&lock, &owner) {
         out.lock = Some(lock);
+    } else if !lock.exists()
+        && LockOwner::read(&owner).is_some_and(|o| !procs::still_running(o.pid, o.start))
+    {
+        // A record whose lock is gone: its coogle died between the rmdir and removing it.
+        let _ = fs::remove_file(&owner);
     }
     out
 }
@@ -869,7 +875,19 @@ mod tests {
         for f in [&live, &gone, &old_format_gone, &recycled, &other] {
             fs::write(f, b"secret").unwrap();
         }
+        // The record of a lock its dead coogle had already removed.
+        let orphan = dir.path().join("f.json.lock.coogle-owner");
+        let record = LockOwner {
+            pid: dead,
+            start: None,
+            dev: 0,
+            ino: 0,
+            mtime: 0,
+            mtime_nsec: 0,
+        };
+        fs::write(&orphan, serde_json::to_vec(&record).unwrap()).unwrap();
         let swept = sweep(&target);
+        assert!(!orphan.exists());
         let mut removed = swept.temp_files.clone();
         removed.sort();
         let mut want = vec![gone.clone(), old_format_gone.clone(), recycled.clone()];

@@ -205,6 +205,7 @@ pub fn load(ui: &Ui, files: &[PathBuf], dry_run: bool) -> Result<State, InstallE
         all.extend(state.shared.iter().map(|e| e.path.clone()));
         all.extend(state.pending.iter().map(|p| p.path.clone()));
         all.push(super::state::state_path());
+        all.push(crate::config::default_path());
         all.sort();
         all.dedup();
         for f in &all {
@@ -263,6 +264,10 @@ fn report(ui: &Ui, settled: &[Settled], dry_run: bool) {
 /// could not be settled or saved; the next run then finishes it.
 pub fn finish(ui: &Ui, state: &mut State, path: &Path) -> bool {
     let settled = settle(state, Some(path), false);
+    if settled.is_empty() {
+        // Nothing was recorded for this file (it failed before its write began).
+        return true;
+    }
     let mut ok = true;
     for s in &settled {
         if let Settled::Kept { path, why } = s {
