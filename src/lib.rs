@@ -5,13 +5,14 @@
 //! [`cli`] holds the commands a person runs. [`wire`] is the protocol both ends share.
 //!
 //! Dependencies point one way: `main → cli → {daemon, shim, client, setup, update,
-//! search_server} → {wire, config, paths, peer, exec_path, fsutil, process, secret, installed,
+//! search_server} → {wire, config, paths, peer, exec_path, fsutil, process, procs, secret, installed,
 //! service_manager, error, date, output, logging, tls}`. Nothing in the lower layer imports the upper one, and
 //! nothing but `cli` imports `setup` or `update`.
 
 pub mod cli;
 pub(crate) mod client;
 pub(crate) mod config;
+mod crash_point;
 pub(crate) mod daemon;
 mod date;
 mod error;
@@ -23,6 +24,7 @@ pub(crate) mod output;
 pub(crate) mod paths;
 mod peer;
 mod process;
+pub(crate) mod procs;
 mod redact;
 pub(crate) mod search_server;
 mod secret;

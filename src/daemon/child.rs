@@ -20,9 +20,9 @@ use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
 use crate::config::ServerConfig;
 use crate::exec_path;
 use crate::paths::Platform;
+use crate::procs;
 
 mod environment;
-mod procs;
 
 #[derive(Debug, thiserror::Error)]
 pub enum SpawnError {
@@ -262,8 +262,8 @@ fn members_to_kill(
 
 #[cfg(test)]
 mod tests {
-    use super::procs::ProcInfo;
     use super::*;
+    use crate::procs::ProcInfo;
 
     fn record(pid: u32, start: Option<u64>) -> ChildRecord {
         ChildRecord {

@@ -17,6 +17,8 @@ mod fairness;
 mod fake_eras;
 mod faults;
 mod install_script;
+mod installer_crash;
+mod installer_full_disk;
 mod instant_start;
 mod ipc_abuse;
 mod isolation;

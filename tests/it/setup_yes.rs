@@ -251,6 +251,15 @@ fn corrupt_claude_json_is_refused_and_untouched() {
     assert!(out.stdout.contains("could not parse"), "{out}");
     assert!(out.stdout.contains("left unchanged"), "{out}");
     assert!(!out.stdout.contains("GOCSPX-corrupt"), "{out}");
+    // Regression: after the ✗ at step 6, the last step said "Done ✓ nothing needed
+    // changing". The failure is said once, at its step, and the end says setup did not finish.
+    assert_eq!(
+        out.stdout.matches("could not parse").count(),
+        1,
+        "said once: {out}"
+    );
+    assert!(!out.stdout.contains("nothing needed changing"), "{out}");
+    assert!(out.stdout.contains("✗ setup did not finish"), "{out}");
     assert_eq!(fs::read(&claude).unwrap(), corrupt);
     let stray: Vec<_> = fs::read_dir(&env.home)
         .unwrap()

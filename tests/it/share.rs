@@ -56,14 +56,13 @@ struct Files {
     state: PathBuf,
 }
 
-/// Write the client files: Claude Code's, an unparsable Claude Desktop one, and Cursor's with
-/// the same launch as Claude Code's `tokens`.
+/// Write the client files: Claude Code's and Cursor's with the same launch as Claude Code's
+/// `tokens` (Claude Desktop's is not there; [`break_desktop`] writes an unparsable one).
 fn write_clients(env: &Env) -> Files {
     let fake = fake_mcp().to_string_lossy().into_owned();
     let claude = env.home.join(".claude.json");
     let desktop = env.home.join(".config/Claude/claude_desktop_config.json");
     let cursor = env.home.join(".cursor/mcp.json");
-    std::fs::create_dir_all(desktop.parent().unwrap()).unwrap();
     std::fs::create_dir_all(cursor.parent().unwrap()).unwrap();
     let project = |name: &str| {
         let dir = env.path(name);
@@ -72,11 +71,6 @@ fn write_clients(env: &Env) -> Files {
     };
     let (alpha, beta) = (project("alpha"), project("beta"));
     std::fs::write(&claude, pretty(&claude_json(&fake, &alpha, &beta))).unwrap();
-    std::fs::write(
-        &desktop,
-        b"{\"mcpServers\": {\"x\": {\"command\": \"y\",}\n",
-    )
-    .unwrap();
     let cursor_doc = json!({"mcpServers": {"api": {"command": fake, "args": ["tokens"],
                                                    "env": {"API_TOKEN": TOKEN}}}});
     // Written compactly, unlike coogle's own output: only a restore of the exact bytes gives
@@ -90,6 +84,16 @@ fn write_clients(env: &Env) -> Files {
         cursor,
         state: env.home.join(".config/coogle/setup-state.json"),
     }
+}
+
+/// An unparsable Claude Desktop config, which every command must refuse and leave untouched.
+fn break_desktop(f: &Files) {
+    std::fs::create_dir_all(f.desktop.parent().unwrap()).unwrap();
+    std::fs::write(
+        &f.desktop,
+        b"{\"mcpServers\": {\"x\": {\"command\": \"y\",}\n",
+    )
+    .unwrap();
 }
 
 fn pretty(v: &Value) -> Vec<u8> {
@@ -106,20 +110,28 @@ fn ok(out: &Output) {
     assert_eq!(out.status, Some(0), "{out}");
 }
 
+/// The unparsable Claude Desktop file is a failure, said once (exit 1), and left untouched;
+/// the other files are shared all the same.
 #[test]
 fn share_all_gives_one_upstream_per_launch_and_unshare_gives_the_bytes_back() {
     let env = Env::new();
     let f = write_clients(&env);
+    break_desktop(&f);
     let (claude0, desktop0, cursor0) = (
         std::fs::read(&f.claude).unwrap(),
         std::fs::read(&f.desktop).unwrap(),
         std::fs::read(&f.cursor).unwrap(),
     );
     let out = env.run(&["share", "--all"]);
-    ok(&out);
+    assert_eq!(out.status, Some(1), "{out}");
     assert!(
-        out.stdout.contains("Claude Desktop") && out.stdout.contains("left untouched"),
+        out.stdout.contains("✗ Claude Desktop: could not parse"),
         "{out}"
+    );
+    assert_eq!(
+        out.stdout.matches("left unchanged").count(),
+        1,
+        "said once: {out}"
     );
     assert_eq!(
         std::fs::read(&f.desktop).unwrap(),
@@ -190,6 +202,7 @@ fn share_all_gives_one_upstream_per_launch_and_unshare_gives_the_bytes_back() {
         std::fs::read(&f.cursor).unwrap(),
         std::fs::read(&env.config).unwrap(),
     );
+    std::fs::remove_file(&f.desktop).unwrap();
     let again = env.run(&["share", "--all"]);
     ok(&again);
     assert!(again.stdout.contains("nothing to share"), "{again}");
@@ -329,6 +342,65 @@ fn share_reloads_a_running_daemon_and_no_call_is_lost() {
     );
     assert_eq!(pid(&env), Some(d.pid() as u64));
     assert_eq!(text(&g.call("echo", json!({"text": "on"}))), "on");
+}
+
+/// Regression: `share --all --yes` on an unparsable `~/.claude.json` said "✓ nothing to
+/// share" and exited 0. The failure is said once, the exit is 1, and the file is untouched.
+#[test]
+fn share_on_an_unparsable_claude_json_fails_and_says_it_once() {
+    let env = Env::new();
+    let f = write_clients(&env);
+    std::fs::remove_file(&f.cursor).unwrap();
+    let broken = b"{\"mcpServers\": {\"memory\": {\"command\": \"x\",}}\n";
+    std::fs::write(&f.claude, broken).unwrap();
+    let out = env.run(&["share", "--all", "--yes"]);
+    assert_eq!(out.status, Some(1), "{out}");
+    assert!(!out.stdout.contains("✓ nothing to share"), "{out}");
+    assert_eq!(out.stdout.matches("could not parse").count(), 1, "{out}");
+    assert!(out.stdout.contains("✗ Claude Code"), "{out}");
+    assert_eq!(std::fs::read(&f.claude).unwrap(), broken);
+    let strays: Vec<_> = std::fs::read_dir(&env.home)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().contains(".coogle-"))
+        .collect();
+    assert!(strays.is_empty(), "{strays:?}");
+}
+
+/// `unshare --dry-run` says what it would give back and what config.json would lose, and
+/// changes nothing.
+#[test]
+fn unshare_dry_run_changes_nothing() {
+    let env = Env::new();
+    let f = write_clients(&env);
+    ok(&env.run(&["share", "--all"]));
+    let before = |f: &Files| {
+        (
+            std::fs::read(&f.claude).unwrap(),
+            std::fs::read(&f.cursor).unwrap(),
+            std::fs::read(&env.config).unwrap(),
+            std::fs::read(&f.state).unwrap(),
+        )
+    };
+    let was = before(&f);
+    let out = env.run(&["unshare", "--all", "--dry-run"]);
+    ok(&out);
+    assert!(
+        out.stdout.contains(&format!(
+            "would give back projects[\"{}\"].mcpServers.notes",
+            f.alpha
+        )),
+        "{out}"
+    );
+    assert!(
+        out.stdout.contains("would remove upstream memory-2"),
+        "{out}"
+    );
+    assert!(out.stdout.contains("dry run: nothing changed"), "{out}");
+    assert!(was == before(&f), "a dry run changed a file: {out}");
+    let out = env.run(&["unshare", "--all"]);
+    ok(&out);
+    assert!(!f.state.exists(), "{out}");
 }
 
 #[test]

@@ -20,10 +20,20 @@ impl Wizard<'_> {
             ui.ok("skipped (--share-all shares them; `coogle share` does it any time)");
             return;
         };
+        let files: Vec<_> = self
+            .clients
+            .iter()
+            .filter(|(_, p)| !self.failed_files.contains(p))
+            .cloned()
+            .collect();
+        if files.is_empty() {
+            ui.info("skipped (step 6 could not change the chosen client configs)");
+            return;
+        }
         let opts = ShareOptions {
             select,
             dry_run: false,
-            files: self.clients.clone(),
+            files,
             use_cli: !self.args.no_claude_cli && self.args.files.claude_json.is_none(),
         };
         match share::run(&ui, self.paths, &opts) {
