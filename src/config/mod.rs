@@ -54,11 +54,12 @@ const DEFAULT_GEMINI_BASE_URL: &str = "https://generativelanguage.googleapis.com
 /// Messages name the file and the key; they never contain secret values.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
-    #[error("could not read {}: {source}", path.display())]
+    /// The I/O error is part of the message: this error is shown on one line as often as not
+    /// (doctor, a warning beside another command, a reload's answer).
+    #[error("could not read {}: {error}", path.display())]
     Read {
         path: PathBuf,
-        #[source]
-        source: std::io::Error,
+        error: std::io::Error,
     },
     #[error("could not parse {} at line {line} column {column}: {message}", path.display())]
     Parse {
@@ -157,7 +158,7 @@ fn load_with(path: Option<&Path>, host: &Host<'_>) -> Result<Config, ConfigError
             tracing::debug!(path = %path.display(), "no config file; using the defaults");
             return from_value_with(Value::Object(Map::new()), None, host);
         }
-        Err(source) => return Err(ConfigError::Read { path, source }),
+        Err(error) => return Err(ConfigError::Read { path, error }),
     };
     let user = parse_json(&text, &path)?;
     from_value_with(user, Some(path), host)
@@ -307,9 +308,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let missing = dir.path().join("nope.json");
         match load_with(Some(&missing), &host()) {
-            Err(ConfigError::Read { path, source }) => {
+            Err(ConfigError::Read { path, error }) => {
                 assert_eq!(path, missing);
-                assert_eq!(source.kind(), std::io::ErrorKind::NotFound);
+                assert_eq!(error.kind(), std::io::ErrorKind::NotFound);
             }
             other => panic!("an explicit missing path must be an error, got {other:?}"),
         }

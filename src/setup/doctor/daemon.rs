@@ -111,8 +111,8 @@ impl Doctor<'_> {
                     )
                 })
             }
-            Err(PathError::Inspect { source, .. })
-                if source.kind() == std::io::ErrorKind::NotFound =>
+            Err(PathError::Inspect { error, .. })
+                if error.kind() == std::io::ErrorKind::NotFound =>
             {
                 self.warn(
                     &format!("socket directory {} does not exist yet", dir.display()),

@@ -5,6 +5,7 @@
 
 pub mod fake_github;
 pub mod gemini_mock;
+pub mod pty;
 pub mod serve;
 
 use std::io::{BufRead, BufReader, Read, Write};
