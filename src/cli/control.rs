@@ -8,9 +8,10 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::context::Context;
+use super::context::{Context, config_error};
 use super::status::render_status;
 use crate::client::{self, ClientError};
+use crate::config::Config;
 use crate::output::{self, ExitCode};
 
 /// How long `coogle stop` waits for the daemon to exit, beyond its configured grace period.
@@ -69,13 +70,30 @@ pub(super) async fn restart(
 pub(super) async fn reload(ctx: &Context) -> Result<ExitCode, ClientError> {
     let reloaded = client::reload(&ctx.socket).await;
     if none_running(&reloaded) {
+        // Nothing to tell, but a config the next daemon cannot start with is worth saying now.
+        if let Some(e) = &ctx.config_problem {
+            return Ok(config_error(e));
+        }
         output::out(&format!(
             "no coogle daemon is running on {}; the next one reads the config when it starts",
             ctx.socket.display()
         ));
         return Ok(ExitCode::Success);
     }
-    let Some(r) = reloaded? else {
+    let r = match reloaded {
+        // The daemon read the file and refused it: its answer names the file and the problem.
+        Err(ClientError::Remote(e)) => {
+            output::error_text(
+                &e.message,
+                Some(
+                    "fix the file and run `coogle reload` again; the daemon goes on serving what it had",
+                ),
+            );
+            return Ok(ExitCode::Failure);
+        }
+        other => other?,
+    };
+    let Some(r) = r else {
         output::error_text(
             "the running daemon is older than `coogle reload`",
             Some(
@@ -91,6 +109,14 @@ pub(super) async fn reload(ctx: &Context) -> Result<ExitCode, ClientError> {
     output::out(&format!("reloaded {file}"));
     for line in client::reload_lines(&r) {
         output::out(&line);
+    }
+    // Keys the daemon ignored, typos most often: named here, where the person just edited.
+    if let Some(f) = &r.file
+        && let Ok(config) = Config::load(Some(f))
+    {
+        for k in &config.unknown_keys {
+            output::warn(&format!("{}: {k}; it is ignored", f.display()));
+        }
     }
     Ok(ExitCode::Success)
 }

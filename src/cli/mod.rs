@@ -24,7 +24,7 @@ use clap::{Parser, Subcommand};
 use crate::config::GlobalPaths;
 use crate::output::ExitCode;
 use crate::{paths, search_server, setup, update};
-use context::{block_on, control_command, daemon_command};
+use context::{block_on, control_command, daemon_command, reload_command};
 
 pub use completions::CompletionsArgs;
 pub use fast_mcp::fast_mcp;
@@ -191,9 +191,7 @@ pub fn run(cli: Cli) -> ExitCode {
                 |ctx| async move { control::restart(&ctx, server).await },
             )
         }
-        Command::Reload => {
-            control_command(&paths, |ctx| async move { control::reload(&ctx).await })
-        }
+        Command::Reload => reload_command(&paths, |ctx| async move { control::reload(&ctx).await }),
         Command::Stop => control_command(&paths, |ctx| async move { control::stop(&ctx).await }),
         Command::Logs { follow, lines } => block_on(logs::logs(&paths::log_file(), lines, follow)),
         Command::SearchServer => block_on(search_server::run(paths.config)),

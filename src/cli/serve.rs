@@ -55,6 +55,13 @@ async fn run_daemon(ctx: Context, log_stderr: bool) -> ExitCode {
         );
         return ExitCode::Usage;
     }
+    // Keys nobody reads, typos most often: the log says so once per start (doctor and
+    // `coogle reload` name them too), never every command.
+    if let Some(file) = &ctx.config.file {
+        for k in &ctx.config.unknown_keys {
+            tracing::warn!("{}: {k}; it is ignored", file.display());
+        }
+    }
     let options = daemon::Options {
         socket: ctx.socket.clone(),
         handle_signals: true,

@@ -32,7 +32,7 @@ use serde_json::{Map, Value};
 
 pub(crate) use credentials::env_credentials_from;
 pub use global_paths::GlobalPaths;
-pub use keys::native_shape;
+pub use keys::{UnknownKey, native_shape};
 pub use types::{Config, Credentials, CredentialsConfig, SearchConfig, ServerConfig, Sharing};
 
 use crate::{fsutil, paths};
@@ -79,6 +79,30 @@ pub enum ConfigError {
         "several upstreams are configured and none is named \"google\"; name one of: {configured}"
     )]
     NoDefaultServer { configured: String },
+}
+
+impl ConfigError {
+    /// How to get past it, for a `hint:` or a `fix:` line: a file that is not there cannot be
+    /// fixed or moved aside.
+    pub fn fix(&self) -> &'static str {
+        match self {
+            ConfigError::Read { error, .. } if error.kind() == std::io::ErrorKind::NotFound => {
+                "create it (`coogle setup` writes one), or drop --config / COOGLE_CONFIG to use the default"
+            }
+            ConfigError::Read { .. } => {
+                "check the file's permissions, or move it aside to use the defaults"
+            }
+            ConfigError::Parse { .. } | ConfigError::Invalid { .. } => {
+                "fix the file, or move it aside to use the defaults"
+            }
+            ConfigError::NoCredentials { .. } => {
+                "`coogle setup --client-id ID --client-secret-env VAR`, or `\"credentials\": {\"source\": \"none\"}` for a server that needs none"
+            }
+            ConfigError::UnknownServer { .. } | ConfigError::NoDefaultServer { .. } => {
+                "name one of the configured servers with --server"
+            }
+        }
+    }
 }
 
 /// `$XDG_CONFIG_HOME/coogle/config.json` when that variable is an absolute path, else
