@@ -33,8 +33,12 @@ pub const REPLY_LINE_CAP: usize = 256 * 1024 * 1024;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
-    #[error("no coogle daemon is answering on {socket}")]
-    NotRunning {
+    /// Nothing listens on the socket (no file, or a stale one): no daemon runs.
+    #[error("no coogle daemon is running on {}", socket.display())]
+    NotRunning { socket: PathBuf },
+    /// Something is there but the connection failed (a full backlog, permissions).
+    #[error("could not connect to the coogle daemon on {}", socket.display())]
+    Unreachable {
         socket: PathBuf,
         #[source]
         source: io::Error,
@@ -110,7 +114,7 @@ impl ClientError {
     pub fn hint(&self) -> Option<String> {
         match self {
             ClientError::NotRunning { .. } => Some(
-                "is the daemon running? start it with `coogle serve` (or any `coogle mcp` starts one)"
+                "one starts with the first agent session (`coogle mcp`); `coogle serve` runs one in the foreground"
                     .into(),
             ),
             ClientError::SocketPath(_) => Some(SHORTER_SOCKET.into()),
@@ -411,9 +415,15 @@ impl Starter {
 }
 
 fn not_running(socket: &Path, source: io::Error) -> ClientError {
-    ClientError::NotRunning {
-        socket: socket.to_path_buf(),
-        source,
+    if is_absent(&source) {
+        ClientError::NotRunning {
+            socket: socket.to_path_buf(),
+        }
+    } else {
+        ClientError::Unreachable {
+            socket: socket.to_path_buf(),
+            source,
+        }
     }
 }
 

@@ -162,6 +162,8 @@ pub(super) fn config_error(e: &ConfigError) -> ExitCode {
 fn client_error(e: &ClientError) -> ExitCode {
     output::error(e, e.hint().as_deref());
     match e {
+        // An upstream name the daemon does not have is a bad argument.
+        ClientError::Remote(w) if w.code == crate::wire::ErrorCode::NotFound => ExitCode::Usage,
         ClientError::Remote(_) | ClientError::Mcp(_) | ClientError::StopTimeout { .. } => {
             ExitCode::Failure
         }

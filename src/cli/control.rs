@@ -19,7 +19,7 @@ const STOP_WAIT: Duration = Duration::from_secs(30);
 
 /// Nothing listens on the socket: the answer to "is a daemon running?" is no.
 fn none_running(result: &Result<impl Sized, ClientError>) -> bool {
-    matches!(result, Err(ClientError::NotRunning { source, .. }) if client::is_absent(source))
+    matches!(result, Err(ClientError::NotRunning { .. }))
 }
 
 pub(super) async fn status(ctx: &Context, as_json: bool) -> Result<ExitCode, ClientError> {

@@ -120,7 +120,7 @@ pub fn share(paths: &GlobalPaths, args: &ShareArgs) -> ExitCode {
 pub fn run(ui: &Ui, paths: &GlobalPaths, opts: &ShareOptions) -> Result<Outcome, InstallError> {
     let found = scan::scan(&opts.files);
     for (kind, e) in &found.refused {
-        ui.warn(&format!("{}: {e}; left untouched", kind.label()));
+        ui.warn(&format!("{}: {e}", kind.label()));
         ui.info("hint: fix the file (or restore a backup), then run `coogle share` again");
     }
     for (what, why) in &found.unsupported {

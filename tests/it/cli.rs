@@ -48,10 +48,7 @@ fn status_tools_and_call_through_a_running_daemon() {
     assert_eq!(out.status, Some(0), "{out}");
     let out = env.run(&["status"]);
     assert_eq!(out.status, Some(2), "{out}");
-    assert!(
-        out.stderr.contains("no coogle daemon is answering"),
-        "{out}"
-    );
+    assert!(out.stderr.contains("no coogle daemon is running"), "{out}");
     assert!(out.stderr.contains("hint:"), "{out}");
 
     let out = env.run(&["logs", "-n", "5"]);

@@ -12,6 +12,7 @@ mod coogle_tool;
 mod distribution;
 mod doctor;
 mod eras;
+mod error_screens;
 mod everything_passthrough;
 mod fairness;
 mod fake_eras;

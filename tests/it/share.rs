@@ -106,9 +106,11 @@ fn share_all_gives_one_upstream_per_launch_and_unshare_gives_the_bytes_back() {
     let out = env.run(&["share", "--all"]);
     ok(&out);
     assert!(
-        out.stdout.contains("Claude Desktop") && out.stdout.contains("left untouched"),
+        out.stdout.contains("Claude Desktop") && out.stdout.contains("it was left unchanged"),
         "{out}"
     );
+    // Regression (issue 20, item 10): "…; it was left unchanged; left untouched".
+    assert!(!out.stdout.contains("left untouched"), "said twice: {out}");
     assert_eq!(
         std::fs::read(&f.desktop).unwrap(),
         desktop0,
