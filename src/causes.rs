@@ -41,6 +41,57 @@ pub fn one_line(err: &(dyn Error + 'static)) -> String {
 mod tests {
     use super::*;
 
+    /// The rule, kept by every error type in the crate: a `#[error]` message never shows the
+    /// error that is also its source (a field named `source`, or a `#[from]`/`#[source]` field
+    /// shown as `{0}`), or the renderer says the cause twice. Read from the source files, so a
+    /// new variant is checked without anyone remembering to.
+    #[test]
+    fn no_error_shows_its_own_source() {
+        fn walk(dir: &std::path::Path, files: &mut Vec<std::path::PathBuf>) {
+            for e in std::fs::read_dir(dir).unwrap().flatten() {
+                let p = e.path();
+                if p.is_dir() {
+                    walk(&p, files);
+                } else if p.extension().is_some_and(|x| x == "rs") {
+                    files.push(p);
+                }
+            }
+        }
+        let mut files = Vec::new();
+        walk(
+            &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
+            &mut files,
+        );
+        let mut offenders = Vec::new();
+        for f in &files {
+            let text = std::fs::read_to_string(f).unwrap();
+            let lines: Vec<&str> = text.lines().collect();
+            for (i, line) in lines.iter().enumerate() {
+                let Some(attr) = line.trim_start().strip_prefix("#[error(") else {
+                    continue;
+                };
+                // The attribute may span lines; the variant follows it.
+                let end = (i + 1..lines.len())
+                    .find(|&j| {
+                        lines[j].trim_start().starts_with("#[error") || lines[j].trim() == "}"
+                    })
+                    .unwrap_or(lines.len());
+                let whole = lines[i..end].join("\n");
+                let message = whole.split(")]").next().unwrap_or(attr);
+                let variant = &whole[message.len()..];
+                let from_field = variant.contains("(#[from]") || variant.contains("(#[source]");
+                if message.contains("{source}") || (from_field && message.contains("{0}")) {
+                    offenders.push(format!("{}:{}: {}", f.display(), i + 1, line.trim()));
+                }
+            }
+        }
+        assert!(
+            offenders.is_empty(),
+            "errors that show their source in the message:\n{}",
+            offenders.join("\n")
+        );
+    }
+
     #[derive(Debug, thiserror::Error)]
     #[error("{text}")]
     struct E {

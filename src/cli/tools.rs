@@ -53,7 +53,10 @@ async fn stop_started(ctx: &Context, started: &client::Started) {
         let limit = std::time::Duration::from_millis(ctx.config.shutdown_grace_ms)
             + std::time::Duration::from_secs(30);
         if let Err(e) = client::shutdown(&ctx.socket, limit).await {
-            tracing::warn!("could not stop the daemon started for this command: {e}");
+            tracing::warn!(
+                "could not stop the daemon started for this command: {}",
+                crate::causes::one_line(&e)
+            );
         }
     }
 }

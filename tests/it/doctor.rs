@@ -349,3 +349,43 @@ fn config_typos_are_named_with_a_suggestion() {
         );
     }
 }
+
+/// Regression (issue 20, items 10 and 12): an upstream whose command is missing read "✗
+/// upstream x is failed could not start … `coogle doctor` says how to fix it", inside doctor;
+/// and a server that has nothing to do with Google got "no Google sign-in pending".
+#[test]
+fn a_failed_upstream_reads_well_and_only_google_signs_in() {
+    let env = Env::new();
+    env.write_config(&json!({"servers": {
+        "time": {"command": fake_mcp(), "credentials": {"source": "none"}},
+        "gone": {"command": "no-such-mcp-server-9f3a", "credentials": {"source": "none"}},
+    }}));
+    let _d = env.daemon();
+    support::demand_start(&env.socket, Some("time"));
+    support::demand_start(&env.socket, Some("gone"));
+    support::wait_for(
+        "both upstreams to settle",
+        std::time::Duration::from_secs(30),
+        || {
+            support::control(&env.socket, "status", serde_json::Value::Null).is_ok_and(|s| {
+                s["upstreams"][0]["state"] == "ready" && s["upstreams"][1]["state"] == "failed"
+            })
+        },
+    );
+    let out = env.run(&["doctor"]);
+    assert_eq!(out.status, Some(1), "{out}");
+    assert!(out.stdout.contains("✓ upstream time connected"), "{out}");
+    assert!(
+        out.stdout
+            .contains("✗ upstream gone (failed): could not start `no-such-mcp-server-9f3a`"),
+        "{out}"
+    );
+    assert!(!out.stdout.contains("`coogle doctor` says"), "{out}");
+    assert!(!out.stdout.contains("is failed"), "{out}");
+    assert!(!out.stdout.contains("Google sign-in"), "{out}");
+    assert!(
+        out.stdout
+            .contains("`coogle restart --server gone` retries"),
+        "{out}"
+    );
+}
