@@ -87,6 +87,7 @@ pub enum Command {
     },
     /// List the upstream's tools (through the daemon, as an agent sees them)
     Tools {
+        /// Which upstream (default: the only one, or `google`)
         #[arg(long)]
         server: Option<String>,
         /// Print the full tool definitions as JSON
@@ -99,6 +100,7 @@ pub enum Command {
         tool: String,
         /// Arguments as a JSON object (default `{}`); `-` reads them from stdin
         arguments: Option<String>,
+        /// Which upstream (default: the only one, or `google`)
         #[arg(long)]
         server: Option<String>,
         /// Print the whole result as JSON
@@ -107,6 +109,7 @@ pub enum Command {
     },
     /// Restart the upstream child process
     Restart {
+        /// Which upstream's child (default: the only one, or `google`)
         #[arg(long)]
         server: Option<String>,
     },

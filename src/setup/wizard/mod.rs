@@ -191,8 +191,14 @@ impl Wizard<'_> {
         if self.summary.is_empty() {
             ui.ok("nothing needed changing: coogle was already set up");
         } else {
+            // One line per file, however many steps wrote it (config.json: the config step
+            // and the share step), with the first backup, which holds the original.
+            let mut said = std::collections::HashSet::new();
             for s in &self.summary {
-                ui.ok(&format!("changed: {s}"));
+                let file = s.split(" (backup ").next().unwrap_or(s);
+                if said.insert(file) {
+                    ui.ok(&format!("changed: {s}"));
+                }
             }
         }
         ui.line("\nNext:");
