@@ -28,6 +28,7 @@ mod minimal_path;
 mod multiplex;
 mod notifications;
 mod on_demand;
+mod prompts;
 mod reconnect;
 mod reload;
 mod respawn;

@@ -75,8 +75,45 @@ impl Pty {
         }
     }
 
-    pub fn text(&self) -> String {
+    /// The terminal's modes now (echo, line mode), as whoever uses it next would find them.
+    pub fn modes(&self) -> libc::termios {
+        use std::os::fd::AsRawFd;
+        // SAFETY: termios is plain data; tcgetattr fills it from the pty we own.
+        let mut modes: libc::termios = unsafe { std::mem::zeroed() };
+        let rc = unsafe { libc::tcgetattr(self.master.as_raw_fd(), &mut modes) };
+        assert_eq!(rc, 0, "tcgetattr on the pty failed");
+        modes
+    }
+
+    /// What the terminal showed, as the program wrote it (escape sequences and all).
+    pub fn raw(&self) -> String {
         String::from_utf8_lossy(&self.screen.lock().unwrap()).into_owned()
+    }
+
+    /// What the terminal showed, without escape sequences (colours, cursor moves): the words
+    /// a person reads. [`Pty::expect`] searches this.
+    pub fn text(&self) -> String {
+        let raw = self.raw();
+        let mut out = String::with_capacity(raw.len());
+        let mut chars = raw.chars().peekable();
+        while let Some(c) = chars.next() {
+            if c != '\x1b' {
+                out.push(c);
+                continue;
+            }
+            // CSI: ESC [ parameters, then one final byte in @..~.
+            if chars.peek() == Some(&'[') {
+                chars.next();
+                for c in chars.by_ref() {
+                    if ('@'..='~').contains(&c) {
+                        break;
+                    }
+                }
+            } else {
+                chars.next();
+            }
+        }
+        out
     }
 
     /// Wait until the terminal has shown `needle` after `from`; returns the position after it.
