@@ -75,6 +75,9 @@ struct State {
     /// Why the daemon closed this connection, when it said (it disconnects a session that
     /// leaves too much unread); told to the agent instead of "the daemon went away".
     disconnect_reason: Option<String>,
+    /// Why the daemon cannot be reached, while that is so for a reason retrying does not cure
+    /// (see [`is_permanent`]): requests are answered with it at once instead of waiting.
+    refusing: Option<String>,
     /// stdin closed: the client will send nothing more. The shim answers what it was asked
     /// (as a server run directly does) and exits once nothing is pending.
     closing: bool,
@@ -112,6 +115,7 @@ impl State {
             last_tools: None,
             probe: None,
             disconnect_reason: None,
+            refusing: None,
             closing: false,
         }
     }
@@ -275,6 +279,13 @@ impl State {
             }
             // The reader thread notices the loss too and reconnects.
             self.writer = None;
+        }
+        if let Some(text) = &self.refusing {
+            // Nothing to wait for: say why now (the reconnect keeps trying meanwhile).
+            if let Some(p) = key.and_then(|k| self.in_flight.remove(&k)) {
+                write_client(&refusal(&p.id, p.is_call, text));
+            }
+            return;
         }
         if self.buffered.len() < MAX_BUFFERED {
             self.buffered.push(line);
@@ -519,6 +530,7 @@ fn reconnect(opts: &Options, state: &Mutex<State>) -> BufReader<UnixStream> {
                     continue;
                 }
                 st.writer = Some(writer);
+                st.refusing = None;
                 // Everything buffered went out with the replay.
                 for p in st.in_flight.values_mut() {
                     p.sent = true;
@@ -529,13 +541,18 @@ fn reconnect(opts: &Options, state: &Mutex<State>) -> BufReader<UnixStream> {
             Err(e) => {
                 let text = refusal_text(&e, opts.server.as_deref());
                 tracing::warn!("reconnecting to the daemon failed: {text}; retrying in {delay:?}");
-                if is_permanent(&e) {
+                let cap = if is_permanent(&e) {
                     let mut st = State::lock(state);
                     st.refuse_buffered(&text);
+                    st.refusing = Some(text);
                     st.exit_if_done();
-                }
+                    // Each try starts a daemon that fails the same way: try less often.
+                    Duration::from_secs(30)
+                } else {
+                    Duration::from_secs(5)
+                };
                 std::thread::sleep(delay);
-                delay = (delay * 2).min(Duration::from_secs(5));
+                delay = (delay * 2).min(cap);
             }
         }
     }

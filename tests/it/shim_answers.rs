@@ -249,3 +249,67 @@ fn coogle_mcp_at_a_terminal_says_what_it_is() {
     pty.send("\x04");
     assert_eq!(pty.wait(t), Some(0), "{}", pty.text());
 }
+
+/// The same, through the real Claude Code: a broken config.json was "Failed to connect" after
+/// a 20 s wait; it is now the parse error and its fix, at once.
+#[test]
+fn claude_code_shows_a_broken_config_at_once() {
+    let Some(claude) = claude_cli() else {
+        return;
+    };
+    let env = Env::new();
+    std::fs::write(&env.config, TRUNCATED).unwrap();
+    let entry = json!({"type": "stdio", "command": COOGLE, "args": ["mcp"]});
+    let add = [
+        "mcp",
+        "add-json",
+        "--scope",
+        "user",
+        "google",
+        &entry.to_string(),
+    ];
+    let (code, text) = env.run_claude(&claude, &add);
+    assert_eq!(code, Some(0), "{text}");
+    let started = Instant::now();
+    let (_, text) = env.run_claude(&claude, &["mcp", "list"]);
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("google:"))
+        .unwrap_or("");
+    assert!(line.contains("Failed to connect"), "{text}");
+    assert!(
+        line.contains("EOF while parsing") && line.contains("fix the file"),
+        "{text}"
+    );
+    // Claude Code itself takes a moment to start; the 20 s wait would be well past this.
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "took {:?}",
+        started.elapsed()
+    );
+}
+
+/// A session that outlives its daemon, whose config.json broke meanwhile: the shim's
+/// reconnect starts a daemon that cannot start. The request waiting for it is answered with
+/// why, at once, instead of waiting on retries that cannot succeed.
+#[test]
+fn a_request_waiting_for_a_daemon_that_cannot_start_is_told_why() {
+    let env = Env::with_fake(json!({}));
+    let d = env.daemon();
+    let mut s = env.shim();
+    s.initialize();
+    std::fs::write(&env.config, TRUNCATED).unwrap();
+    drop(d);
+    wait_for("the daemon to go", Duration::from_secs(20), || {
+        control(&env.socket, "ping", Value::Null).is_err()
+    });
+    let started = Instant::now();
+    let answer = s.request("tools/list", json!({}));
+    let message = error_message(&answer);
+    assert!(
+        message.contains("EOF while parsing")
+            && message.contains(&env.config.display().to_string()),
+        "{message}"
+    );
+    assert!(started.elapsed() < AT_ONCE, "took {:?}", started.elapsed());
+}
