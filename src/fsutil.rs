@@ -35,12 +35,10 @@ pub const ATTEMPTS: u32 = 5;
 
 #[derive(Debug, thiserror::Error)]
 pub enum FsError {
-    #[error("could not read {}: {source}", path.display())]
-    Read {
-        path: PathBuf,
-        #[source]
-        source: io::Error,
-    },
+    // Read and Write: the I/O error is part of the one-line message (these are shown in ✓/✗
+    // lines), not a separate cause, so it is said once.
+    #[error("could not read {}: {error}", path.display())]
+    Read { path: PathBuf, error: io::Error },
     #[error("could not parse {} at line {line} column {column}: {message}; it was left unchanged", path.display())]
     Parse {
         path: PathBuf,
@@ -50,12 +48,8 @@ pub enum FsError {
     },
     #[error("{} is not a JSON object; it was left unchanged", path.display())]
     NotAnObject { path: PathBuf },
-    #[error("could not write {}: {source}", path.display())]
-    Write {
-        path: PathBuf,
-        #[source]
-        source: io::Error,
-    },
+    #[error("could not write {}: {error}", path.display())]
+    Write { path: PathBuf, error: io::Error },
     #[error("{} kept changing while coogle tried to update it ({attempts} attempts); it was left as the other program wrote it", path.display())]
     Changed { path: PathBuf, attempts: u32 },
     #[error("{}: {detail}", path.display())]
@@ -286,9 +280,9 @@ pub fn read_optional(path: &Path) -> Result<Option<Vec<u8>>, FsError> {
     match fs::read(path) {
         Ok(b) => Ok(Some(b)),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-        Err(source) => Err(FsError::Read {
+        Err(error) => Err(FsError::Read {
             path: path.to_path_buf(),
-            source,
+            error,
         }),
     }
 }
@@ -341,9 +335,9 @@ fn sibling(path: &Path, suffix: &str) -> PathBuf {
 }
 
 fn write_err(path: &Path) -> impl FnOnce(io::Error) -> FsError + '_ {
-    move |source| FsError::Write {
+    move |error| FsError::Write {
         path: path.to_path_buf(),
-        source,
+        error,
     }
 }
 
@@ -770,9 +764,9 @@ pub fn remove_optional(path: &Path) -> Result<bool, FsError> {
     match fs::remove_file(path) {
         Ok(()) => Ok(true),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
-        Err(source) => Err(FsError::Write {
+        Err(error) => Err(FsError::Write {
             path: path.to_path_buf(),
-            source,
+            error,
         }),
     }
 }

@@ -6,9 +6,10 @@
 //!
 //! Dependencies point one way: `main → cli → {daemon, shim, client, setup, update,
 //! search_server} → {wire, config, paths, peer, exec_path, fsutil, process, procs, secret, installed,
-//! service_manager, error, date, output, logging, tls}`. Nothing in the lower layer imports the upper one, and
+//! service_manager, error, causes, date, output, logging, terminal, tls}`. Nothing in the lower layer imports the upper one, and
 //! nothing but `cli` imports `setup` or `update`.
 
+pub(crate) mod causes;
 pub mod cli;
 pub(crate) mod client;
 pub(crate) mod config;
@@ -31,6 +32,7 @@ mod secret;
 mod service_manager;
 pub mod setup;
 pub(crate) mod shim;
+mod terminal;
 pub(crate) mod tls;
 pub(crate) mod update;
 pub mod wire;

@@ -4,6 +4,7 @@
 //!
 //! No error or warning made here may contain a value: only file names and keys.
 
+use std::cell::RefCell;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -12,7 +13,8 @@ use serde_json::{Map, Value, json};
 
 use super::keys::{
     DEFAULT_CLAUDE_JSON, DEFAULT_LOG_LEVEL, DEFAULT_MCP_SERVER_NAME, DEFAULT_SERVER,
-    DEFAULT_SHUTDOWN_GRACE_MS, SERVER_KEYS, TOP_LEVEL_KEYS, deep_merge, defaults, unknown_keys,
+    DEFAULT_SHUTDOWN_GRACE_MS, SERVER_KEYS, TOP_LEVEL_KEYS, UnknownKey, deep_merge, defaults,
+    unknown_keys,
 };
 use super::{
     Config, ConfigError, CredentialsConfig, DEFAULT_CALL_TIMEOUT_MS, DEFAULT_IDLE_STOP,
@@ -26,6 +28,8 @@ pub(super) const DEFAULTS_LABEL: &str = "<defaults>";
 pub(super) struct Reader<'a> {
     pub(super) label: String,
     pub(super) home: Option<&'a Path>,
+    /// The keys nobody reads, found on the way.
+    pub(super) unknown: RefCell<Vec<UnknownKey>>,
 }
 
 impl Reader<'_> {
@@ -128,15 +132,12 @@ impl Reader<'_> {
         }
     }
 
-    pub(super) fn warn_unknown(&self, obj: &Map<String, Value>, known: &[&str], at: &str) {
-        let unknown = unknown_keys(obj, known, at);
-        if !unknown.is_empty() {
-            tracing::warn!(
-                config = %self.label,
-                keys = %unknown.join(", "),
-                "ignoring unknown config keys"
-            );
-        }
+    /// Note the keys of `obj` nobody reads: kept with the config for doctor, `reload` and the
+    /// daemon's log to name, not logged here, where every command would print them.
+    pub(super) fn note_unknown(&self, obj: &Map<String, Value>, known: &[&'static str], at: &str) {
+        self.unknown
+            .borrow_mut()
+            .extend(unknown_keys(obj, known, at));
     }
 }
 
@@ -259,11 +260,12 @@ pub(super) fn from_value_with(
             .as_ref()
             .map_or_else(|| DEFAULTS_LABEL.to_owned(), |p| p.display().to_string()),
         home: host.home,
+        unknown: RefCell::new(Vec::new()),
     };
     let Value::Object(user) = user else {
         return Err(r.invalid("the top level must be a JSON object"));
     };
-    r.warn_unknown(&user, TOP_LEVEL_KEYS, "");
+    r.note_unknown(&user, TOP_LEVEL_KEYS, "");
     let native = user.get("servers").is_some_and(|v| !v.is_null());
     if native && user.contains_key("mcp") {
         tracing::warn!(config = %r.label, "both `servers` and `mcp` are set; `mcp` is ignored");
@@ -305,6 +307,7 @@ pub(super) fn from_value_with(
         max_instances: top.max_instances,
         servers,
         search,
+        unknown_keys: r.unknown.into_inner(),
     })
 }
 
@@ -328,7 +331,7 @@ fn native_servers(
         }
         let at = format!("servers.{name}.");
         let obj = r.object(value, &format!("servers.{name}"))?;
-        r.warn_unknown(obj, SERVER_KEYS, &at);
+        r.note_unknown(obj, SERVER_KEYS, &at);
         let credentials = match obj.get("credentials") {
             None | Some(Value::Null) if name == DEFAULT_SERVER => {
                 credentials_from(r, &defaults()["credentials"], "credentials.")?
@@ -349,7 +352,7 @@ fn flat_server(
     defaults: &ServerDefaults,
 ) -> Result<IndexMap<String, ServerConfig>, ConfigError> {
     let mcp = r.object(&merged["mcp"], "mcp")?;
-    r.warn_unknown(mcp, SERVER_KEYS, "mcp.");
+    r.note_unknown(mcp, SERVER_KEYS, "mcp.");
     let credentials = credentials_from(r, &merged["credentials"], "credentials.")?;
     let server = server_from(r, DEFAULT_SERVER, mcp, "mcp.", credentials, defaults)?;
     Ok(IndexMap::from([(DEFAULT_SERVER.to_owned(), server)]))

@@ -42,6 +42,8 @@ pub struct Config {
     pub servers: IndexMap<String, ServerConfig>,
     /// The `search` section, read by `coogle search-server`.
     pub search: SearchConfig,
+    /// Keys in the file coogle does not know (typos, most often), in file order.
+    pub unknown_keys: Vec<super::UnknownKey>,
 }
 
 /// The built-in search server's settings (`search` in config.json).

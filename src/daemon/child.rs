@@ -26,10 +26,11 @@ mod environment;
 
 #[derive(Debug, thiserror::Error)]
 pub enum SpawnError {
-    #[error("could not start `{command}`: {source}")]
+    /// One line (it lands in `status` and in agents' errors): the I/O error is in the message.
+    #[error("could not start `{command}`: {error}")]
     Spawn {
         command: String,
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// Said in full because it lands in `coogle status`: which PATH was searched, and where
     /// the fix is.
@@ -110,9 +111,9 @@ pub fn spawn(
             });
         }
     }
-    let mut child = cmd.spawn().map_err(|source| SpawnError::Spawn {
+    let mut child = cmd.spawn().map_err(|error| SpawnError::Spawn {
         command: display_command(server),
-        source,
+        error,
     })?;
     let pid = child.id().unwrap_or(0);
     let stdin = child.stdin.take().expect("stdin was piped");

@@ -109,7 +109,7 @@ pub enum Outcome {
 pub enum DaemonError {
     #[error(transparent)]
     Path(#[from] paths::PathError),
-    #[error("could not open the lock file {path}: {source}")]
+    #[error("could not open the lock file {path}")]
     Lock {
         path: PathBuf,
         source: std::io::Error,
@@ -120,12 +120,12 @@ pub enum DaemonError {
     SocketInUse { path: PathBuf },
     #[error("{path} exists and is not a socket; refusing to replace it")]
     NotASocket { path: PathBuf },
-    #[error("could not remove the stale socket {path}: {source}")]
+    #[error("could not remove the stale socket {path}")]
     RemoveStale {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("could not listen on {path}: {source}")]
+    #[error("could not listen on {path}")]
     Bind {
         path: PathBuf,
         source: std::io::Error,

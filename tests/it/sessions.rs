@@ -83,7 +83,8 @@ fn several_upstreams_each_with_their_own_child() {
     assert_eq!(ups[1]["name"], "other");
     let out = env.run(&["tools", "--server", "other"]);
     assert!(out.stdout.contains("special"), "{out}");
+    // An upstream name the daemon does not have is a bad argument: exit 2.
     let bad = env.run(&["tools", "--server", "nope"]);
-    assert_eq!(bad.status, Some(1), "{bad}");
+    assert_eq!(bad.status, Some(2), "{bad}");
     assert!(bad.stderr.contains("nope"), "{bad}");
 }

@@ -125,9 +125,12 @@ fn share_all_gives_one_upstream_per_launch_and_unshare_gives_the_bytes_back() {
     let out = env.run(&["share", "--all"]);
     assert_eq!(out.status, Some(1), "{out}");
     assert!(
-        out.stdout.contains("✗ Claude Desktop: could not parse"),
+        out.stdout.contains("✗ Claude Desktop: could not parse")
+            && out.stdout.contains("it was left unchanged"),
         "{out}"
     );
+    // Regression (issue 20, item 10): "…; it was left unchanged; left untouched".
+    assert!(!out.stdout.contains("left untouched"), "said twice: {out}");
     assert_eq!(
         out.stdout.matches("left unchanged").count(),
         1,

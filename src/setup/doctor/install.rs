@@ -28,7 +28,18 @@ impl Doctor<'_> {
         match Config::load(self.paths.config.as_deref()) {
             Ok(c) => {
                 match &c.file {
-                    Some(f) => self.ok(&format!("config {} loads", f.display())),
+                    Some(f) => {
+                        self.ok(&format!("config {} loads", f.display()));
+                        for k in &c.unknown_keys {
+                            let fix = match k.did_you_mean {
+                                Some(known) => format!("rename it to {known}"),
+                                None => {
+                                    "remove it, or check the key's spelling in the README".into()
+                                }
+                            };
+                            self.warn(&format!("config: {k}; coogle ignores it"), &fix);
+                        }
+                    }
                     None => self.warn(
                         &format!(
                             "no config at {}: built-in defaults",
@@ -40,10 +51,7 @@ impl Doctor<'_> {
                 Some(c)
             }
             Err(e) => {
-                self.fail(
-                    &format!("config: {e}"),
-                    "fix the file, or move it aside and run `coogle setup`",
-                );
+                self.fail(&format!("config: {e}"), e.fix());
                 None
             }
         }
@@ -69,10 +77,7 @@ impl Doctor<'_> {
                 "{}: no OAuth client configured (none needed)",
                 server.name
             )),
-            Err(e) => self.fail(
-                &e.to_string(),
-                "`coogle setup --client-id ID --client-secret-env VAR`",
-            ),
+            Err(e) => self.fail(&e.to_string(), e.fix()),
         }
     }
 
@@ -156,8 +161,9 @@ impl Doctor<'_> {
         }
     }
 
-    /// The service runs this binary and is running. Returns whether one is installed.
-    pub(super) fn service(&mut self) -> bool {
+    /// The service runs this binary and is running. Returns its state, `None` when none is
+    /// installed.
+    pub(super) fn service(&mut self) -> Option<ServiceStatus> {
         let manager = Manager::current();
         let path = manager.installed_path().to_path_buf();
         if !path.exists() {
@@ -165,7 +171,7 @@ impl Doctor<'_> {
                 "no service installed: the daemon starts on demand",
                 "`coogle setup` installs one",
             );
-            return false;
+            return None;
         }
         let exe = self.exe.clone();
         match service::installed_program_with(&manager) {
@@ -181,7 +187,8 @@ impl Doctor<'_> {
                 "`coogle setup --yes` rewrites it",
             ),
         }
-        match manager.status() {
+        let status = manager.status();
+        match &status {
             ServiceStatus::Running => self.ok("service is loaded and running"),
             // launchd keeps an agent that exited 0 loaded and leaves it: the daemon it would
             // run may be serving already, started on demand.
@@ -193,11 +200,16 @@ impl Doctor<'_> {
                 "service is installed but not running",
                 &format!("`{}`", manager.enable_command()),
             ),
+            // A unit file written where no systemd runs (a container, WSL without systemd):
+            // sessions start the daemon on demand, as without a service.
             ServiceStatus::Unknown(why) => self.warn(
-                &format!("the service manager is not available here ({why})"),
+                &format!(
+                    "service {} is installed, but the service manager is not available here ({why}): the daemon starts on demand",
+                    path.display()
+                ),
                 "",
             ),
         }
-        true
+        Some(status)
     }
 }

@@ -197,8 +197,14 @@ impl Wizard<'_> {
     /// the failure was said at its step, and this says setup did not finish.
     fn done(&self) {
         let ui = self.ui;
+        // One line per file, however many steps wrote it (config.json: the config step and the
+        // share step), with the first backup, which holds the original.
+        let mut said = std::collections::HashSet::new();
         for s in &self.summary {
-            ui.ok(&format!("changed: {s}"));
+            let file = s.split(" (backup ").next().unwrap_or(s);
+            if said.insert(file) {
+                ui.ok(&format!("changed: {s}"));
+            }
         }
         if self.failed {
             ui.fail(

@@ -19,7 +19,15 @@ impl Wizard<'_> {
                 true,
             );
         if !wanted {
-            ui.warn("not installed: `coogle mcp` starts the daemon on demand");
+            // Asked for (a flag or an answer): a choice, not a warning.
+            let why = if self.args.no_service {
+                "--no-service"
+            } else {
+                "as you chose"
+            };
+            ui.ok(&format!(
+                "not installed ({why}): `coogle mcp` starts the daemon on demand"
+            ));
             return;
         }
         // The directories the service file needs that do not exist yet are coogle's to remove

@@ -5,7 +5,9 @@
 
 pub mod fake_github;
 pub mod gemini_mock;
+pub mod pty;
 pub mod serve;
+pub mod snapshot;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::net::UnixStream;
