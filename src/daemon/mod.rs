@@ -362,11 +362,11 @@ fn socket_identity(path: &Path) -> Option<(u64, u64)> {
         .map(|m| (m.dev(), m.ino()))
 }
 
-/// No call queued or in flight on any upstream.
+/// No request waiting or in flight on any upstream (subscription streams aside).
 async fn all_idle(shared: &Shared) -> bool {
     for u in shared.upstreams.all() {
         let s = u.status().await;
-        if s.queue > 0 || s.in_flight > 0 {
+        if s.waiting > 0 || s.requests_in_flight > 0 {
             return false;
         }
     }

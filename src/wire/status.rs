@@ -111,8 +111,14 @@ pub struct UpstreamStatus {
     pub last_error: Option<String>,
     /// Calls waiting for a free slot.
     pub queue: usize,
+    /// Requests not with the child yet, whatever they wait for: a free slot, the child to be
+    /// ready, its era, or a session's input.
+    pub waiting: usize,
     /// Calls the child is working on.
     pub in_flight: usize,
+    /// Requests of sessions and control connections the child is working on (calls and the
+    /// rest; a subscription stream is not one).
+    pub requests_in_flight: usize,
     pub max_concurrent: usize,
     pub call_timeout_ms: u64,
     /// How many tools the child lists (first page), once known.
@@ -183,7 +189,10 @@ pub struct SessionStatus {
     pub era: Option<Era>,
     pub connected_at_ms: u64,
     pub uptime_ms: u64,
+    /// Its calls waiting for a free slot.
     pub queued: usize,
+    /// Its requests not with the child yet, whatever they wait for.
+    pub waiting: usize,
     pub in_flight: usize,
     /// Notifications (logs, progress, list changes) not delivered because the session was not
     /// reading; its answers are never dropped.

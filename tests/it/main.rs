@@ -62,4 +62,5 @@ mod third_party;
 mod timeout;
 mod uninstall;
 mod version_handshake;
+mod waiting_room;
 mod wire_properties;

@@ -202,7 +202,10 @@ impl Upstream {
             ));
         }
         let is_op = |o: &Origin| matches!(o, Origin::Operation(x) if x == operation);
-        if self.queue.remove_first(sid, |q| is_op(&q.origin)).is_none()
+        if self
+            .waiting
+            .remove_call(sid, |w| is_op(&w.origin))
+            .is_none()
             && let Some(uid) = self.inflight.find(|p| is_op(&p.origin))
         {
             self.abandon(uid, "cancelled with the coogle tool", Outcome::Cancelled);

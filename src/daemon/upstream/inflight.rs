@@ -275,6 +275,15 @@ impl InFlight {
         self.calls
     }
 
+    /// Requests of anyone but the daemon that the child works on, calls and the rest, but not
+    /// subscription streams (which last as long as their session wants).
+    pub fn requests(&self) -> usize {
+        self.pending
+            .values()
+            .filter(|p| !matches!(p.origin, Origin::Internal(_)) && p.listen.is_none())
+            .count()
+    }
+
     pub fn of_session_count(&self, session: SessionId) -> usize {
         self.per_session.get(&session).copied().unwrap_or(0)
     }

@@ -14,6 +14,7 @@ use tokio::sync::oneshot;
 
 use super::child_io::{self, ChildHandle, StderrTail};
 use super::era::{self, Era};
+use super::waiting::WaitsFor;
 use super::{Internal, Upstream, ms};
 use crate::daemon::SessionId;
 use crate::daemon::child::{self, ChildRecord};
@@ -349,13 +350,11 @@ impl Upstream {
             self.sync_child_log_level();
             self.resubscribe();
         }
-        let waiting: Vec<_> = self.waiting_era.drain(..).collect();
-        for (sid, req) in waiting {
-            self.on_session_request(sid, req);
+        for w in self.waiting.take(WaitsFor::Era) {
+            self.on_session_request(w.key, w.req);
         }
-        let held: Vec<_> = self.held.drain(..).collect();
-        for (key, origin, req) in held {
-            self.forward(key, origin, req);
+        for w in self.waiting.take(WaitsFor::Child) {
+            self.forward(w.key, w.origin, w.req);
         }
         self.pump();
     }
@@ -398,21 +397,12 @@ impl Upstream {
 
     /// Answer every call and request that is waiting for the child with an error.
     pub(super) fn fail_waiting(&mut self, code: ErrorCode, text: &str) {
-        for q in self.queue.drain_all() {
-            self.count_session_outcome(&q.origin, Outcome::Error, Duration::ZERO);
-            self.reply_error(q.origin, true, code, text);
-        }
-        while let Some((_, origin, req)) = self.held.pop_front() {
-            let is_call = req.method == super::request::Method::ToolsCall;
-            self.reply_error(origin, is_call, code, text);
-        }
-        while let Some((sid, req)) = self.waiting_era.pop_front() {
-            let is_call = req.method == super::request::Method::ToolsCall;
-            let origin = super::Origin::Session {
-                id: sid,
-                client_id: req.id,
-            };
-            self.reply_error(origin, is_call, code, text);
+        for (what, w) in self.waiting.drain() {
+            if what == WaitsFor::Slot {
+                self.count_session_outcome(&w.origin, Outcome::Error, Duration::ZERO);
+            }
+            let is_call = w.req.method == super::request::Method::ToolsCall;
+            self.reply_error(w.origin, is_call, code, text);
         }
     }
 

@@ -38,8 +38,9 @@ mod subscriptions;
 mod tasks;
 #[cfg(test)]
 mod tests;
+mod waiting;
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -53,7 +54,7 @@ use tokio::sync::{mpsc, oneshot};
 use super::SessionId;
 use super::coogle_tool::{self, Operations};
 use super::outbox::Outbox;
-use super::scheduler::{FairQueue, QueueKey};
+use super::scheduler::QueueKey;
 use super::stats::CallStats;
 use crate::config::ServerConfig;
 use crate::wire::{
@@ -62,7 +63,6 @@ use crate::wire::{
 use cache::Cache;
 use inflight::InFlight;
 use lifecycle::{Life, RestartWaiter};
-use request::Request;
 use server_requests::ServerRequests;
 use sessions::Session;
 use sign_in::SignIns;
@@ -277,13 +277,6 @@ impl Origin {
     }
 }
 
-/// A call waiting for a free slot.
-struct Queued {
-    origin: Origin,
-    req: Request,
-    enqueued: Instant,
-}
-
 struct Upstream {
     name: String,
     /// Which instance of the server this is, when it has several (see `registry`).
@@ -293,14 +286,10 @@ struct Upstream {
     life: Life,
     cache: Cache,
     inflight: InFlight,
-    queue: FairQueue<Queued>,
-    /// Requests waiting for the child to be ready.
-    held: VecDeque<(QueueKey, Origin, Request)>,
-    /// Session requests that wait to learn the child's era (a first start, nothing cached).
-    waiting_era: VecDeque<(SessionId, Request)>,
+    /// Every request that is not with the child yet (see `waiting`).
+    waiting: waiting::WaitingRoom,
     /// The daemon's own `subscriptions/listen` on a 2026-07-28 child (its uid).
     own_listen: Option<u64>,
-    rounds: mrtr::Rounds,
     next_control_key: QueueKey,
     sessions: HashMap<SessionId, Session>,
     server_requests: ServerRequests,
@@ -344,11 +333,8 @@ impl Upstream {
             life: Life::new(record_path, max_line),
             tx,
             inflight: InFlight::default(),
-            queue: FairQueue::default(),
-            held: VecDeque::new(),
-            waiting_era: VecDeque::new(),
+            waiting: waiting::WaitingRoom::default(),
             own_listen: None,
-            rounds: mrtr::Rounds::default(),
             next_control_key: CONTROL_KEY_BASE,
             sessions: HashMap::new(),
             server_requests: ServerRequests::default(),
@@ -405,7 +391,7 @@ impl Upstream {
             self.life.restart_at,
             shutdown,
             self.ops.next_deadline(),
-            self.rounds.next_due(),
+            self.waiting.input.next_due(),
             self.missed_retry_at,
             self.life
                 .stdout_closed_at

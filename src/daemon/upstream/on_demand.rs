@@ -65,10 +65,7 @@ impl Upstream {
 
     /// Whether someone waits for the child to be (or become) ready.
     fn waiting_for_child(&self) -> bool {
-        self.queue.len() > 0
-            || !self.held.is_empty()
-            || !self.waiting_era.is_empty()
-            || !self.life.restart_waiters.is_empty()
+        self.waiting.waits_for_child() || !self.life.restart_waiters.is_empty()
     }
 
     /// Note whether the child is idle now, after any event.

@@ -83,11 +83,11 @@ impl Upstream {
             return;
         }
         tracing::info!(upstream = %self.name, session = sid, "session disconnected");
-        for _ in self.queue.remove_key(sid) {
-            self.stats.record(Outcome::Cancelled, Duration::ZERO);
+        for (what, _) in self.waiting.forget_session(sid) {
+            if what == super::waiting::WaitsFor::Slot {
+                self.stats.record(Outcome::Cancelled, Duration::ZERO);
+            }
         }
-        self.held.retain(|(_, o, _)| o.session() != Some(sid));
-        self.waiting_era.retain(|(s, _)| *s != sid);
         self.forget_rounds(sid);
         self.ops.forget_session(sid);
         let ready = self.life.is_ready();
