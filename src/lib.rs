@@ -6,7 +6,7 @@
 //!
 //! Dependencies point one way: `main → cli → {daemon, shim, client, setup, update,
 //! search_server} → {wire, config, paths, peer, exec_path, fsutil, process, secret, installed,
-//! service_manager, error, date, output, logging, tls}`. Nothing in the lower layer imports the upper one, and
+//! service_manager, error, date, output, logging, tls, shim_identity}`. Nothing in the lower layer imports the upper one, and
 //! nothing but `cli` imports `setup` or `update`.
 
 pub mod cli;
@@ -29,6 +29,7 @@ mod secret;
 mod service_manager;
 pub mod setup;
 pub(crate) mod shim;
+pub(crate) mod shim_identity;
 pub(crate) mod tls;
 pub(crate) mod update;
 pub mod wire;

@@ -44,6 +44,7 @@ mod share;
 mod share_children;
 mod sharing;
 mod shim_footprint;
+mod shim_sibling;
 mod sign_in;
 mod soak;
 mod socket_dir_mode;
