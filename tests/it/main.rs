@@ -26,6 +26,8 @@ mod minimal_path;
 mod multiplex;
 mod notifications;
 mod on_demand;
+mod operation_bounds;
+mod operation_ownership;
 mod reconnect;
 mod reload;
 mod respawn;
