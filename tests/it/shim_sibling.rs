@@ -162,3 +162,22 @@ fn coogle_under_the_shims_name_does_not_loop() {
     let log = served(&env, cmd, &posing);
     assert!(log.contains("is a copy of coogle itself"), "{log}");
 }
+
+/// `coogle doctor` names a broken sibling, and the fix; the one built beside coogle passes.
+#[test]
+fn doctor_names_a_broken_sibling() {
+    let env = Env::new();
+    let good = env.run(&["doctor"]);
+    assert!(
+        good.stdout.contains("coogle-mcp (the small shim)"),
+        "{good}"
+    );
+    let coogle = install(&env, "emptied", |p| write_exe(p, b""));
+    let out = support::Output::of(env.sealed(&coogle), &["doctor"]);
+    assert!(
+        out.stdout
+            .contains("coogle-mcp is empty: sessions run in coogle's larger image")
+            && out.stdout.contains("reinstall coogle"),
+        "{out}"
+    );
+}

@@ -61,6 +61,7 @@ pub fn run(paths: &GlobalPaths, args: &DoctorArgs) -> ExitCode {
         failures: 0,
     };
     d.ok(&format!("coogle {} at {}", wire::VERSION, d.exe.display()));
+    d.shim_sibling();
     let config = d.config();
     let search_wanted = install::search_wanted(&paths.config_file());
     if let Some(config) = &config {
