@@ -12,7 +12,7 @@ use std::time::Duration;
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
-pub use super::operations::RETENTION;
+use super::operations::{MAX_FINISHED_PER_OWNER, RETENTION};
 
 pub const TOOL_NAME: &str = "coogle";
 /// The longest a `wait` may block.
@@ -29,8 +29,9 @@ pub fn definition(server: &str) -> Value {
              `restart` to restart a wedged server, `info` for versions. For a call that may take \
              longer than you can wait, use `start_call` with `tool` and `arguments`: it returns an \
              operation id at once; fetch the result later with `wait` (`operation`, optional \
-             `wait_ms`). Results are kept {} minutes.",
-            RETENTION.as_secs() / 60
+             `wait_ms`). Results are kept {} minutes, the newest {} of a session.",
+            RETENTION.as_secs() / 60,
+            MAX_FINISHED_PER_OWNER
         ),
         "inputSchema": {
             "type": "object",
