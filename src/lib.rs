@@ -6,7 +6,7 @@
 //!
 //! Dependencies point one way: `main → cli → {daemon, shim, client, setup, update,
 //! search_server} → {wire, config, paths, peer, exec_path, fsutil, process, procs, secret, installed,
-//! service_manager, error, causes, date, output, logging, terminal, tls}`. Nothing in the lower layer imports the upper one, and
+//! service_manager, error, causes, date, output, logging, terminal, tls, shim_identity}`. Nothing in the lower layer imports the upper one, and
 //! nothing but `cli` imports `setup` or `update`.
 
 pub(crate) mod causes;
@@ -32,6 +32,7 @@ mod secret;
 mod service_manager;
 pub mod setup;
 pub(crate) mod shim;
+pub(crate) mod shim_identity;
 mod terminal;
 pub(crate) mod tls;
 pub(crate) mod update;

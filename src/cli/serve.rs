@@ -11,6 +11,9 @@ use crate::{causes, client, daemon, logging, paths, shim};
 pub(super) fn mcp(paths: &GlobalPaths, server: Option<String>) -> ExitCode {
     logging::init_stderr("coogle=warn,rmcp=warn");
     shim::hint_on_terminal();
+    if let Some(why) = super::shim_exe::sibling_warning() {
+        tracing::warn!("{why}");
+    }
     // The shim needs only the socket: a broken config.json must not cut new sessions off a
     // daemon that runs fine (one started before the file broke).
     let ctx = match Context::load_lenient(paths) {

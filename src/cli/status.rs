@@ -105,9 +105,6 @@ fn session_line(s: &SessionStatus) -> String {
     if let Some(pid) = s.pid {
         line.push_str(&format!(" · pid {pid}"));
     }
-    if let Some(cs) = &s.claude_session_id {
-        line.push_str(&format!(" · session {cs}"));
-    }
     if let Some(era) = s.era {
         line.push_str(&format!(" · {}", era_name(era)));
     }

@@ -12,6 +12,7 @@ mod connection;
 mod control;
 mod coogle_tool;
 mod handover;
+mod operations;
 mod outbox;
 mod reaper;
 mod registry;

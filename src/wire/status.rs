@@ -176,8 +176,6 @@ pub struct SessionStatus {
     pub id: u64,
     /// The client's `clientInfo`, as it sent it in `initialize`.
     pub client_info: Option<Value>,
-    /// Claude Code's session id, from the shim's environment.
-    pub claude_session_id: Option<String>,
     /// The shim's pid.
     pub pid: Option<u32>,
     /// What the client is when it is not an agent's shim (`cli`, `setup`).
@@ -254,7 +252,6 @@ mod tests {
         for key in [
             "id",
             "clientInfo",
-            "claudeSessionId",
             "pid",
             "client",
             "version",

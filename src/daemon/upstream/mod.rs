@@ -52,7 +52,8 @@ use tokio::net::unix::OwnedWriteHalf;
 use tokio::sync::{mpsc, oneshot};
 
 use super::SessionId;
-use super::coogle_tool::{self, Operations};
+use super::coogle_tool;
+use super::operations::Operations;
 use super::outbox::Outbox;
 use super::scheduler::QueueKey;
 use super::stats::CallStats;

@@ -1,6 +1,7 @@
 //! The upstream's `status`: filled in from the actor's state, and told to an agent in words by
 //! the `coogle` tool. Other sessions appear only as what an operator needs (ids, clients,
-//! counts); nothing a session sent is shown.
+//! counts); nothing a session sent is shown, nor any id of its (Claude Code's session id, its
+//! shim's token) that someone could present as theirs.
 
 use std::time::{Instant, UNIX_EPOCH};
 
@@ -23,7 +24,6 @@ impl Upstream {
                 SessionStatus {
                     id,
                     client_info: s.client_info.clone(),
-                    claude_session_id: s.hello.claude_session_id.clone(),
                     pid: s.hello.pid,
                     client: s.hello.client.clone(),
                     version: s.hello.version.clone(),

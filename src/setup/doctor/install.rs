@@ -1,5 +1,6 @@
-//! Doctor's checks of what is installed: config.json, each upstream's OAuth client and
-//! command, the programs upstreams commonly run, the search server's API key, and the service.
+//! Doctor's checks of what is installed: the small shim beside coogle, config.json, each
+//! upstream's OAuth client and command, the programs upstreams commonly run, the search
+//! server's API key, and the service.
 
 use std::ffi::{OsStr, OsString};
 use std::path::Path;
@@ -13,6 +14,7 @@ use crate::exec_path;
 use crate::paths::Platform;
 use crate::secret::{check_key, find_key_here, mask};
 use crate::service_manager::{Manager, ServiceStatus};
+use crate::shim_identity::{self, Verdict};
 
 /// Whether the search server is set up: its own config section or a `search` upstream.
 pub(super) fn search_wanted(cfg_path: &Path) -> bool {
@@ -23,6 +25,38 @@ pub(super) fn search_wanted(cfg_path: &Path) -> bool {
 }
 
 impl Doctor<'_> {
+    /// `coogle-mcp` beside this coogle is the one of this build (what `coogle mcp` checks
+    /// before it hands a session to it): without it, or with a broken one, every session runs
+    /// in coogle's larger image, which works but costs memory.
+    pub(super) fn shim_sibling(&mut self) {
+        let Some(dir) = std::env::current_exe()
+            .ok()
+            .map(|e| crate::process::live_exe(&e))
+            .and_then(|e| e.parent().map(Path::to_path_buf))
+        else {
+            return;
+        };
+        let sibling = dir.join(crate::shim::SHIM_EXE);
+        let fix = "reinstall coogle: coogle and coogle-mcp come from one build";
+        match shim_identity::check(&sibling, crate::wire::VERSION) {
+            Verdict::Trusted => self.ok(&format!("{} (the small shim)", sibling.display())),
+            Verdict::Missing => self.warn(
+                &format!(
+                    "no {} beside coogle: sessions run in coogle's larger image",
+                    crate::shim::SHIM_EXE
+                ),
+                fix,
+            ),
+            Verdict::Refused(why) => self.warn(
+                &format!(
+                    "{} {why}: sessions run in coogle's larger image",
+                    sibling.display()
+                ),
+                fix,
+            ),
+        }
+    }
+
     /// config.json loads (or there is none and the defaults apply).
     pub(super) fn config(&mut self) -> Option<Config> {
         match Config::load(self.paths.config.as_deref()) {

@@ -69,6 +69,7 @@ pub fn run(paths: &GlobalPaths, args: &DoctorArgs) -> ExitCode {
         warnings: 0,
     };
     d.ok(&format!("coogle {} at {}", wire::VERSION, d.exe.display()));
+    d.shim_sibling();
     let config = d.config();
     let search_wanted = install::search_wanted(&paths.config_file());
     // The built-in defaults' upstream is what setup would configure, not a broken one.

@@ -42,9 +42,6 @@ impl Session {
         if let Some(pid) = s.pid {
             about.push(format!("pid {pid}"));
         }
-        if let Some(id) = &s.claude_session_id {
-            about.push(format!("Claude Code session {id}"));
-        }
         let about = if about.is_empty() {
             String::new()
         } else {
