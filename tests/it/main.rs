@@ -13,6 +13,7 @@ mod distribution;
 mod doctor;
 mod eras;
 mod everything_passthrough;
+mod failure_output;
 mod fairness;
 mod fake_eras;
 mod faults;

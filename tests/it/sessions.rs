@@ -37,13 +37,11 @@ fn the_claude_code_session_id_is_carried_in_the_hello() {
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    wait_for(
+    wait_status(
+        &env.socket,
         "the session to appear",
         std::time::Duration::from_secs(10),
-        || {
-            let status = control(&env.socket, "status", Value::Null).unwrap();
-            status["upstreams"][0]["sessions"][0]["claudeSessionId"] == "claude-session-42"
-        },
+        |status| status["upstreams"][0]["sessions"][0]["claudeSessionId"] == "claude-session-42",
     );
     drop(child.stdin.take());
     let _ = child.wait();
