@@ -131,14 +131,14 @@ pub fn init_daemon(log_file: &Path, level: &str, also_stderr: bool) -> io::Resul
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter(&default))
         .with_ansi(false);
-    let result = if to_stderr {
+    // `coogle serve` calls this once, first thing, so no subscriber can be set yet; were one
+    // set, it would keep its place rather than fail a daemon over its logging.
+    let _ = if to_stderr {
         let stderr = io::stderr.with_filter(|m: &tracing::Metadata<'_>| m.target() != FILE_ONLY);
         builder.with_writer(file.and(stderr)).try_init()
     } else {
         builder.with_writer(file).try_init()
     };
-    // A second init (tests run the daemon in-process) keeps the first subscriber.
-    let _ = result;
     Ok(())
 }
 

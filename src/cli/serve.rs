@@ -74,9 +74,7 @@ async fn run_daemon(ctx: Context, log_stderr: bool) -> ExitCode {
     }
     let options = daemon::Options {
         socket: ctx.socket.clone(),
-        handle_signals: true,
         log_file: Some(log_file),
-        reap_orphans: true,
     };
     match daemon::run(ctx.config, options).await {
         Ok(daemon::Outcome::Stopped) => ExitCode::Success,

@@ -1,11 +1,11 @@
 //! `coogle serve`: the daemon that owns the upstream children and multiplexes every session
 //! onto them over a per-user Unix socket.
 //!
-//! [`run`] is the whole daemon as a library function, so tests start it in-process on a
-//! temporary socket (with `handle_signals: false`). It owns the socket, the single-instance lock
-//! and the accept loop; each upstream's routing lives in [`upstream`]. It must never unlink a
-//! socket that a live daemon serves, never accept a peer of another uid, and never leave a
-//! child running when it stops.
+//! [`run`] is the whole daemon, called by `coogle serve`; it owns its process (the signal
+//! handlers, the child subreaper), so the tests run the binary, never the daemon in-process. It
+//! owns the socket, the single-instance lock and the accept loop; each upstream's routing lives
+//! in [`upstream`]. It must never unlink a socket that a live daemon serves, never accept a
+//! peer of another uid, and never leave a child running when it stops.
 
 mod child;
 mod connection;
@@ -89,13 +89,8 @@ const FIRST_LINE_TIMEOUT: Duration = Duration::from_secs(10);
 pub struct Options {
     /// The socket to serve (already resolved from flags, config and defaults).
     pub socket: PathBuf,
-    /// Install SIGTERM/SIGINT handlers (off in tests that run the daemon in-process).
-    pub handle_signals: bool,
     /// Where the log goes, for `info`.
     pub log_file: Option<PathBuf>,
-    /// Become the parent of what children leave behind (a child subreaper), to stop it: a
-    /// daemon of its own. Off for a daemon run inside another program (tests).
-    pub reap_orphans: bool,
 }
 
 #[derive(Debug, PartialEq, Eq)]
@@ -241,7 +236,7 @@ pub async fn run(config: Config, options: Options) -> Result<Outcome, DaemonErro
         );
     }
     let listener = bind(&rt.socket)?;
-    let reaper = reaper::Reaper::new(options.reap_orphans);
+    let reaper = reaper::Reaper::new();
     let upstreams = registry::Registry::new(&config, &rt, &reaper);
     let (stop, stop_rx) = watch::channel(false);
     let max_connections = connection_limit(config.max_connections, config.servers.len());
@@ -297,15 +292,9 @@ async fn serve(
     mut stop_rx: watch::Receiver<bool>,
     reaper: &Arc<reaper::Reaper>,
 ) -> Result<(), DaemonError> {
-    let (mut sigterm, mut sigint) = if shared.options.handle_signals {
-        use tokio::signal::unix::{SignalKind, signal};
-        (
-            Some(signal(SignalKind::terminate()).map_err(DaemonError::Signals)?),
-            Some(signal(SignalKind::interrupt()).map_err(DaemonError::Signals)?),
-        )
-    } else {
-        (None, None)
-    };
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut sigterm = signal(SignalKind::terminate()).map_err(DaemonError::Signals)?;
+    let mut sigint = signal(SignalKind::interrupt()).map_err(DaemonError::Signals)?;
     let mut idle_check = tokio::time::interval(Duration::from_millis(250));
     // A daemon whose socket was removed or replaced can never be reached again: stop it rather
     // than leave it (and its child) running forever.
@@ -342,8 +331,8 @@ async fn serve(
                 }
             },
             _ = stop_rx.changed() => return Ok(()),
-            _ = recv_signal(&mut sigterm) => { tracing::info!("SIGTERM: shutting down"); return Ok(()) }
-            _ = recv_signal(&mut sigint) => { tracing::info!("SIGINT: shutting down"); return Ok(()) }
+            _ = sigterm.recv() => { tracing::info!("SIGTERM: shutting down"); return Ok(()) }
+            _ = sigint.recv() => { tracing::info!("SIGINT: shutting down"); return Ok(()) }
         }
     }
 }
@@ -381,15 +370,6 @@ async fn futures_join_all<F: std::future::Future<Output = ()>>(futs: impl Iterat
     }
     for f in set {
         f.await;
-    }
-}
-
-async fn recv_signal(sig: &mut Option<tokio::signal::unix::Signal>) {
-    match sig {
-        Some(s) => {
-            s.recv().await;
-        }
-        None => std::future::pending().await,
     }
 }
 

@@ -56,11 +56,12 @@ pub(crate) struct Reaper {
 }
 
 impl Reaper {
-    /// The reaper for this daemon; with `subreaper`, orphaned descendants become the daemon's
-    /// children (Linux; a no-op elsewhere). Tests that run a daemon in-process pass `false`.
-    pub fn new(subreaper: bool) -> Arc<Reaper> {
+    /// The reaper for this daemon, which becomes a child subreaper: orphaned descendants of its
+    /// children become its own children, so it can stop them (Linux; a no-op elsewhere). Only
+    /// a process that is a daemon of its own calls this: it changes the whole process.
+    pub fn new() -> Arc<Reaper> {
         #[cfg(target_os = "linux")]
-        if subreaper {
+        {
             // SAFETY: prctl with PR_SET_CHILD_SUBREAPER only changes this process's attribute.
             let rc = unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
             if rc != 0 {
@@ -70,8 +71,6 @@ impl Reaper {
                 );
             }
         }
-        #[cfg(not(target_os = "linux"))]
-        let _ = subreaper;
         Arc::new(Reaper::default())
     }
 

@@ -118,9 +118,12 @@ fn a_writer_rewriting_continuously_under_the_lock_loses_nothing() {
         .spawn()
         .unwrap();
     // Let it get going, then run setup in the middle of its writes.
-    support::wait_for("the writer's first write", Duration::from_secs(10), || {
-        patched(&claude).get("writerCounter").is_some()
-    });
+    support::wait_file(
+        "the writer's first write",
+        &claude,
+        Duration::from_secs(10),
+        |t| serde_json::from_str::<Value>(t).is_ok_and(|v| v.get("writerCounter").is_some()),
+    );
     let out = run_setup(&env);
     // A few more rounds of the writer after setup finished.
     std::thread::sleep(Duration::from_millis(300));

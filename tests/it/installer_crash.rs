@@ -349,7 +349,7 @@ fn uninstall_killed_at_any_write_is_finished_by_the_next_run() {
 /// the original back and shares it, and `unshare` gives back the original bytes.
 #[test]
 fn share_killed_between_the_clis_remove_and_add_loses_nothing() {
-    support::require_program("python3").expect("python3 runs the stand-in claude CLI");
+    support::find_program("python3").expect("python3 runs the stand-in claude CLI");
     let fake_claude = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/fake-claude");
     for point in ["cli-removed", "cli-removed:2", "cli-added"] {
         let w = world();

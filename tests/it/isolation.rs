@@ -107,19 +107,16 @@ fn pass_env_gives_each_session_its_own_value_in_its_own_instance() {
     );
 }
 
-/// What a session the daemon refused was told: the error its first request got (or, from a
-/// shim that reports a refused hello only on stderr, what it said there).
+/// What a session the daemon refused was told: the error its first request got, at once.
 fn refusal(s: &mut Shim) -> String {
     s.send(&json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
                    "params": {"protocolVersion": "2025-11-25", "capabilities": {},
                               "clientInfo": {"name": "t", "version": "1"}}}));
-    match s.recv(Duration::from_secs(30)) {
-        Some(r) => r["error"]["message"]
-            .as_str()
-            .unwrap_or_default()
-            .to_string(),
-        None => s.stderr(),
-    }
+    let r = s.response(&json!(1), Duration::from_secs(30));
+    r["error"]["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
 }
 
 fn per_project_fake(env: &Env, extra: Value) {
@@ -165,13 +162,19 @@ fn per_project_instances_are_bounded_by_eviction_never_by_sharing() {
     );
     // When a project leaves, the next one gets its place.
     drop(sa);
-    wait_for("a's instance to be unused", Duration::from_secs(20), || {
+    wait_until("a's instance to be unused", Duration::from_secs(20), || {
         let mut s = shim_in(&env, &c, &[]);
-        if !refusal(&mut s).is_empty() {
-            return false;
+        let refused = refusal(&mut s);
+        if !refused.is_empty() {
+            return Err(format!("refused: {refused}"));
         }
         s.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-        text(&s.call("cwd", json!({}))) == c.display().to_string()
+        let cwd = text(&s.call("cwd", json!({})));
+        if cwd == c.display().to_string() {
+            Ok(())
+        } else {
+            Err(format!("the child runs in {cwd}"))
+        }
     });
 
     // A control request names its project, or is refused.
@@ -208,9 +211,7 @@ fn a_projects_first_session_never_gets_another_projects_answers() {
     // After a daemon restart each is answered from its own cache on disk.
     let pid = daemon_pid(&env) as u32;
     let _ = control(&env.socket, "shutdown", Value::Null);
-    wait_for("the daemon to exit", Duration::from_secs(20), || {
-        !pid_alive(pid)
-    });
+    wait_gone("the daemon to exit", &[pid], Duration::from_secs(20));
     assert!(instructions(&b).ends_with(&format!("cwd={}", b.display())));
     assert!(instructions(&a).ends_with(&format!("cwd={}", a.display())));
 }
@@ -296,10 +297,12 @@ fn queued_calls_are_bounded_across_sessions() {
         }
         s.send_raw(&batch);
     }
-    wait_for("4,096 calls to be queued", Duration::from_secs(60), || {
-        let st = control(&env.socket, "status", Value::Null).unwrap();
-        st["upstreams"][0]["queue"].as_u64() == Some(4096)
-    });
+    wait_status(
+        &env.socket,
+        "4,096 calls to be queued",
+        Duration::from_secs(60),
+        |st| st["upstreams"][0]["queue"].as_u64() == Some(4096),
+    );
     let mut late = env.shim();
     late.initialize();
     let r = late.call("echo", json!({"text": "one too many"}));
@@ -331,10 +334,10 @@ fn one_instances_exit_leaves_another_instances_processes_alone() {
     std::thread::sleep(Duration::from_secs(4));
     let first_child: u32 = text(&first.call("pid", json!({}))).parse().unwrap();
     drop(first);
-    wait_for(
+    wait_gone(
         "the first session's child to exit",
+        &[first_child],
         Duration::from_secs(20),
-        || !pid_alive(first_child),
     );
     std::thread::sleep(Duration::from_secs(1));
     assert!(
@@ -343,9 +346,9 @@ fn one_instances_exit_leaves_another_instances_processes_alone() {
     );
     // It still goes with its own.
     drop(second);
-    wait_for(
+    wait_gone(
         "the second session's grandchild to go",
+        &[grandchild],
         Duration::from_secs(20),
-        || !pid_alive(grandchild),
     );
 }

@@ -14,6 +14,7 @@ mod doctor;
 mod eras;
 mod error_screens;
 mod everything_passthrough;
+mod failure_output;
 mod fairness;
 mod fake_eras;
 mod faults;

@@ -34,10 +34,12 @@ fn start_long_call(env: &Env, shim: &mut Shim) -> Value {
     let id = json!("long");
     shim.send(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
                       "params": {"name": "sleep", "arguments": {"ms": 3000}}}));
-    wait_for("the call to be in flight", Duration::from_secs(20), || {
-        control(&env.socket, "status", Value::Null)
-            .is_ok_and(|s| s["upstreams"][0]["inFlight"] == 1)
-    });
+    wait_status(
+        &env.socket,
+        "the call to be in flight",
+        Duration::from_secs(20),
+        |s| s["upstreams"][0]["inFlight"] == 1,
+    );
     id
 }
 

@@ -544,8 +544,11 @@ fn a_cancelled_call_makes_no_more_attempts() {
     s.shim
         .send(&json!({"jsonrpc": "2.0", "id": 41, "method": "tools/call",
                         "params": {"name": "ask_google", "arguments": {"question": "q"}}}));
-    support::wait_for("the first attempt", Duration::from_secs(5), || {
-        mock.seen().len() == 1
+    support::wait_until("the first attempt", Duration::from_secs(5), || {
+        match mock.seen().len() {
+            1 => Ok(()),
+            n => Err(format!("the mock saw {n} requests")),
+        }
     });
     s.shim.send(
         &json!({"jsonrpc": "2.0", "method": "notifications/cancelled",

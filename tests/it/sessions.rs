@@ -42,14 +42,11 @@ fn the_claude_code_session_id_is_not_shown_in_status() {
         .spawn()
         .unwrap();
     let pid = child.id();
-    let mut status = Value::Null;
-    wait_for(
+    let status = wait_status(
+        &env.socket,
         "the session to appear",
         std::time::Duration::from_secs(10),
-        || {
-            status = control(&env.socket, "status", Value::Null).unwrap();
-            status["upstreams"][0]["sessions"][0]["pid"] == pid
-        },
+        |status| status["upstreams"][0]["sessions"][0]["pid"] == pid,
     );
     assert!(
         !status.to_string().contains("claude-session-42"),

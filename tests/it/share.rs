@@ -294,13 +294,11 @@ fn share_reloads_a_running_daemon_and_no_call_is_lost() {
         &json!({"jsonrpc": "2.0", "id": long, "method": "tools/call",
                    "params": {"name": "sleep", "arguments": {"ms": 3000}}}),
     );
-    wait_for(
+    wait_status(
+        &env.socket,
         "the call to be in flight",
         std::time::Duration::from_secs(20),
-        || {
-            control(&env.socket, "status", Value::Null)
-                .is_ok_and(|s| s["upstreams"][0]["inFlight"] == 1)
-        },
+        |s| s["upstreams"][0]["inFlight"] == 1,
     );
 
     let out = env.run(&["share", "--all"]);

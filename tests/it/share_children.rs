@@ -43,7 +43,12 @@ fn status(env: &Env) -> Value {
 
 /// The running children of `server`, by instance.
 fn running(env: &Env, server: &str) -> Vec<u64> {
-    status(env)["upstreams"]
+    ready_pids(&status(env), server)
+}
+
+/// The children of `server` a `status` answer shows running.
+fn ready_pids(status: &Value, server: &str) -> Vec<u64> {
+    status["upstreams"]
         .as_array()
         .unwrap()
         .iter()
@@ -141,24 +146,30 @@ fn after_share_all_children_follow_each_servers_sharing() {
     let browsers = running(&env, "browser");
     let i = sessions.iter().position(|(s, _)| *s == "browser").unwrap();
     drop(sessions.remove(i));
-    wait_for(
+    wait_status(
+        &env.socket,
         "the session's browser child to go",
         Duration::from_secs(10),
-        || running(&env, "browser").len() == 2,
+        |s| ready_pids(s, "browser").len() == 2,
     );
     let gone: Vec<u64> = browsers
         .into_iter()
         .filter(|p| !running(&env, "browser").contains(p))
         .collect();
-    wait_for("its process to exit", Duration::from_secs(5), || {
-        !pid_alive(gone[0] as u32)
-    });
+    wait_gone(
+        "its process to exit",
+        &[gone[0] as u32],
+        Duration::from_secs(5),
+    );
 
     // Everyone leaves: the shared child stops after idleStopMs, and starts again on demand.
     sessions.clear();
-    wait_for("the idle children to stop", Duration::from_secs(15), || {
-        running(&env, "notes").is_empty() && running(&env, "files").is_empty()
-    });
+    wait_status(
+        &env.socket,
+        "the idle children to stop",
+        Duration::from_secs(15),
+        |s| ready_pids(s, "notes").is_empty() && ready_pids(s, "files").is_empty(),
+    );
     let mut s = session(&env, "notes", &beta);
     s.initialize();
     assert_eq!(text(&s.call("echo", json!({"text": "again"}))), "again");

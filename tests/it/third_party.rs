@@ -1,7 +1,7 @@
 //! The same multi-session checks against real servers nobody here wrote:
 //! `@modelcontextprotocol/server-everything` (npm) and `workspace-mcp` (PyPI).
 //!
-//! `.ci/run` installs both and sets `COOGLE_REQUIRE_THIRD_PARTY=1`, which turns a missing
+//! `.ci/run` installs both and sets `COOGLE_TEST_REQUIRE_ALL=1`, which turns a missing
 //! server into a failure; locally a missing server is skipped with a message saying so.
 
 #![allow(clippy::print_stderr)]

@@ -201,10 +201,13 @@ fn uninstall_with_a_session_open_refuses_or_with_force_leaves_no_daemon() {
     let gave_back = out.stdout.find("restored").expect("said");
     assert!(gave_back < said, "entries first, daemon last: {out}");
     // The session's shim was ended and started nothing.
-    support::wait_for(
+    support::wait_until(
         "the shim to exit",
         std::time::Duration::from_secs(10),
-        || shim.child.try_wait().unwrap().is_some(),
+        || match shim.child.try_wait().unwrap() {
+            Some(_) => Ok(()),
+            None => Err(support::describe_process(shim.child.id())),
+        },
     );
     std::thread::sleep(std::time::Duration::from_millis(1500));
     assert_eq!(daemon_pid(&env), None, "a daemon came back: {out}");

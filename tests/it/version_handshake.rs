@@ -61,10 +61,12 @@ fn a_newer_client_gets_an_idle_old_daemon_replaced() {
     std::fs::set_permissions(&tmp, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     std::fs::rename(&tmp, &installed).unwrap();
     let _newer = hello_of(&env, &patched_version());
-    wait_for(
+    wait_control(
+        &env.socket,
+        "info",
         "the hand-over to be decided",
         Duration::from_secs(10),
-        || control(&env.socket, "info", Value::Null).is_ok_and(|i| i["replacePending"] == true),
+        |i| i["replacePending"] == true,
     );
     assert!(
         pid_alive(old_pid),
@@ -73,9 +75,14 @@ fn a_newer_client_gets_an_idle_old_daemon_replaced() {
     let busy = s.response(&json!("busy"), Duration::from_secs(10));
     assert_eq!(text(&busy), "slept 2500 ms");
     // ... then, idle, it hands over.
-    wait_for("the old daemon to stop", Duration::from_secs(10), || {
-        child.try_wait().unwrap().is_some()
-    });
+    wait_until(
+        "the old daemon to stop",
+        Duration::from_secs(10),
+        || match child.try_wait().unwrap() {
+            Some(_) => Ok(()),
+            None => Err(describe_process(child.id())),
+        },
+    );
     // The shim reconnects to a daemon it starts, and its session goes on.
     assert_eq!(
         text(&s.call("echo", json!({"text": "new daemon"}))),
