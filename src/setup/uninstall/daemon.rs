@@ -87,6 +87,11 @@ pub(super) fn running(paths: &GlobalPaths) -> Option<Running> {
             if s.client.is_some() || sessions.iter().any(|k| k.status.id == s.id) {
                 continue;
             }
+            // A shim that has already exited (the daemon has not read its hang-up yet) is no
+            // session that could start another daemon.
+            if s.pid.is_some_and(|pid| !crate::procs::still_running(pid, None)) {
+                continue;
+            }
             sessions.push(Session {
                 upstream: u.name.clone(),
                 status: s.clone(),
