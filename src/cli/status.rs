@@ -23,6 +23,12 @@ fn fmt_stats(stats: &Stats) -> String {
     s
 }
 
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
 /// The human form of `status`.
 pub(super) fn render_status(status: &Status) -> String {
     let d = &status.daemon;
@@ -34,7 +40,18 @@ pub(super) fn render_status(status: &Status) -> String {
         d.socket.display(),
     );
     for u in &status.upstreams {
-        let mut line = format!("\n{} · {}", u.name, u.state.as_str());
+        let mut line = match u.parked_since_ms {
+            // Parked: stopped for idling, back at the next request that needs it.
+            Some(at) => format!(
+                "\n{} · parked for {}",
+                u.name,
+                fmt_duration_ms(now_ms().saturating_sub(at))
+            ),
+            None => format!("\n{} · {}", u.name, u.state.as_str()),
+        };
+        if let Some(instance) = &u.instance {
+            line.push_str(&format!(" · {instance}"));
+        }
         if let Some(pid) = u.pid {
             line.push_str(&format!(" · pid {pid}"));
         }

@@ -50,6 +50,7 @@ pub(super) const SERVER_KEYS: &[&str] = &[
     "callTimeoutMs",
     "clientCapabilities",
     "idleStopMs",
+    "stateful",
     "sharing",
 ];
 

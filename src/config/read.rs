@@ -454,6 +454,11 @@ fn server_from(
         })?,
         None => Sharing::guess(&command, &args),
     };
+    let stateful = match obj.get("stateful") {
+        None | Some(Value::Null) => Sharing::stateful_guess(&command, &args),
+        Some(Value::Bool(b)) => *b,
+        Some(_) => return Err(r.invalid(format!("{at}stateful must be true or false"))),
+    };
     let client_capabilities = match obj.get("clientCapabilities") {
         None | Some(Value::Null) => json!({"roots": {}, "elicitation": {}}),
         Some(v @ Value::Object(_)) => v.clone(),
@@ -472,6 +477,7 @@ fn server_from(
         call_timeout: Duration::from_millis(call_timeout_ms),
         client_capabilities,
         idle_stop,
+        stateful,
         sharing,
         search_path: Vec::new(),
     })

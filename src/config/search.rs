@@ -101,6 +101,7 @@ pub(super) fn add_search_upstream(
             call_timeout: budget.max(Duration::from_millis(call_timeout_ms)),
             client_capabilities: json!({}),
             idle_stop: super::DEFAULT_IDLE_STOP,
+            stateful: false,
             sharing: super::Sharing::Shared,
             search_path: Vec::new(),
         },

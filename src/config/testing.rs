@@ -59,6 +59,7 @@ pub(super) fn server_with(credentials: CredentialsConfig, env: &[(&str, &str)]) 
         call_timeout: Duration::from_secs(1),
         client_capabilities: json!({}),
         idle_stop: super::DEFAULT_IDLE_STOP,
+        stateful: false,
         sharing: super::Sharing::Shared,
         search_path: Vec::new(),
     }

@@ -127,9 +127,15 @@ pub struct ServerConfig {
     pub call_timeout: Duration,
     /// `clientCapabilities` sent in `initialize`, default `{"roots": {}, "elicitation": {}}`.
     pub client_capabilities: Value,
-    /// `idleStopMs` (the server's, else the top level's, else 10 minutes): the child stops after
-    /// this long without sessions or calls, and starts again on demand. Zero: never.
+    /// `idleStopMs` (the server's, else the top level's, else 10 minutes): the child is parked
+    /// (stopped, to start again on demand) after this long with nothing in flight, nothing
+    /// waiting and no live subscription or task, whether or not sessions are connected. Zero:
+    /// never.
     pub idle_stop: Duration,
+    /// `stateful`: the child keeps state in its process that sessions rely on (a browser's open
+    /// tabs), so it is never parked while a session is connected. Default: guessed from the
+    /// command line (see [`Sharing::stateful_guess`]).
+    pub stateful: bool,
     /// `sharing`: who shares one child (default by the kind of server, see [`Sharing::guess`]).
     pub sharing: Sharing,
     /// The top-level `path`, for finding `command` and as the head of the child's PATH.
@@ -147,6 +153,25 @@ pub enum Sharing {
     /// Each session its own child, stopped with the session. For servers that hold one user's
     /// interactive state, such as a browser.
     PerSession,
+}
+
+/// What a command line's words say it runs: browser automation.
+const BROWSERS: [&str; 6] = [
+    "playwright",
+    "puppeteer",
+    "chrome-devtools",
+    "browser",
+    "selenium",
+    "chrome-mcp",
+];
+
+/// A command line in lower case, to guess by.
+fn command_line(command: &str, args: &[String]) -> String {
+    std::iter::once(command)
+        .chain(args.iter().map(String::as_str))
+        .collect::<Vec<_>>()
+        .join(" ")
+        .to_ascii_lowercase()
 }
 
 impl Sharing {
@@ -167,30 +192,25 @@ impl Sharing {
         }
     }
 
+    /// Whether a server keeps interactive state in its process, by what it is: browser
+    /// automation (open tabs, logins) does.
+    pub fn stateful_guess(command: &str, args: &[String]) -> bool {
+        let line = command_line(command, args);
+        BROWSERS.iter().any(|k| line.contains(k))
+    }
+
     /// The default for a server, by what it is: browser automation keeps one user's
     /// interactive state (per session); filesystem and git servers act on a directory (per
     /// project); everything else is shared.
     pub fn guess(command: &str, args: &[String]) -> Sharing {
-        let line = std::iter::once(command)
-            .chain(args.iter().map(String::as_str))
-            .collect::<Vec<_>>()
-            .join(" ")
-            .to_ascii_lowercase();
-        const PER_SESSION: [&str; 6] = [
-            "playwright",
-            "puppeteer",
-            "chrome-devtools",
-            "browser",
-            "selenium",
-            "chrome-mcp",
-        ];
+        let line = command_line(command, args);
         const PER_PROJECT: [&str; 4] = [
             "server-filesystem",
             "filesystem",
             "mcp-server-git",
             "server-git",
         ];
-        if PER_SESSION.iter().any(|k| line.contains(k)) {
+        if Sharing::stateful_guess(command, args) {
             Sharing::PerSession
         } else if PER_PROJECT.iter().any(|k| line.contains(k)) {
             Sharing::PerProject

@@ -105,6 +105,9 @@ pub struct UpstreamStatus {
     pub command: String,
     pub pid: Option<u32>,
     pub uptime_ms: Option<u64>,
+    /// Since when (ms since the epoch) the child has been parked: stopped for idling, to start
+    /// again at the next request that needs it.
+    pub parked_since_ms: Option<u64>,
     pub restarts: u64,
     pub consecutive_failures: u32,
     pub next_restart_in_ms: Option<u64>,

@@ -34,6 +34,7 @@ mod notifications;
 mod on_demand;
 mod operation_bounds;
 mod operation_ownership;
+mod parking;
 mod prompts;
 mod reconnect;
 mod reload;

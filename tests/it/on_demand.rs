@@ -1,7 +1,8 @@
 //! Children start on demand and stop when idle: a daemon with many servers configured and
 //! nobody using them runs no child at all. A new session is answered from the cache without
 //! waking the child; the first request the cache cannot answer starts it; after `idleStopMs`
-//! without sessions or calls it stops, and it starts again on the next demand.
+//! with nothing to do it is parked, sessions connected or not, and it starts again on the next
+//! demand.
 
 use crate::support;
 
@@ -15,7 +16,7 @@ fn state(env: &Env) -> Value {
 }
 
 #[test]
-fn no_child_runs_until_a_request_needs_it_and_it_stops_when_idle() {
+fn no_child_runs_until_a_request_needs_it_and_it_is_parked_when_quiet() {
     let env = Env::new();
     let pids = env.path("pids");
     env.write_fake_config(json!({"idleStopMs": 1500, "env": {"FAKE_MCP_PID_FILE": pids}}));
@@ -41,11 +42,20 @@ fn no_child_runs_until_a_request_needs_it_and_it_stops_when_idle() {
     // A call needs it.
     assert_eq!(text(&s.call("echo", json!({"text": "woken"}))), "woken");
     assert_eq!(read_lines(&pids).len(), 2);
-    // A session that stays connected keeps it, however long it is quiet.
-    std::thread::sleep(Duration::from_millis(2500));
-    assert_eq!(state(&env)["state"], "ready");
-    // Without sessions or calls for idleStopMs, it stops ...
+    // A session that stays connected but quiet does not keep it: after idleStopMs it is
+    // parked, and the session, still connected, wakes it with its next call.
     let child = state(&env)["pid"].as_u64().unwrap() as u32;
+    wait_status(
+        &env.socket,
+        "the quiet child to be parked",
+        Duration::from_secs(10),
+        |s| s["upstreams"][0]["state"] == "idle",
+    );
+    wait_gone("its process to be gone", &[child], Duration::from_secs(5));
+    assert_eq!(state(&env)["sessions"].as_array().map(Vec::len), Some(1));
+    assert_eq!(text(&s.call("echo", json!({"text": "again"}))), "again");
+    assert_eq!(read_lines(&pids).len(), 3);
+    // Without sessions, the same.
     drop(s);
     wait_status(
         &env.socket,
@@ -53,12 +63,13 @@ fn no_child_runs_until_a_request_needs_it_and_it_stops_when_idle() {
         Duration::from_secs(10),
         |s| s["upstreams"][0]["state"] == "idle",
     );
-    wait_gone("its process to be gone", &[child], Duration::from_secs(5));
-    // ... and starts again on the next demand.
     let mut s = env.shim();
     s.initialize();
-    assert_eq!(text(&s.call("echo", json!({"text": "again"}))), "again");
-    assert_eq!(read_lines(&pids).len(), 3);
+    assert_eq!(
+        text(&s.call("echo", json!({"text": "once more"}))),
+        "once more"
+    );
+    assert_eq!(read_lines(&pids).len(), 4);
 }
 
 #[test]

@@ -194,6 +194,7 @@ impl Upstream {
                 }
             }
             "notifications/tasks/status" => {
+                self.tasks.status(msg);
                 let owner = msg
                     .params_field("taskId")
                     .and_then(|t| serde_json::from_str::<String>(t.get()).ok())

@@ -87,6 +87,8 @@ pub(super) struct Life {
     pub idle_since: Option<Instant>,
     /// The child is being stopped for idling.
     pub idle_stopping: bool,
+    /// Since when the child has been parked (stopped for idling), while it is.
+    pub parked_since: Option<std::time::SystemTime>,
 }
 
 impl Life {
@@ -116,6 +118,7 @@ impl Life {
             idle_stop: Duration::ZERO,
             idle_since: None,
             idle_stopping: false,
+            parked_since: None,
         }
     }
 
@@ -136,6 +139,7 @@ impl Life {
 impl Upstream {
     pub(super) fn start_child(&mut self) {
         self.life.generation += 1;
+        self.life.parked_since = None;
         self.life.last_attempt = Some(Instant::now());
         self.life.restart_at = None;
         self.life.state = State::Starting;

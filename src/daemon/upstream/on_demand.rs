@@ -1,6 +1,11 @@
-//! Children on demand: a child starts at the first request the cache cannot answer, and stops
-//! after `idleStopMs` with no session connected and nothing waiting for or running on it, so a
-//! daemon with many servers configured and nobody using them runs alone.
+//! Children on demand: a child starts at the first request the cache cannot answer, and is
+//! parked (stopped) after `idleStopMs` with nothing waiting for or running on it, no live
+//! subscription and no task, whether or not sessions are connected: windows left open all day
+//! cost no memory. Their sessions stay connected and notice nothing: what they ask next is
+//! answered from the cache (as at a cold start) or starts the child again and waits for it; a
+//! restarted child is set up as after a respawn (the daemon's `initialize`, log level,
+//! subscriptions, its tool list compared). A `stateful` server (a browser's open tabs) is never
+//! parked while a session is connected.
 
 use std::time::Instant;
 
@@ -46,7 +51,8 @@ impl Upstream {
         }
         self.own_listen = None;
         self.life.state = State::Idle;
-        tracing::info!(upstream = %self.name, "stopped the idle upstream; it starts again on demand");
+        self.life.parked_since = Some(std::time::SystemTime::now());
+        tracing::info!(upstream = %self.name, sessions = self.sessions.len(), "parked the idle upstream; it starts again on demand");
         if self.waiting_for_child() {
             // A demand arrived while it was stopping: it would wait for nothing otherwise.
             self.start_child();
@@ -54,13 +60,17 @@ impl Upstream {
         self.note_idle();
     }
 
-    /// Whether anything needs the child now: a session, or a request of anyone's queued, held
-    /// or in flight (the daemon's own bookkeeping aside).
+    /// Whether anything needs the child now: a request of anyone's waiting or in flight (a
+    /// session's `subscriptions/listen` stream among them; the daemon's own bookkeeping aside),
+    /// a background operation, a resource subscription, a task the child may still work on, or,
+    /// for a stateful server, any session at all.
     fn needed(&self) -> bool {
-        !self.sessions.is_empty()
-            || self.waiting_for_child()
+        self.waiting_for_child()
             || self.inflight.has_external()
             || self.ops.any_running()
+            || self.subscriptions.any()
+            || self.tasks.any_running()
+            || (self.config.stateful && !self.sessions.is_empty())
     }
 
     /// Whether someone waits for the child to be (or become) ready.
@@ -82,7 +92,7 @@ impl Upstream {
     /// No session, nothing waiting or running, not stopping: the registry may drop this
     /// instance (a project's, say), stopping its child, and nobody loses anything.
     pub(super) fn is_unused(&self) -> bool {
-        !self.needed() && !self.life.shutting_down()
+        self.sessions.is_empty() && !self.needed() && !self.life.shutting_down()
     }
 
     /// When the child is to stop for idling, if it is.
@@ -96,7 +106,7 @@ impl Upstream {
     /// Nothing needed the child for `idleStopMs`: stop it (it starts again on demand).
     pub(super) fn check_idle(&mut self, now: Instant) {
         if self.idle_deadline().is_some_and(|t| t <= now) && self.life.child.is_some() {
-            tracing::info!(upstream = %self.name, "stopping the upstream: idle for {} s", self.life.idle_stop.as_secs());
+            tracing::info!(upstream = %self.name, sessions = self.sessions.len(), "parking the upstream: idle for {} s", self.life.idle_stop.as_secs());
             self.life.idle_stopping = true;
             self.life.idle_since = None;
             // Not ready any more: what arrives while it stops is held, not sent to a child

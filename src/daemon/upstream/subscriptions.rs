@@ -55,6 +55,11 @@ impl Subscriptions {
             .unwrap_or_default()
     }
 
+    /// Whether any session is subscribed to anything.
+    pub fn any(&self) -> bool {
+        !self.by_uri.is_empty()
+    }
+
     /// Every URI with a subscriber, to subscribe a new child to.
     pub fn uris(&self) -> Vec<String> {
         self.by_uri.keys().cloned().collect()

@@ -27,6 +27,8 @@ pub(super) enum TaskRole {
 #[derive(Default)]
 pub(super) struct Tasks {
     owners: HashMap<String, SessionId>,
+    /// Tasks not known to have ended: the child works on them, so it is not parked.
+    running: std::collections::HashSet<String>,
 }
 
 impl Tasks {
@@ -37,8 +39,27 @@ impl Tasks {
     /// Record the task a `CreateTaskResult` names as `session`'s.
     pub fn created(&mut self, session: SessionId, answer: &Message) {
         if let Some(task) = created_task_id(answer) {
+            self.running.insert(task.clone());
             self.owners.insert(task, session);
         }
+    }
+
+    /// A `notifications/tasks/status`: a task that reached a final status has ended.
+    pub fn status(&mut self, msg: &Message) {
+        let field = |name: &str| {
+            msg.params_field(name)
+                .and_then(|v| serde_json::from_str::<String>(v.get()).ok())
+        };
+        if let (Some(task), Some(status)) = (field("taskId"), field("status"))
+            && matches!(status.as_str(), "completed" | "failed" | "cancelled")
+        {
+            self.running.remove(&task);
+        }
+    }
+
+    /// Whether the child may still be working on a task.
+    pub fn any_running(&self) -> bool {
+        !self.running.is_empty()
     }
 
     /// Forget a session's tasks; returns them, so the child can be told to cancel them.
@@ -51,6 +72,7 @@ impl Tasks {
             .collect();
         for t in &owned {
             self.owners.remove(t);
+            self.running.remove(t);
         }
         owned
     }
@@ -125,5 +147,32 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":1,"method":"elicitation/create","params":{"_meta":{"io.modelcontextprotocol/related-task":{"taskId":"b"}}}}"#,
         );
         assert_eq!(related_task(&req).as_deref(), Some("b"));
+    }
+
+    /// A task the child may still work on keeps it from being parked until it ends.
+    #[test]
+    fn a_task_runs_until_a_final_status_or_its_session_leaves() {
+        let mut t = Tasks::default();
+        assert!(!t.any_running());
+        t.created(
+            1,
+            &msg(r#"{"jsonrpc":"2.0","id":1,"result":{"task":{"taskId":"a","status":"working"}}}"#),
+        );
+        assert!(t.any_running());
+        let status = |s: &str| {
+            msg(&format!(
+                r#"{{"jsonrpc":"2.0","method":"notifications/tasks/status","params":{{"taskId":"a","status":"{s}"}}}}"#
+            ))
+        };
+        t.status(&status("input_required"));
+        assert!(t.any_running(), "still working");
+        t.status(&status("completed"));
+        assert!(!t.any_running());
+        t.created(
+            1,
+            &msg(r#"{"jsonrpc":"2.0","id":2,"result":{"task":{"taskId":"b"}}}"#),
+        );
+        t.remove_session(1);
+        assert!(!t.any_running(), "its session's leaving cancels it");
     }
 }

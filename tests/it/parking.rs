@@ -1,0 +1,181 @@
+//! Quiet sessions cost nothing: a child with nothing in flight, nothing waiting and no live
+//! subscription or task is parked after `idleStopMs` while its sessions stay connected; they
+//! notice nothing, and the next request that needs the child starts it again. A subscription
+//! (either era's) keeps its child, and a stateful server is never parked while a session is
+//! connected.
+
+use crate::support;
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use support::*;
+
+fn envelope() -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "parking", "version": "1"},
+    })
+}
+
+/// A 2026-07-28 request, with its envelope.
+fn modern(s: &mut Shim, method: &str, mut params: Value) -> Value {
+    params["_meta"] = envelope();
+    s.request(method, params)
+}
+
+fn upstream(env: &Env) -> Value {
+    control(&env.socket, "status", Value::Null).unwrap()["upstreams"][0].clone()
+}
+
+fn wait_parked(env: &Env) -> Value {
+    wait_status(
+        &env.socket,
+        "the child to be parked",
+        Duration::from_secs(30),
+        |s| s["upstreams"][0]["parkedSinceMs"].is_u64(),
+    )["upstreams"][0]
+        .clone()
+}
+
+fn pid_of(s: &mut Shim) -> u32 {
+    text(&s.call("pid", json!({}))).parse().unwrap()
+}
+
+#[test]
+fn open_sessions_of_both_eras_stay_connected_while_their_child_is_parked() {
+    let env = Env::with_fake(json!({"idleStopMs": 1000}));
+    let _d = env.daemon();
+    // Each session starts as Claude Code does: its handshake and its tool list.
+    let mut legacy = env.shim();
+    legacy.initialize();
+    legacy.request("tools/list", json!({}));
+    let mut new = env.shim();
+    modern(&mut new, "server/discover", json!({}));
+    modern(&mut new, "tools/list", json!({}));
+    let first = pid_of(&mut legacy);
+    let r = modern(
+        &mut new,
+        "tools/call",
+        json!({"name": "pid", "arguments": {}}),
+    );
+    assert_eq!(text(&r), first.to_string(), "one child for both");
+
+    let parked = wait_parked(&env);
+    assert!(parked["pid"].is_null(), "{parked:#}");
+    assert_eq!(
+        parked["sessions"].as_array().unwrap().len(),
+        2,
+        "{parked:#}"
+    );
+    wait_gone("the parked child", &[first], Duration::from_secs(10));
+    let text_status = env.run(&["status"]);
+    assert!(text_status.stdout.contains("parked for"), "{text_status}");
+
+    // What a session asks next is answered from the cache: the child stays parked.
+    let tools = modern(&mut new, "tools/list", json!({}));
+    assert!(tools["result"]["tools"].is_array(), "{tools}");
+    let again = legacy.request("tools/list", json!({}));
+    assert!(again["result"]["tools"].is_array(), "{again}");
+    assert!(upstream(&env)["parkedSinceMs"].is_u64());
+
+    // A call starts it again, for either era, and both are served by the new child.
+    let second = pid_of(&mut legacy);
+    assert_ne!(second, first);
+    let r = modern(
+        &mut new,
+        "tools/call",
+        json!({"name": "pid", "arguments": {}}),
+    );
+    assert_eq!(text(&r), second.to_string());
+    assert!(upstream(&env)["parkedSinceMs"].is_null());
+}
+
+/// A session's resource subscription (handshake era) or `subscriptions/listen` stream (2026-07-28)
+/// is live state in the child: the child is not parked while it lasts.
+#[test]
+fn a_live_subscription_of_either_era_keeps_its_child() {
+    for era in ["legacy", "modern"] {
+        let env = Env::with_fake(json!({"idleStopMs": 500}));
+        let _d = env.daemon();
+        let mut s = env.shim();
+        let pid;
+        if era == "legacy" {
+            s.initialize();
+            pid = pid_of(&mut s);
+            let r = s.request("resources/subscribe", json!({"uri": "fake://hello"}));
+            assert!(r.get("result").is_some(), "{r}");
+        } else {
+            let r = modern(
+                &mut s,
+                "tools/call",
+                json!({"name": "pid", "arguments": {}}),
+            );
+            pid = text(&r).parse().unwrap();
+            let mut params = json!({"notifications": {"toolsListChanged": true}});
+            params["_meta"] = envelope();
+            s.send(
+                &json!({"jsonrpc": "2.0", "id": "L", "method": "subscriptions/listen",
+                           "params": params}),
+            );
+            s.notification(
+                "notifications/subscriptions/acknowledged",
+                Duration::from_secs(20),
+            );
+        }
+        std::thread::sleep(Duration::from_secs(2));
+        let u = upstream(&env);
+        assert_eq!(
+            u["pid"], pid,
+            "{era}: parked under a live subscription: {u:#}"
+        );
+        // Once it ends, the child is parked like any other.
+        if era == "legacy" {
+            s.request("resources/unsubscribe", json!({"uri": "fake://hello"}));
+        } else {
+            s.send(
+                &json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                           "params": {"requestId": "L"}}),
+            );
+        }
+        wait_parked(&env);
+    }
+}
+
+/// A server whose state lives in its process (a browser's tabs) keeps its child while any
+/// session is connected, and parks it once none is.
+#[test]
+fn a_stateful_server_is_never_parked_while_a_session_is_open() {
+    let env = Env::with_fake(json!({"idleStopMs": 500, "stateful": true}));
+    let _d = env.daemon();
+    let mut s = env.shim();
+    s.initialize();
+    let pid = pid_of(&mut s);
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(upstream(&env)["pid"], pid, "parked with a session open");
+    drop(s);
+    wait_parked(&env);
+}
+
+/// A call that arrives while the child is being parked (here: slow to stop) waits for the next
+/// child and is answered, never failed.
+#[test]
+fn a_call_racing_the_park_is_answered_by_the_next_child() {
+    let env = Env::with_fake(json!({"idleStopMs": 500,
+                                    "env": {"FAKE_MCP_IGNORE_SIGTERM": "1"}}));
+    let _d = env.daemon();
+    let mut s = env.shim();
+    s.initialize();
+    let first = pid_of(&mut s);
+    wait_status(
+        &env.socket,
+        "the park to begin",
+        Duration::from_secs(20),
+        |st| st["upstreams"][0]["state"] == "stopping",
+    );
+    let r = s.call("echo", json!({"text": "raced"}));
+    assert_eq!(text(&r), "raced", "{r}");
+    let second = pid_of(&mut s);
+    assert_ne!(first, second);
+}
