@@ -52,6 +52,7 @@ mod stop;
 mod tasks;
 mod third_party;
 mod timeout;
+mod tls;
 mod uninstall;
 mod version_handshake;
 mod wire_properties;

@@ -6,6 +6,7 @@
 pub mod fake_github;
 pub mod gemini_mock;
 pub mod serve;
+pub mod tls_front;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::net::UnixStream;
