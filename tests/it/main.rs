@@ -22,6 +22,7 @@ mod ipc_abuse;
 mod lifecycle;
 mod limits;
 mod load;
+mod macho_check;
 mod minimal_path;
 mod multiplex;
 mod notifications;

@@ -854,3 +854,9 @@ impl Env {
         (out.status.code(), text)
     }
 }
+
+/// Say that a test, or a part of it, did not run here, and why (CI fails instead: see its
+/// callers).
+pub fn skipped(why: &str) {
+    eprintln!("SKIPPED: {why}");
+}
