@@ -391,6 +391,76 @@ fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
+/// The Developer ID signing path, tried with a throwaway self-signed identity made by rcodesign
+/// (crates.io `apple-codesign`): `build-pkg.sh --payload-only` with `COOGLE_SIGN_PEM` signs both
+/// payload binaries (hardened runtime, no timestamp for a test identity), `rcodesign verify`
+/// accepts them, and scripts/macho-check finds the CMS signature and every page hash matching;
+/// the universal binaries it was given are left as they were. Runs where rcodesign is installed
+/// (it takes minutes to compile, so CI does not install it; README.md says how to run it).
+#[cfg(target_os = "linux")]
+#[test]
+fn developer_id_signing_works_with_a_throwaway_identity() {
+    let Some(macos) = macos_binaries() else {
+        return;
+    };
+    let Some(rcodesign) = std::env::var_os("PATH").and_then(|p| {
+        std::env::split_paths(&p)
+            .map(|d| d.join("rcodesign"))
+            .find(|p| p.is_file())
+    }) else {
+        support::skipped(
+            "the signing path: rcodesign is not installed (cargo install apple-codesign)",
+        );
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let id = tmp.path().join("identity");
+    let (code, out, err) = run(Command::new(&rcodesign)
+        .args([
+            "generate-self-signed-certificate",
+            "--person-name",
+            "coogle test",
+        ])
+        .arg("--pem-filename")
+        .arg(&id));
+    assert_eq!(code, 0, "{out}{err}");
+    let pem = tmp.path().join("identity.pem");
+    let mut both = fs::read(id.with_extension("crt")).unwrap();
+    both.extend(fs::read(id.with_extension("key")).unwrap());
+    fs::write(&pem, both).unwrap();
+    let before: Vec<Vec<u8>> = ["coogle", "coogle-mcp"]
+        .iter()
+        .map(|b| fs::read(macos.join(b)).unwrap())
+        .collect();
+
+    let (code, out, err) = run(Command::new("sh")
+        .arg(root().join("packaging/macos/build-pkg.sh"))
+        .arg("--payload-only")
+        .arg("--from")
+        .arg(&macos)
+        .arg("--out")
+        .arg(tmp.path().join("pkg"))
+        .env_remove("COOGLE_SIGN_APP")
+        .env("COOGLE_SIGN_PEM", &pem)
+        .env("COOGLE_TIMESTAMP_URL", "none"));
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("payload checked:"), "{out}{err}");
+    assert_eq!(
+        out.matches("signature hardened runtime/CMS signature present sha256")
+            .count(),
+        4,
+        "both slices of both binaries: {out}"
+    );
+    for (b, was) in ["coogle", "coogle-mcp"].iter().zip(&before) {
+        assert_eq!(&fs::read(macos.join(b)).unwrap(), was, "{b} was changed");
+        assert_ne!(
+            &fs::read(tmp.path().join("pkg/stage/root/usr/local/bin").join(b)).unwrap(),
+            was,
+            "{b} was not signed"
+        );
+    }
+}
+
 /// The macOS universal binaries scripts/check-macos linked and inspected (`target/macos/release`,
 /// or `COOGLE_TEST_MACOS_DIR`), for the release test to pack. None on a machine that has not run
 /// it (the release is then checked without macOS); in CI it must be there (.ci/run runs

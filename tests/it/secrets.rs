@@ -5,12 +5,15 @@
 
 use crate::support;
 
-#[cfg(target_os = "linux")]
-use std::collections::HashMap;
 use std::os::unix::fs::PermissionsExt;
-use std::time::Duration;
+// What only the Linux-only test below needs (it reads /proc).
+#[cfg(target_os = "linux")]
+use std::{collections::HashMap, time::Duration};
 
-use serde_json::{Value, json};
+#[cfg(target_os = "linux")]
+use serde_json::Value;
+use serde_json::json;
+#[cfg(target_os = "linux")]
 use support::serve::Serve;
 use support::*;
 
