@@ -118,6 +118,10 @@ fn filter(default: &str) -> EnvFilter {
     EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default))
 }
 
+/// The target of events for the log file alone: what the daemon also says to the person on
+/// stderr in its own words (its fatal error), so a terminal does not show it twice.
+pub const FILE_ONLY: &str = "coogle::log_file";
+
 /// For the daemon: the log file, plus stderr when it is a terminal or `also_stderr`.
 pub fn init_daemon(log_file: &Path, level: &str, also_stderr: bool) -> io::Result<()> {
     let file = RotatingFile::open(log_file, MAX_LOG_BYTES)?;
@@ -128,7 +132,8 @@ pub fn init_daemon(log_file: &Path, level: &str, also_stderr: bool) -> io::Resul
         .with_env_filter(filter(&default))
         .with_ansi(false);
     let result = if to_stderr {
-        builder.with_writer(file.and(io::stderr)).try_init()
+        let stderr = io::stderr.with_filter(|m: &tracing::Metadata<'_>| m.target() != FILE_ONLY);
+        builder.with_writer(file.and(stderr)).try_init()
     } else {
         builder.with_writer(file).try_init()
     };

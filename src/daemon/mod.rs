@@ -12,6 +12,7 @@ mod connection;
 mod control;
 mod coogle_tool;
 mod handover;
+mod operations;
 mod outbox;
 mod reaper;
 mod registry;
@@ -109,7 +110,7 @@ pub enum Outcome {
 pub enum DaemonError {
     #[error(transparent)]
     Path(#[from] paths::PathError),
-    #[error("could not open the lock file {path}: {source}")]
+    #[error("could not open the lock file {path}")]
     Lock {
         path: PathBuf,
         source: std::io::Error,
@@ -120,12 +121,12 @@ pub enum DaemonError {
     SocketInUse { path: PathBuf },
     #[error("{path} exists and is not a socket; refusing to replace it")]
     NotASocket { path: PathBuf },
-    #[error("could not remove the stale socket {path}: {source}")]
+    #[error("could not remove the stale socket {path}")]
     RemoveStale {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("could not listen on {path}: {source}")]
+    #[error("could not listen on {path}")]
     Bind {
         path: PathBuf,
         source: std::io::Error,
@@ -362,11 +363,11 @@ fn socket_identity(path: &Path) -> Option<(u64, u64)> {
         .map(|m| (m.dev(), m.ino()))
 }
 
-/// No call queued or in flight on any upstream.
+/// No request waiting or in flight on any upstream (subscription streams aside).
 async fn all_idle(shared: &Shared) -> bool {
     for u in shared.upstreams.all() {
         let s = u.status().await;
-        if s.queue > 0 || s.in_flight > 0 {
+        if s.waiting > 0 || s.requests_in_flight > 0 {
             return false;
         }
     }

@@ -30,10 +30,23 @@ pub(crate) struct Proc {
 
 #[derive(Default)]
 struct Inner {
-    /// Live upstream children: leader pid → upstream.
+    /// Live upstream children: leader pid → upstream (for the log).
     leaders: HashMap<u32, String>,
-    /// Processes seen below an upstream's child: (pid, start) → upstream.
-    below: HashMap<(u32, u64), String>,
+    /// Processes seen below an upstream's child: (pid, start) → that child's pid. By child,
+    /// not by server: several instances of one server (projects, sessions) each have their own,
+    /// and one's exit must not take another's processes with it.
+    below: HashMap<(u32, u64), u32>,
+}
+
+/// Held while a child is spawned: the process table is not read meanwhile, so a child that
+/// exists but is not registered yet is never taken for an orphan (see [`Reaper::child_exited`]).
+pub(crate) struct Spawning<'a>(std::sync::MutexGuard<'a, Inner>);
+
+impl Spawning<'_> {
+    /// The child just spawned, as `upstream`'s.
+    pub fn started(mut self, upstream: &str, pid: u32) {
+        self.0.leaders.insert(pid, upstream.to_string());
+    }
 }
 
 /// The daemon's record of its children's descendants.
@@ -66,8 +79,9 @@ impl Reaper {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    pub fn child_started(&self, upstream: &str, pid: u32) {
-        self.lock().leaders.insert(pid, upstream.to_string());
+    /// Spawn a child while holding this (see [`Spawning`]).
+    pub fn spawning(&self) -> Spawning<'_> {
+        Spawning(self.lock())
     }
 
     /// Remember who lives below each child, and reap zombies that were reparented to us.
@@ -75,8 +89,8 @@ impl Reaper {
         let table = processes();
         let mut inner = self.lock();
         let seen = descendants_by_leader(&table, &inner.leaders);
-        for (key, upstream) in seen {
-            inner.below.insert(key, upstream);
+        for (key, leader) in seen {
+            inner.below.insert(key, leader);
         }
         let alive: HashSet<(u32, u64)> = table.iter().map(|p| (p.pid, p.start)).collect();
         inner.below.retain(|k, _| alive.contains(k));
@@ -99,12 +113,12 @@ impl Reaper {
             for p in &table {
                 let owner = inner.below.get(&(p.pid, p.start));
                 let orphan = p.ppid == std::process::id() && !inner.leaders.contains_key(&p.pid);
-                let owned_by_live = owner.is_some_and(|o| o != upstream);
-                if owner.is_some_and(|o| o == upstream) || (orphan && !owned_by_live) {
+                let owned_by_live = owner.is_some_and(|o| *o != pid);
+                if owner == Some(&pid) || (orphan && !owned_by_live) {
                     victims.push(*p);
                 }
             }
-            inner.below.retain(|_, o| o != upstream);
+            inner.below.retain(|_, o| *o != pid);
             victims
         };
         if !victims.is_empty() {
@@ -135,21 +149,21 @@ impl Reaper {
     }
 }
 
-/// Every process below each leader, by (pid, start).
+/// Every process below each leader, by (pid, start): the leader's pid.
 fn descendants_by_leader(
     table: &[Proc],
     leaders: &HashMap<u32, String>,
-) -> HashMap<(u32, u64), String> {
+) -> HashMap<(u32, u64), u32> {
     let mut children: HashMap<u32, Vec<&Proc>> = HashMap::new();
     for p in table {
         children.entry(p.ppid).or_default().push(p);
     }
     let mut out = HashMap::new();
-    for (leader, upstream) in leaders {
+    for leader in leaders.keys() {
         let mut stack = vec![*leader];
         while let Some(pid) = stack.pop() {
             for c in children.get(&pid).into_iter().flatten() {
-                if out.insert((c.pid, c.start), upstream.clone()).is_none() {
+                if out.insert((c.pid, c.start), *leader).is_none() {
                     stack.push(c.pid);
                 }
             }
@@ -299,8 +313,8 @@ mod tests {
         ];
         let leaders = HashMap::from([(10, "a".to_string()), (20, "b".to_string())]);
         let below = descendants_by_leader(&table, &leaders);
-        assert_eq!(below.get(&(12, 120)).map(String::as_str), Some("a"));
-        assert_eq!(below.get(&(21, 210)).map(String::as_str), Some("b"));
+        assert_eq!(below.get(&(12, 120)), Some(&10));
+        assert_eq!(below.get(&(21, 210)), Some(&20));
         assert!(!below.contains_key(&(30, 300)), "not below a leader");
         assert!(
             !below.contains_key(&(10, 100)),

@@ -1,5 +1,5 @@
 //! After `coogle share --all`, the children follow each server's sharing: none runs before the
-//! first request the cache cannot answer; then one for a shared server, one per project for a
+//! first request its instance's own cache cannot answer; then one for a shared server, one per project for a
 //! per-project one, one per session for a per-session one (ended with its session); an idle
 //! child stops and starts again on demand; and `unshare --all` gives the original bytes back.
 
@@ -98,7 +98,10 @@ fn after_share_all_children_follow_each_servers_sharing() {
         d.signal_and_wait(libc::SIGTERM);
     }
 
-    // Today: two sessions in alpha and one in beta open every server; no child starts.
+    // Today: two sessions in alpha and one in beta open every server. The shared server and
+    // alpha's project instance answer from their caches without a start; beta's project and
+    // each session's browser have none of their own yet, so each waits for its own child
+    // (never another instance's answers).
     let _d = env.daemon();
     let mut sessions = Vec::new();
     for project in [&alpha, &alpha, &beta] {
@@ -109,13 +112,15 @@ fn after_share_all_children_follow_each_servers_sharing() {
             sessions.push((server, s));
         }
     }
-    for arg in ["notes", "server-filesystem", "playwright"] {
-        assert_eq!(
-            starts(&env, arg),
-            1,
-            "{arg} started without a request needing it"
-        );
-    }
+    assert_eq!(
+        (
+            starts(&env, "notes"),
+            starts(&env, "server-filesystem"),
+            starts(&env, "playwright")
+        ),
+        (1, 2, 4),
+        "only instances with no cache of their own started"
+    );
     // Each session calls: one shared child, one per project, one per session.
     for (_, s) in sessions.iter_mut() {
         assert_eq!(text(&s.call("echo", json!({"text": "hi"}))), "hi");

@@ -78,6 +78,8 @@ impl Tools {
 
 pub(super) struct Cache {
     path: PathBuf,
+    /// Whether it is kept on disk at all (an instance of one session keeps it in memory).
+    persist: bool,
     upstream: String,
     pub era: Option<Era>,
     /// A handshake-era child's answer to `initialize`.
@@ -97,6 +99,7 @@ impl Cache {
     pub fn new(upstream: &str, cache_key: &str) -> Cache {
         Cache {
             path: crate::paths::cache_dir().join(format!("upstream-{upstream}-{cache_key}.json")),
+            persist: true,
             upstream: upstream.to_string(),
             era: None,
             init_result: None,
@@ -108,7 +111,16 @@ impl Cache {
         }
     }
 
+    /// A cache that lives in memory only.
+    pub fn without_disk(mut self) -> Cache {
+        self.persist = false;
+        self
+    }
+
     pub fn load(&mut self, config_capabilities_key: &str, config_capabilities: &Value) {
+        if !self.persist {
+            return;
+        }
         let Ok(bytes) = std::fs::read(&self.path) else {
             return;
         };
@@ -208,6 +220,9 @@ impl Cache {
 
     /// Write down what is known; a failure costs only speed.
     pub fn save(&self) {
+        if !self.persist {
+            return;
+        }
         let file = CacheFile {
             version: wire::VERSION.to_string(),
             era: self.era,

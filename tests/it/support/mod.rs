@@ -5,7 +5,9 @@
 
 pub mod fake_github;
 pub mod gemini_mock;
+pub mod pty;
 pub mod serve;
+pub mod snapshot;
 pub mod tls_front;
 
 use std::io::{BufRead, BufReader, Read, Write};
