@@ -1,20 +1,52 @@
-# Homebrew formula for coogle. scripts/release.sh fills in `url` and `sha256` for each release;
-# the rest is maintained by hand and checked by tests/distribution.rs (ruby -c, and the flags it
-# passes to coogle exist).
+# Homebrew formula for coogle: it installs the release's prebuilt binaries (the universal one on
+# macOS, signed as the pkg's are; each Linux architecture's), and builds from git for `--HEAD`.
+# scripts/release.sh writes the archive section for each release; the rest is maintained by
+# hand. tests/it/distribution.rs checks it against a release built here: `ruby -c`, every url
+# and sha256 against the archives and SHA256SUMS, the install block against each archive's
+# layout, and the test block against the installed result (tests/it/support/brew_formula_harness.rb).
 class Coogle < Formula
   desc "Share one stdio MCP server (Google Workspace MCP) among many AI-agent sessions"
   homepage "https://github.com/coogle-dev/coogle"
-  url "https://github.com/coogle-dev/coogle/releases/download/v0.1.0/coogle-0.1.0.tar.gz"
-  sha256 "0000000000000000000000000000000000000000000000000000000000000000"
   license "MIT"
-  head "https://github.com/coogle-dev/coogle.git", branch: "main"
 
-  depends_on "rust" => :build
+  # >>> archives: written by scripts/release.sh
+  version "0.1.0"
+
+  on_macos do
+    url "https://github.com/coogle-dev/coogle/releases/download/v0.1.0/coogle-0.1.0-universal-apple-darwin.tar.gz"
+    sha256 "0000000000000000000000000000000000000000000000000000000000000000"
+  end
+
+  on_linux do
+    on_intel do
+      url "https://github.com/coogle-dev/coogle/releases/download/v0.1.0/coogle-0.1.0-x86_64-unknown-linux-gnu.tar.gz"
+      sha256 "0000000000000000000000000000000000000000000000000000000000000000"
+    end
+    on_arm do
+      url "https://github.com/coogle-dev/coogle/releases/download/v0.1.0/coogle-0.1.0-aarch64-unknown-linux-gnu.tar.gz"
+      sha256 "0000000000000000000000000000000000000000000000000000000000000000"
+    end
+  end
+  # <<< archives
+
+  head do
+    url "https://github.com/coogle-dev/coogle.git", branch: "main"
+    depends_on "rust" => :build
+  end
 
   def install
-    system "cargo", "install", *std_cargo_args
-    generate_completions_from_executable(bin/"coogle", "completions")
-    (man1/"coogle.1").write Utils.safe_popen_read(bin/"coogle", "completions", "--man")
+    if build.head?
+      system "cargo", "install", *std_cargo_args
+      generate_completions_from_executable(bin/"coogle", "completions")
+      (man1/"coogle.1").write Utils.safe_popen_read(bin/"coogle", "completions", "--man")
+    else
+      # The archive's layout (scripts/release.sh): `coogle mcp` execs the coogle-mcp beside it.
+      bin.install "coogle", "coogle-mcp"
+      bash_completion.install "completions/coogle.bash" => "coogle"
+      zsh_completion.install "completions/coogle.zsh" => "_coogle"
+      fish_completion.install "completions/coogle.fish"
+      man1.install "coogle.1"
+    end
   end
 
   service do

@@ -1,30 +1,35 @@
 #!/bin/sh
-# Build coogle's release artifacts into DIR (default target/release-artifacts):
-#   coogle-<version>-<target>.tar.gz  for each target this machine can build (the host always;
-#                                     others whose rustup target is installed), each holding
-#                                     coogle-<version>-<target>/{coogle,README.md,LICENSE,
-#                                     completions/,coogle.1} (completions and man page from
-#                                     the host's build, the same for every target)
-#   coogle-<version>.tar.gz           the source tarball (git archive of the tag, or HEAD)
-#   SHA256SUMS                        of all of the above
-# and point homebrew/coogle.rb at the source tarball (url and sha256).
+# Build coogle's release artifacts into DIR (default target/release-artifacts), from Linux or a
+# Mac:
+#   coogle-<version>-<linux target>.tar.gz     for each Linux target this machine can build
+#                                              (the host always; others whose rustup target is
+#                                              installed and whose build succeeds)
+#   coogle-<version>-universal-apple-darwin.tar.gz
+#                                              the macOS universal binaries (arm64 + x86_64),
+#                                              what the Homebrew formula and the pkg install
+#   coogle-<version>-aarch64-apple-darwin.tar.gz, coogle-<version>-x86_64-apple-darwin.tar.gz
+#                                              each architecture's slice of the same binaries,
+#                                              what scripts/install.sh and `coogle self-update`
+#                                              fetch (they pick by `uname -m`)
+#   coogle-<version>.tar.gz                    the source tarball (git archive of the tag, or HEAD)
+#   SHA256SUMS                                 of all of the above
+# Each archive holds coogle-<version>-<target>/{coogle,coogle-mcp,README.md,LICENSE,
+# completions/,coogle.1} (completions and man page from the host's build, the same everywhere).
+# Then the formula's archive section (between its `# >>> archives` and `# <<< archives` lines)
+# is rewritten with the version and each archive's url and sha256.
 #
-#   scripts/release.sh [--out DIR] [--target TRIPLE]... [--binary PATH] [--formula FILE]
-#                      [--url-base URL]
+#   scripts/release.sh [--out DIR] [--target TRIPLE]... [--binary PATH] [--macos-dir DIR]
+#                      [--no-macos] [--formula FILE] [--url-base URL]
 #
-# --binary packs an already-built host binary instead of building (CI reuses its build).
+# --binary     packs an already-built host binary (and the coogle-mcp beside it) instead of
+#              building (CI reuses its build)
+# --macos-dir  packs the universal coogle and coogle-mcp in DIR (scripts/check-macos's output)
+#              instead of linking them; they are inspected again either way (scripts/macho-check)
+# --no-macos   leaves macOS out (a Linux-only release: the formula then has no macOS archive)
 #
-# macOS binaries are built on a Mac. Linking one needs Apple's SDK (the Security and
-# CoreFoundation frameworks rustls-platform-verifier links against), which only Xcode or its
-# Command Line Tools provide; from Linux, a macOS target gets as far as scripts/check-macos (a
-# compile and lint check, what CI runs), so this script leaves macOS targets out unless it
-# runs on a Mac (an explicit --target is tried, and skipped with a warning when its link
-# fails). On a Mac (or a macOS CI runner, which has the SDK):
-#   rustup target add aarch64-apple-darwin x86_64-apple-darwin
-#   scripts/release.sh --target aarch64-apple-darwin --target x86_64-apple-darwin
-# packs both archives; packaging/macos/build-pkg.sh joins the two into a universal binary
-# (lipo) and signs, notarizes and staples the pkg. Homebrew builds from the source tarball on
-# the user's Mac (the formula's `depends_on "rust" => :build`), so it needs no binary from here.
+# The macOS binaries are linked here, from Linux too, by scripts/check-macos (cargo-zigbuild;
+# see it for what it needs). What only a Mac can do (a Developer ID signature, the pkg,
+# notarizing) is packaging/macos/build-pkg.sh's, on the binaries this script packs.
 set -eu
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -33,6 +38,8 @@ formula="$root/homebrew/coogle.rb"
 url_base="https://github.com/coogle-dev/coogle/releases/download"
 binary=""
 targets=""
+macos_dir=""
+macos=1
 
 say() { printf '%s\n' "$*"; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
@@ -42,24 +49,36 @@ while [ $# -gt 0 ]; do
         --out) [ $# -ge 2 ] || die "--out needs a value"; out="$2"; shift 2 ;;
         --target) [ $# -ge 2 ] || die "--target needs a value"; targets="$targets $2"; shift 2 ;;
         --binary) [ $# -ge 2 ] || die "--binary needs a value"; binary="$2"; shift 2 ;;
+        --macos-dir) [ $# -ge 2 ] || die "--macos-dir needs a value"; macos_dir="$2"; shift 2 ;;
+        --no-macos) macos=0; shift ;;
         --formula) [ $# -ge 2 ] || die "--formula needs a value"; formula="$2"; shift 2 ;;
         --url-base) [ $# -ge 2 ] || die "--url-base needs a value"; url_base="$2"; shift 2 ;;
         -h|--help) awk 'NR > 1 && /^set -eu$/ { exit } NR > 1' "$0"; exit 0 ;;
         *) die "unknown option $1 (try --help)" ;;
     esac
 done
+[ "$macos" -eq 1 ] || [ -z "$macos_dir" ] || die "--macos-dir and --no-macos contradict each other"
 
 version="$(sed -n 's/^version = "\(.*\)"$/\1/p' "$root/Cargo.toml" | head -n 1)"
 [ -n "$version" ] || die "no version in Cargo.toml"
 host="$(rustc -vV | sed -n 's/^host: //p')"
 [ -n "$host" ] || die "rustc -vV did not name the host target"
+case "$host" in
+    *-apple-darwin) ;;
+    *-linux-*) ;;
+    *) die "no release is built on $host" ;;
+esac
+for t in $targets; do
+    case "$t" in
+        *-unknown-linux-gnu) ;;
+        *-apple-darwin) die "--target $t: macOS is packed as a universal binary; drop --target for it (or pass --no-macos)" ;;
+        *) die "--target $t: not a target coogle releases" ;;
+    esac
+done
 if [ -z "$targets" ]; then
-    targets="$host"
-    for t in x86_64-unknown-linux-gnu aarch64-unknown-linux-gnu x86_64-apple-darwin aarch64-apple-darwin; do
+    case "$host" in *-linux-*) targets="$host" ;; esac
+    for t in x86_64-unknown-linux-gnu aarch64-unknown-linux-gnu; do
         [ "$t" = "$host" ] && continue
-        # Only a Mac can link a macOS binary (see above): elsewhere an installed macOS target is
-        # there for scripts/check-macos, not for a release build that cannot finish.
-        case "$t:$host" in *-apple-darwin:*-apple-darwin) ;; *-apple-darwin:*) continue ;; esac
         if rustup target list --installed 2>/dev/null | grep -qx "$t"; then
             targets="$targets $t"
         fi
@@ -74,13 +93,22 @@ sha256() {
     fi
 }
 
+lipo="${LIPO:-}"
+find_lipo() {
+    [ -z "$lipo" ] || return 0
+    for l in lipo llvm-lipo llvm-lipo-14 llvm-lipo-15 llvm-lipo-16 llvm-lipo-17 llvm-lipo-18 llvm-lipo-19; do
+        if command -v "$l" >/dev/null 2>&1; then lipo="$l"; return 0; fi
+    done
+    die "no lipo: install Debian's llvm (llvm-lipo-14) or set LIPO"
+}
+
 mkdir -p "$out"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 trap 'exit 130' INT TERM
 : > "$work/SHA256SUMS"
 
-# Build every target first (a failed cross build is skipped), remembering where each binary is.
+# Build every Linux target first (a failed cross build is skipped), remembering each binary.
 built=""
 for t in $targets; do
     if [ -n "$binary" ] && [ "$t" = "$host" ]; then
@@ -99,6 +127,34 @@ for t in $targets; do
         || die "no coogle-mcp beside $bin"
     built="$built $t"
 done
+
+# macOS: the universal binaries (linked and inspected by scripts/check-macos, or given), then
+# each architecture's slice of them.
+if [ "$macos" -eq 1 ]; then
+    if [ -z "$macos_dir" ]; then
+        macos_dir="$work/macos"
+        "$root/scripts/check-macos" --no-clippy --profile release --out "$macos_dir" \
+            || die "could not link the macOS binaries (scripts/check-macos says what it needs); --no-macos leaves them out"
+    fi
+    for b in coogle coogle-mcp; do
+        [ -f "$macos_dir/$b" ] || die "no $b in $macos_dir"
+    done
+    "${PYTHON:-python3}" "$root/scripts/macho-check" --archs arm64,x86_64 \
+        "$macos_dir/coogle" "$macos_dir/coogle-mcp" >/dev/null \
+        || die "the macOS binaries in $macos_dir did not pass scripts/macho-check (above)"
+    find_lipo
+    mkdir -p "$work/bin/universal-apple-darwin"
+    for b in coogle coogle-mcp; do
+        cp "$macos_dir/$b" "$work/bin/universal-apple-darwin/$b"
+        for pair in aarch64:arm64 x86_64:x86_64; do
+            t="${pair%%:*}-apple-darwin"
+            mkdir -p "$work/bin/$t"
+            "$lipo" "$macos_dir/$b" -thin "${pair#*:}" -output "$work/bin/$t/$b"
+        done
+    done
+    chmod 0755 "$work"/bin/*-apple-darwin/*
+    built="$built universal-apple-darwin aarch64-apple-darwin x86_64-apple-darwin"
+fi
 [ -n "$built" ] || die "no target was built"
 
 # Completions and the man page are the same for every target: they come from a binary that
@@ -119,6 +175,7 @@ for t in $built; do
     stage="$work/stage/$name"
     mkdir -p "$stage"
     cp "$work/bin/$t/coogle" "$work/bin/$t/coogle-mcp" "$stage/"
+    chmod 0755 "$stage/coogle" "$stage/coogle-mcp"
     cp "$root/README.md" "$stage/"
     [ ! -f "$root/LICENSE" ] || cp "$root/LICENSE" "$stage/"
     cp -R "$work/extras/completions" "$work/extras/coogle.1" "$stage/"
@@ -127,19 +184,48 @@ for t in $built; do
     say "packed $out/$name.tar.gz"
 done
 
-# The source tarball the formula builds from: the tag when it exists, else HEAD.
+# The source tarball: the tag when it exists, else HEAD.
 ref="v$version"
 git -C "$root" rev-parse -q --verify "refs/tags/$ref" >/dev/null || ref="HEAD"
 src="coogle-$version.tar.gz"
 git -C "$root" archive --format=tar.gz --prefix="coogle-$version/" -o "$out/$src" "$ref"
-src_sha="$(sha256 "$out/$src")"
-printf '%s  %s\n' "$src_sha" "$src" >> "$work/SHA256SUMS"
+printf '%s  %s\n' "$(sha256 "$out/$src")" "$src" >> "$work/SHA256SUMS"
 cp "$work/SHA256SUMS" "$out/SHA256SUMS"
 say "wrote $out/SHA256SUMS"
 
-if [ -f "$formula" ]; then
-    sed -e "s|^  url \".*\"|  url \"$url_base/v$version/$src\"|" \
-        -e "s|^  sha256 \".*\"|  sha256 \"$src_sha\"|" "$formula" > "$work/formula.rb"
-    cp "$work/formula.rb" "$formula"
-    say "updated $formula (url $url_base/v$version/$src, sha256 $src_sha)"
+[ -f "$formula" ] || exit 0
+# The formula's archive section: the version, then a url and sha256 for each archive Homebrew
+# installs (the universal one on macOS; each Linux architecture's), and nothing for what was
+# not built, so the formula never names an archive this release lacks.
+entry() {  # entry INDENT TARGET: the url and sha256 lines of TARGET's archive, if it was built
+    case " $built " in *" $2 "*) ;; *) return 0 ;; esac
+    name="coogle-$version-$2.tar.gz"
+    printf '%surl "%s/v%s/%s"\n' "$1" "$url_base" "$version" "$name"
+    printf '%ssha256 "%s"\n' "$1" "$(sha256 "$out/$name")"
+}
+{
+    printf '  version "%s"\n' "$version"
+    if [ -n "$(entry '' universal-apple-darwin)" ]; then
+        printf '\n  on_macos do\n'
+        entry '    ' universal-apple-darwin
+        printf '  end\n'
+    fi
+    intel="$(entry '      ' x86_64-unknown-linux-gnu)"
+    arm="$(entry '      ' aarch64-unknown-linux-gnu)"
+    if [ -n "$intel$arm" ]; then
+        printf '\n  on_linux do\n'
+        [ -z "$intel" ] || printf '    on_intel do\n%s\n    end\n' "$intel"
+        [ -z "$arm" ] || printf '    on_arm do\n%s\n    end\n' "$arm"
+        printf '  end\n'
+    fi
+} > "$work/archives.rb"
+if ! grep -q '^  # >>> archives' "$formula" || ! grep -q '^  # <<< archives' "$formula"; then
+    die "$formula has no '# >>> archives' ... '# <<< archives' section to write"
 fi
+awk -v section="$work/archives.rb" '
+    /^  # >>> archives/ { print; while ((getline line < section) > 0) print line; skip = 1; next }
+    /^  # <<< archives/ { skip = 0 }
+    !skip { print }
+' "$formula" > "$work/formula.rb"
+cp "$work/formula.rb" "$formula"
+say "updated $formula (version $version; archives:$(grep -o 'coogle-[^"]*\.tar\.gz' "$work/archives.rb" | tr '\n' ' ' | sed 's/^/ /'))"

@@ -86,6 +86,10 @@ pub(crate) enum InstallError {
     },
     #[error("could not find this executable")]
     CurrentExe(#[source] std::io::Error),
+    #[error(transparent)]
+    Tls(#[from] crate::tls::TlsError),
+    #[error("could not build the HTTP client")]
+    HttpClient(#[source] Box<dyn std::error::Error + Send + Sync>),
     #[error("could not list coogle's releases from {api}")]
     ListReleases {
         api: String,
@@ -191,6 +195,7 @@ impl InstallError {
                 "see the messages above; `coogle serve --log-stderr` shows the daemon's log; --skip-test skips this step"
             }
             ManagedBy { how, .. } => return Some(format!("run `{how}`")),
+            Tls(_) => "point SSL_CERT_FILE at a PEM file of CA certificates, or unset it",
             ListReleases { .. } => "check the network; set GH_TOKEN if GitHub's rate limit was hit",
             NoBuild { .. } => {
                 "build from source: cargo install --git https://github.com/coogle-dev/coogle"
@@ -223,6 +228,7 @@ impl InstallError {
             | BadApiKey(_)
             | ManagedBy { .. }
             | CurrentExe(_)
+            | Tls(_)
             | SessionsOpen { .. }
             | NeedsConfirmation { .. } => ExitCode::Usage,
             _ => ExitCode::Failure,

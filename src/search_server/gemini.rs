@@ -100,9 +100,10 @@ impl Gemini {
         retry_base: Duration,
         max_retries: u32,
     ) -> Result<Gemini, String> {
-        crate::tls::install();
+        let tls = crate::tls::client_config().map_err(|e| e.one_line())?;
         let http = reqwest::Client::builder()
             .user_agent(concat!("coogle/", env!("CARGO_PKG_VERSION")))
+            .use_preconfigured_tls(tls)
             .build()
             .map_err(|e| format!("could not build the HTTP client: {e}"))?;
         Ok(Gemini {

@@ -6,6 +6,8 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use self_update::http::HeaderValue;
+use self_update::http_client::{HeaderMap, header};
 use sha2::{Digest, Sha256};
 
 use super::release::{Github, Release, SUMS};
@@ -66,27 +68,34 @@ fn expected_sha256(github: &Github, release: &Release, dir: &Path) -> Result<Str
     }
 }
 
+/// Fetch `url` into `to` with coogle's own client (`super::http`): no retry, five minutes at
+/// most, the token only where [`Github::token_for`] allows it.
 fn download(url: &str, to: &Path, github: &Github) -> Result<(), InstallError> {
-    let file = std::fs::File::create(to).map_err(|source| InstallError::Create {
+    let download_error = |source| InstallError::Download {
+        url: url.to_owned(),
+        source,
+    };
+    let mut file = std::fs::File::create(to).map_err(|source| InstallError::Create {
         path: to.to_path_buf(),
         source,
     })?;
-    let mut d = self_update::Download::from_url(url);
-    d.request_header(
-        self_update::http::header::ACCEPT,
-        self_update::http::HeaderValue::from_static("application/octet-stream"),
-    )
-    .timeout(Duration::from_secs(300));
+    let mut headers = HeaderMap::new();
+    headers.insert(
+        header::ACCEPT,
+        HeaderValue::from_static("application/octet-stream"),
+    );
     if let Some(t) = github.token_for(url)
-        && let Ok(v) = self_update::http::HeaderValue::from_str(&format!("token {t}"))
+        && let Ok(v) = HeaderValue::from_str(&format!("token {t}"))
     {
-        d.request_header(self_update::http::header::AUTHORIZATION, v);
+        headers.insert(header::AUTHORIZATION, v);
     }
-    d.download_to(file)
-        .map_err(|source| InstallError::Download {
-            url: url.to_owned(),
-            source,
-        })
+    let response = github
+        .http
+        .get(url, &headers, Some(Duration::from_secs(300)))
+        .map_err(download_error)?;
+    std::io::copy(&mut response.body(), &mut file)
+        .map_err(|e| download_error(self_update::errors::Error::Io(e)))?;
+    Ok(())
 }
 
 fn sha256_file(path: &Path) -> Result<String, InstallError> {

@@ -10,6 +10,7 @@
 //! is restarted afterwards so the new version serves.
 
 mod download;
+mod http;
 mod install;
 mod release;
 mod restart;
@@ -49,13 +50,12 @@ pub fn self_update(paths: &GlobalPaths, args: &SelfUpdateArgs) -> ExitCode {
 }
 
 fn update(paths: &GlobalPaths, args: &SelfUpdateArgs) -> Result<ExitCode, InstallError> {
-    crate::tls::install();
     let exe = target_exe()?;
     if let Some((manager, how)) = managed_by(&exe) {
         return Err(InstallError::ManagedBy { exe, manager, how });
     }
     let current = wire::VERSION;
-    let github = Github::from_env();
+    let github = Github::from_env()?;
     let release = match release::choose(&github, args.version.as_deref())? {
         Choice::Install(release) => release,
         Choice::UpToDate(newest) => {

@@ -5,6 +5,11 @@
 //! The token (`GH_TOKEN`/`GITHUB_TOKEN`) is sent only to the API the releases came from, never
 //! to another host an asset might point at.
 
+use std::sync::Arc;
+
+use self_update::http_client::HttpClient;
+
+use super::http::Http;
 use crate::error::InstallError;
 use crate::wire;
 
@@ -15,11 +20,12 @@ pub(super) const SUMS: &str = "SHA256SUMS";
 /// The GitHub API base: a mirror, or a test's loopback server.
 const API_URL_VAR: &str = "COOGLE_UPDATE_API_URL";
 
-/// Where releases come from, and for which platform.
+/// Where releases come from, for which platform, and the client that asks.
 pub(super) struct Github {
     pub api: String,
     token: Option<String>,
     pub target: &'static str,
+    pub http: Arc<dyn HttpClient>,
 }
 
 /// The release chosen, with what is needed to fetch and check it.
@@ -39,8 +45,8 @@ pub(super) enum Choice {
 }
 
 impl Github {
-    pub fn from_env() -> Github {
-        Github {
+    pub fn from_env() -> Result<Github, InstallError> {
+        Ok(Github {
             api: std::env::var(API_URL_VAR)
                 .ok()
                 .filter(|u| !u.is_empty())
@@ -49,7 +55,8 @@ impl Github {
                 .iter()
                 .find_map(|v| std::env::var(v).ok().filter(|t| !t.is_empty())),
             target: self_update::get_target(),
-        }
+            http: Http::client()?,
+        })
     }
 
     pub fn asset_name(&self, version: &str) -> String {
@@ -67,7 +74,8 @@ impl Github {
         let mut list = self_update::backends::github::ReleaseList::configure();
         list.repo_owner(REPO_OWNER)
             .repo_name(REPO_NAME)
-            .api_base_url(&self.api);
+            .api_base_url(&self.api)
+            .http_client(self.http.clone());
         if let Some(t) = &self.token {
             list.auth_token(t);
         }

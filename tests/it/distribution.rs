@@ -1,8 +1,10 @@
 //! Distribution inputs, checked on Linux: every shell script passes shellcheck; the Homebrew
 //! formula parses (`ruby -c`), has its `service` and `test` blocks, and every coogle command
 //! and flag it uses exists; the macOS packaging script's `--dry-run` validates its inputs (and
-//! fails on a broken distribution.xml); `scripts/release.sh` packs an archive whose checksums
-//! verify and points the formula at the source tarball; completions and the man page.
+//! fails on a broken distribution.xml, or one that asks another minimum macOS) and, from the
+//! macOS binaries scripts/check-macos linked, assembles and checks the pkg's payload;
+//! `scripts/release.sh` packs the Linux and macOS archives, whose checksums verify and agree with
+//! the formula, whose install and test blocks work against them; completions and the man page.
 
 use crate::support;
 
@@ -146,35 +148,9 @@ fn the_formula_test_and_service_blocks_work_against_this_build() {
         return;
     };
     let bin_dir = Path::new(support::COOGLE).parent().unwrap();
-    let mut child = Command::new(ruby)
-        .arg(root().join("tests/it/support/brew_formula_harness.rb"))
-        .arg(root().join("homebrew/coogle.rb"))
-        .arg(bin_dir)
-        .arg(env!("CARGO_PKG_VERSION"))
-        .env_remove("COOGLE_SOCKET")
-        .env_remove("COOGLE_CONFIG")
-        .env_remove("XDG_RUNTIME_DIR")
-        .env_remove("GOOGLE_API_KEY")
-        .env_remove("GEMINI_API_KEY")
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(90);
-    while child.try_wait().unwrap().is_none() {
-        if std::time::Instant::now() > deadline {
-            let _ = child.kill();
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    let out = child.wait_with_output().unwrap();
-    let (stdout, stderr) = (
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr),
-    );
-    assert!(out.status.success(), "{stdout}{stderr}");
+    let (code, stdout, stderr) =
+        formula_test_block(&ruby, &root().join("homebrew/coogle.rb"), bin_dir);
+    assert_eq!(code, 0, "{stdout}{stderr}");
     assert!(stdout.contains("test block passed"), "{stdout}{stderr}");
     let service: serde_json::Value = serde_json::from_str(
         stdout
@@ -201,6 +177,41 @@ fn the_formula_test_and_service_blocks_work_against_this_build() {
     }
 }
 
+/// The formula's `test do` block (and its `service do` block, printed) against the coogle in
+/// `bin_dir`, bounded: exit code, stdout, stderr.
+fn formula_test_block(ruby: &Path, formula: &Path, bin_dir: &Path) -> (i32, String, String) {
+    let mut child = Command::new(ruby)
+        .arg(root().join("tests/it/support/brew_formula_harness.rb"))
+        .arg(formula)
+        .arg("test")
+        .arg(bin_dir)
+        .arg(env!("CARGO_PKG_VERSION"))
+        .env_remove("COOGLE_SOCKET")
+        .env_remove("COOGLE_CONFIG")
+        .env_remove("XDG_RUNTIME_DIR")
+        .env_remove("GOOGLE_API_KEY")
+        .env_remove("GEMINI_API_KEY")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(90);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
 #[test]
 fn the_pkg_script_dry_run_validates_its_inputs() {
     let script = root().join("packaging/macos/build-pkg.sh");
@@ -212,7 +223,16 @@ fn the_pkg_script_dry_run_validates_its_inputs() {
     assert_eq!(code, 0, "{out}{err}");
     assert!(out.contains("inputs valid"), "{out}");
     assert!(out.contains("UNSIGNED"), "{out}");
-    assert!(out.contains("would run: lipo -create"), "{out}");
+    // The universal binaries: lipo on a Mac, scripts/check-macos (cargo-zigbuild) elsewhere.
+    if cfg!(target_os = "macos") {
+        assert!(out.contains("would run: lipo -create"), "{out}");
+    } else {
+        assert!(
+            out.contains("scripts/check-macos --no-clippy --profile release"),
+            "{out}"
+        );
+    }
+    assert!(out.contains("would check: the payload"), "{out}");
     assert!(out.contains("--identifier dev.coogle.pkg"), "{out}");
 
     // With identities: hardened runtime, timestamps, installer signature, notarization, staple.
@@ -237,11 +257,19 @@ fn the_pkg_script_dry_run_validates_its_inputs() {
         assert!(out.contains(needle), "missing {needle:?} in\n{out}");
     }
 
-    // A broken distribution.xml fails the dry run.
+    // A broken distribution.xml fails the dry run; so does one that asks for another minimum
+    // macOS than the binaries are built for.
     let tmp = tempfile::tempdir().unwrap();
     let copy = tmp.path().join("packaging/macos");
     copy_dir(&root().join("packaging/macos"), &copy);
     fs::copy(root().join("Cargo.toml"), tmp.path().join("Cargo.toml")).unwrap();
+    fs::create_dir_all(tmp.path().join("scripts")).unwrap();
+    fs::copy(
+        root().join("scripts/check-macos"),
+        tmp.path().join("scripts/check-macos"),
+    )
+    .unwrap();
+    let good = fs::read_to_string(copy.join("distribution.xml")).unwrap();
     fs::write(
         copy.join("distribution.xml"),
         "<installer-gui-script><title>x</installer-gui-script>",
@@ -252,6 +280,80 @@ fn the_pkg_script_dry_run_validates_its_inputs() {
         .arg("--dry-run"));
     assert_ne!(code, 0, "{out}{err}");
     assert!(err.contains("not well-formed"), "{err}");
+    fs::write(
+        copy.join("distribution.xml"),
+        good.replace("<os-version min=\"11.0\"/>", "<os-version min=\"12.0\"/>"),
+    )
+    .unwrap();
+    let (code, out, err) = run(Command::new("sh")
+        .arg(copy.join("build-pkg.sh"))
+        .arg("--dry-run"));
+    assert_ne!(code, 0, "{out}{err}");
+    assert!(
+        err.contains("distribution.xml requires macOS 12.0, but the binaries are built for 11.0"),
+        "{err}"
+    );
+}
+
+/// The pkg's payload, assembled and checked from Linux (`build-pkg.sh --payload-only`) from the
+/// universal binaries scripts/check-macos linked: exactly usr/local/bin/coogle and coogle-mcp,
+/// mode 0755, each passing scripts/macho-check; it stops before the steps that need a Mac and
+/// names them. A Linux binary in their place is refused by the inspection (Linux only: that is
+/// this test build).
+#[cfg(target_os = "linux")]
+#[test]
+fn the_pkg_payload_is_assembled_and_checked_without_a_mac() {
+    let Some(macos) = macos_binaries() else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let script = root().join("packaging/macos/build-pkg.sh");
+    let (code, out, err) = run(Command::new("sh")
+        .arg(&script)
+        .arg("--payload-only")
+        .arg("--from")
+        .arg(&macos)
+        .arg("--out")
+        .arg(tmp.path().join("pkg"))
+        .env_remove("COOGLE_SIGN_APP")
+        .env_remove("COOGLE_SIGN_PEM"));
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("payload checked:"), "{out}");
+    assert!(
+        out.contains("stopped before the steps that need a Mac: pkgbuild, productbuild, productsign, notarytool, stapler"),
+        "{out}"
+    );
+    let bin = tmp.path().join("pkg/stage/root/usr/local/bin");
+    for b in ["coogle", "coogle-mcp"] {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = fs::metadata(bin.join(b)).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o755, "{b}");
+        assert_eq!(
+            fs::read(bin.join(b)).unwrap(),
+            fs::read(macos.join(b)).unwrap(),
+            "{b} is not the universal binary it was given"
+        );
+    }
+    assert!(out.contains("arm64: minos 11.0"), "{out}");
+    assert!(out.contains("x86_64: minos 11.0"), "{out}");
+
+    // A Linux build where the universal binaries should be: the inspection refuses it.
+    let wrong = tmp.path().join("wrong");
+    fs::create_dir_all(&wrong).unwrap();
+    fs::copy(support::COOGLE, wrong.join("coogle")).unwrap();
+    fs::copy(macos.join("coogle-mcp"), wrong.join("coogle-mcp")).unwrap();
+    let (code, out, err) = run(Command::new("sh")
+        .arg(&script)
+        .arg("--payload-only")
+        .arg("--from")
+        .arg(&wrong)
+        .arg("--out")
+        .arg(tmp.path().join("pkg2"))
+        .env_remove("COOGLE_SIGN_APP")
+        .env_remove("COOGLE_SIGN_PEM"));
+    assert_ne!(code, 0, "{out}{err}");
+    assert!(err.contains("not a 64-bit Mach-O file"), "{err}");
+    assert!(err.contains("did not pass scripts/macho-check"), "{err}");
 }
 
 #[test]
@@ -284,25 +386,187 @@ fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
+/// The Developer ID signing path, tried with a throwaway self-signed identity made by rcodesign
+/// (crates.io `apple-codesign`): `build-pkg.sh --payload-only` with `COOGLE_SIGN_PEM` signs both
+/// payload binaries (hardened runtime, no timestamp for a test identity), `rcodesign verify`
+/// accepts them, and scripts/macho-check finds the CMS signature and every page hash matching;
+/// the universal binaries it was given are left as they were. Runs where rcodesign is installed
+/// (it takes minutes to compile, so CI does not install it; README.md says how to run it).
+#[cfg(target_os = "linux")]
 #[test]
-fn release_script_packs_verifiable_artifacts_and_updates_the_formula() {
+fn developer_id_signing_works_with_a_throwaway_identity() {
+    let Some(macos) = macos_binaries() else {
+        return;
+    };
+    let Some(rcodesign) = std::env::var_os("PATH").and_then(|p| {
+        std::env::split_paths(&p)
+            .map(|d| d.join("rcodesign"))
+            .find(|p| p.is_file())
+    }) else {
+        support::skipped(
+            "the signing path: rcodesign is not installed (cargo install apple-codesign)",
+        );
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let id = tmp.path().join("identity");
+    let (code, out, err) = run(Command::new(&rcodesign)
+        .args([
+            "generate-self-signed-certificate",
+            "--person-name",
+            "coogle test",
+        ])
+        .arg("--pem-filename")
+        .arg(&id));
+    assert_eq!(code, 0, "{out}{err}");
+    let pem = tmp.path().join("identity.pem");
+    let mut both = fs::read(id.with_extension("crt")).unwrap();
+    both.extend(fs::read(id.with_extension("key")).unwrap());
+    fs::write(&pem, both).unwrap();
+    let before: Vec<Vec<u8>> = ["coogle", "coogle-mcp"]
+        .iter()
+        .map(|b| fs::read(macos.join(b)).unwrap())
+        .collect();
+
+    let (code, out, err) = run(Command::new("sh")
+        .arg(root().join("packaging/macos/build-pkg.sh"))
+        .arg("--payload-only")
+        .arg("--from")
+        .arg(&macos)
+        .arg("--out")
+        .arg(tmp.path().join("pkg"))
+        .env_remove("COOGLE_SIGN_APP")
+        .env("COOGLE_SIGN_PEM", &pem)
+        .env("COOGLE_TIMESTAMP_URL", "none"));
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("payload checked:"), "{out}{err}");
+    assert_eq!(
+        out.matches("signature hardened runtime/CMS signature present sha256")
+            .count(),
+        4,
+        "both slices of both binaries: {out}"
+    );
+    for (b, was) in ["coogle", "coogle-mcp"].iter().zip(&before) {
+        assert_eq!(&fs::read(macos.join(b)).unwrap(), was, "{b} was changed");
+        assert_ne!(
+            &fs::read(tmp.path().join("pkg/stage/root/usr/local/bin").join(b)).unwrap(),
+            was,
+            "{b} was not signed"
+        );
+    }
+}
+
+/// The macOS universal binaries scripts/check-macos linked and inspected (`target/macos/release`,
+/// or `COOGLE_TEST_MACOS_DIR`), for the release test to pack. None on a machine that has not run
+/// it (the release is then checked without macOS); in CI it must be there (.ci/run runs
+/// scripts/check-macos before the tests).
+#[cfg(target_os = "linux")]
+fn macos_binaries() -> Option<PathBuf> {
+    let dir = std::env::var_os("COOGLE_TEST_MACOS_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root().join("target/macos/release"));
+    let present = dir.join("coogle").is_file() && dir.join("coogle-mcp").is_file();
+    assert!(
+        present || std::env::var_os("CI").is_none_or(|v| v.is_empty()),
+        "no macOS binaries in {} but CI is set (.ci/run runs scripts/check-macos first)",
+        dir.display()
+    );
+    if !present {
+        support::skipped(&format!(
+            "the macOS archives: no universal binaries in {} (run scripts/check-macos)",
+            dir.display()
+        ));
+    }
+    present.then_some(dir)
+}
+
+/// The formula's archives, as Homebrew's DSL evaluates them (the harness's `archives`).
+#[cfg(target_os = "linux")]
+fn formula_archives(ruby: &Path, formula: &Path) -> (String, Vec<serde_json::Value>) {
+    let (code, out, err) = run(Command::new(ruby)
+        .arg(root().join("tests/it/support/brew_formula_harness.rb"))
+        .arg(formula)
+        .arg("archives"));
+    assert_eq!(code, 0, "{out}{err}");
+    let version = out
+        .lines()
+        .find_map(|l| l.strip_prefix("version "))
+        .unwrap_or_default()
+        .to_owned();
+    let archives = out
+        .lines()
+        .filter_map(|l| l.strip_prefix("archive "))
+        .map(|j| serde_json::from_str(j).unwrap())
+        .collect();
+    (version, archives)
+}
+
+/// `scripts/release.sh` from this build (and, where scripts/check-macos has run, the macOS
+/// universal binaries): every artifact is in SHA256SUMS and every sum verifies; each archive
+/// has the layout the installers expect, its binaries run (the host's) or pass
+/// scripts/macho-check (macOS: the universal archive both architectures, each slice its own);
+/// the formula names exactly the archives Homebrew installs, each with its real url and sha256;
+/// its install block, run inside each of those archives, installs the binaries, completions and
+/// man page; and its test block passes against what it installed from the host's archive.
+///
+/// Linux only: it packs this test build as the host's Linux archive.
+#[cfg(target_os = "linux")]
+#[test]
+fn release_artifacts_checksums_and_the_formula_agree() {
     let tmp = tempfile::tempdir().unwrap();
     let out_dir = tmp.path().join("out");
     let formula = tmp.path().join("coogle.rb");
     fs::copy(root().join("homebrew/coogle.rb"), &formula).unwrap();
-    let (code, out, err) = run(Command::new("sh")
-        .arg(root().join("scripts/release.sh"))
+    let macos = macos_binaries();
+    let mut cmd = Command::new("sh");
+    cmd.arg(root().join("scripts/release.sh"))
         .arg("--out")
         .arg(&out_dir)
         .arg("--binary")
         .arg(support::COOGLE)
         .arg("--formula")
-        .arg(&formula));
+        .arg(&formula);
+    match &macos {
+        Some(dir) => cmd.arg("--macos-dir").arg(dir),
+        None => cmd.arg("--no-macos"),
+    };
+    let (code, out, err) = run(&mut cmd);
     assert_eq!(code, 0, "{out}{err}");
+
+    let version = env!("CARGO_PKG_VERSION");
     let host = support::fake_github::target();
-    let name = format!("coogle-0.1.0-{host}");
-    assert!(out_dir.join(format!("{name}.tar.gz")).is_file(), "{out}");
-    // Every checksum verifies (macOS has `shasum -a 256`, not coreutils' sha256sum).
+    let mut archives = vec![host.clone()];
+    if macos.is_some() {
+        archives.extend(
+            [
+                "universal-apple-darwin",
+                "aarch64-apple-darwin",
+                "x86_64-apple-darwin",
+            ]
+            .map(str::to_owned),
+        );
+    }
+    let name = |t: &str| format!("coogle-{version}-{t}");
+
+    // SHA256SUMS lists every artifact, nothing else, and every sum verifies.
+    let sums = fs::read_to_string(out_dir.join("SHA256SUMS")).unwrap();
+    let mut listed: Vec<String> = sums.lines().map(|l| l[66..].to_owned()).collect();
+    listed.sort();
+    let mut expected: Vec<String> = archives
+        .iter()
+        .map(|t| format!("{}.tar.gz", name(t)))
+        .collect();
+    expected.push(format!("coogle-{version}.tar.gz"));
+    expected.sort();
+    assert_eq!(listed, expected, "{sums}");
+    let mut on_disk: Vec<String> = fs::read_dir(&out_dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n != "SHA256SUMS")
+        .collect();
+    on_disk.sort();
+    assert_eq!(on_disk, expected, "stray or missing artifacts");
     let mut check = if cfg!(target_os = "macos") {
         let mut c = Command::new("shasum");
         c.args(["-a", "256"]);
@@ -310,63 +574,139 @@ fn release_script_packs_verifiable_artifacts_and_updates_the_formula() {
     } else {
         Command::new("sha256sum")
     };
-    let (code, sums, err) = run(check.arg("-c").arg("SHA256SUMS").current_dir(&out_dir));
-    assert_eq!(code, 0, "{sums}{err}");
-    assert!(
-        sums.contains(&format!("{name}.tar.gz: OK")) && sums.contains("coogle-0.1.0.tar.gz: OK"),
-        "{sums}"
-    );
-    // The archive's layout: the binaries (coogle runs), docs, completions, man page.
+    let (code, checked, err) = run(check.arg("-c").arg("SHA256SUMS").current_dir(&out_dir));
+    assert_eq!(code, 0, "{checked}{err}");
+    assert_eq!(checked.matches(": OK").count(), expected.len(), "{checked}");
+    let sum_of = |file: &str| {
+        sums.lines()
+            .find(|l| l.ends_with(&format!("  {file}")))
+            .map(|l| l[..64].to_owned())
+            .unwrap_or_else(|| panic!("{file} is not in SHA256SUMS"))
+    };
+
+    // Each archive's layout; the host's binaries run; the macOS ones pass the inspection.
     let unpacked = tmp.path().join("unpacked");
     fs::create_dir_all(&unpacked).unwrap();
-    let (code, _, err) = run(Command::new("tar")
-        .arg("-xzf")
-        .arg(out_dir.join(format!("{name}.tar.gz")))
-        .arg("-C")
-        .arg(&unpacked));
-    assert_eq!(code, 0, "{err}");
-    let dir = unpacked.join(&name);
-    for f in [
-        "coogle",
-        "coogle-mcp",
-        "README.md",
-        "LICENSE",
-        "coogle.1",
-        "completions/coogle.bash",
-        "completions/coogle.zsh",
-        "completions/coogle.fish",
-    ] {
-        assert!(dir.join(f).is_file(), "{f} missing from the archive");
+    for t in &archives {
+        let (code, _, err) = run(Command::new("tar")
+            .arg("-xzf")
+            .arg(out_dir.join(format!("{}.tar.gz", name(t))))
+            .arg("-C")
+            .arg(&unpacked));
+        assert_eq!(code, 0, "{err}");
+        let dir = unpacked.join(name(t));
+        for f in [
+            "coogle",
+            "coogle-mcp",
+            "README.md",
+            "LICENSE",
+            "coogle.1",
+            "completions/coogle.bash",
+            "completions/coogle.zsh",
+            "completions/coogle.fish",
+        ] {
+            assert!(dir.join(f).is_file(), "{f} missing from the {t} archive");
+        }
+        for b in ["coogle", "coogle-mcp"] {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = fs::metadata(dir.join(b)).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode, 0o755, "{t}: {b} has mode {mode:o}");
+        }
+        if *t == host {
+            let (code, v, _) = run(Command::new(dir.join("coogle")).arg("--version"));
+            assert_eq!(code, 0);
+            assert!(v.starts_with(&format!("coogle {version}")), "{v}");
+            let (code, _, err) = run(Command::new("bash")
+                .arg("-n")
+                .arg(dir.join("completions/coogle.bash")));
+            assert_eq!(code, 0, "{err}");
+        } else {
+            let archs = match t.as_str() {
+                "universal-apple-darwin" => "arm64,x86_64",
+                "aarch64-apple-darwin" => "arm64",
+                _ => "x86_64",
+            };
+            let (code, report, err) = run(Command::new("python3")
+                .arg(root().join("scripts/macho-check"))
+                .args(["--archs", archs])
+                .arg(dir.join("coogle"))
+                .arg(dir.join("coogle-mcp")));
+            assert_eq!(code, 0, "{t}: {report}{err}");
+        }
     }
-    let (code, version, _) = run(Command::new(dir.join("coogle")).arg("--version"));
-    assert_eq!(code, 0);
-    assert!(version.starts_with("coogle 0.1.0"), "{version}");
-    let (code, _, err) = run(Command::new("bash")
-        .arg("-n")
-        .arg(dir.join("completions/coogle.bash")));
-    assert_eq!(code, 0, "{err}");
-    let bash = fs::read_to_string(dir.join("completions/coogle.bash")).unwrap();
-    assert!(
-        bash.contains("self-update") && bash.contains("search-server"),
-        "subcommands missing"
-    );
-    // The formula now names the source tarball and its checksum.
-    let rb = fs::read_to_string(&formula).unwrap();
-    let src_line = sums.lines().next().unwrap_or_default();
-    let all = fs::read_to_string(out_dir.join("SHA256SUMS")).unwrap();
-    let src_sha = all
-        .lines()
-        .find(|l| l.ends_with("  coogle-0.1.0.tar.gz"))
-        .unwrap()[..64]
-        .to_owned();
-    assert!(rb.contains("  url \"https://github.com/coogle-dev/coogle/releases/download/v0.1.0/coogle-0.1.0.tar.gz\""), "{rb}");
-    assert!(
-        rb.contains(&format!("  sha256 \"{src_sha}\"")),
-        "{rb}\n{src_line}"
-    );
-    if let Some(ruby) = required("ruby") {
-        let (code, out, err) = run(Command::new(ruby).arg("-c").arg(&formula));
-        assert_eq!(code, 0, "{out}{err}");
+
+    // The formula: parses, names exactly the archives Homebrew installs, each url and sha256
+    // real; the install block lays each out; the test block passes on the installed host build.
+    let Some(ruby) = required("ruby") else {
+        return;
+    };
+    let (code, o, e) = run(Command::new(&ruby).arg("-c").arg(&formula));
+    assert_eq!(code, 0, "{o}{e}");
+    let (formula_version, entries) = formula_archives(&ruby, &formula);
+    assert_eq!(formula_version, version);
+    let mut want = vec![(
+        "linux".to_owned(),
+        Some(
+            if host.starts_with("x86_64") {
+                "x86_64"
+            } else {
+                "arm64"
+            }
+            .to_owned(),
+        ),
+        host.clone(),
+    )];
+    if macos.is_some() {
+        want.push((
+            "macos".to_owned(),
+            None,
+            "universal-apple-darwin".to_owned(),
+        ));
+    }
+    assert_eq!(entries.len(), want.len(), "{entries:?}");
+    for (os, arch, t) in &want {
+        let file = format!("{}.tar.gz", name(t));
+        let entry = entries
+            .iter()
+            .find(|e| e["os"] == os.as_str() && e["arch"].as_str() == arch.as_deref())
+            .unwrap_or_else(|| panic!("the formula has no {os} {arch:?} archive: {entries:?}"));
+        assert_eq!(
+            entry["url"],
+            format!("https://github.com/coogle-dev/coogle/releases/download/v{version}/{file}"),
+            "{entry}"
+        );
+        assert_eq!(entry["sha256"], sum_of(&file), "{entry}");
+
+        let prefix = tmp.path().join(format!("prefix-{t}"));
+        let (code, installed, err) = run(Command::new(&ruby)
+            .arg(root().join("tests/it/support/brew_formula_harness.rb"))
+            .arg(&formula)
+            .arg("install")
+            .arg(unpacked.join(name(t)))
+            .arg(&prefix));
+        assert_eq!(code, 0, "{t}: {installed}{err}");
+        let mut got: Vec<&str> = installed
+            .lines()
+            .filter_map(|l| l.strip_prefix("installed "))
+            .collect();
+        got.sort();
+        assert_eq!(
+            got,
+            vec![
+                "bin/coogle 755",
+                "bin/coogle-mcp 755",
+                "etc/bash_completion.d/coogle 644",
+                "share/fish/vendor_completions.d/coogle.fish 644",
+                "share/man/man1/coogle.1 644",
+                "share/zsh/site-functions/_coogle 644",
+            ],
+            "{t}: {installed}"
+        );
+        if *t == host {
+            let (code, o, e) = formula_test_block(&ruby, &formula, &prefix.join("bin"));
+            assert_eq!(code, 0, "{o}{e}");
+            assert!(o.contains("test block passed"), "{o}{e}");
+        }
     }
 }
 

@@ -5,11 +5,13 @@
 
 use crate::support;
 
-use std::collections::HashMap;
 use std::os::unix::fs::PermissionsExt;
-use std::time::Duration;
+// What only the Linux-only test below needs (it reads /proc).
+#[cfg(target_os = "linux")]
+use std::{collections::HashMap, time::Duration};
 
 use serde_json::json;
+#[cfg(target_os = "linux")]
 use support::serve::Serve;
 use support::*;
 
@@ -46,6 +48,7 @@ fn the_log_and_its_directory_are_private() {
 }
 
 /// What a process's environment holds, from /proc.
+#[cfg(target_os = "linux")]
 fn environ(pid: u64) -> HashMap<String, String> {
     std::fs::read(format!("/proc/{pid}/environ"))
         .unwrap()
@@ -60,6 +63,8 @@ fn environ(pid: u64) -> HashMap<String, String> {
 
 /// Regression: every child inherited the daemon's whole environment, so any server the user
 /// shared got the Google OAuth client secret and the Gemini key.
+/// Linux only: it reads each child's environment from /proc.
+#[cfg(target_os = "linux")]
 #[test]
 fn each_child_inherits_only_its_own_secrets() {
     let env = Env::new();

@@ -89,7 +89,9 @@ pub(super) fn running(paths: &GlobalPaths) -> Option<Running> {
             }
             // A shim that has already exited (the daemon has not read its hang-up yet) is no
             // session that could start another daemon.
-            if s.pid.is_some_and(|pid| !crate::procs::still_running(pid, None)) {
+            if s.pid
+                .is_some_and(|pid| !crate::procs::still_running(pid, None))
+            {
                 continue;
             }
             sessions.push(Session {

@@ -33,6 +33,8 @@ pub struct Request {
 pub struct FakeGithub {
     pub base: String,
     requests: Arc<Mutex<Vec<Request>>>,
+    /// The origin the listing's asset links name: `base`, or a front's (see [`Self::advertise`]).
+    advertised: Arc<Mutex<String>>,
 }
 
 impl FakeGithub {
@@ -41,15 +43,26 @@ impl FakeGithub {
         let base = format!("http://{}", listener.local_addr().unwrap());
         let requests = Arc::new(Mutex::new(Vec::new()));
         let releases = Arc::new(releases);
-        let (log, url) = (requests.clone(), base.clone());
+        let advertised = Arc::new(Mutex::new(base.clone()));
+        let (log, url) = (requests.clone(), advertised.clone());
         std::thread::spawn(move || {
             for stream in listener.incoming() {
                 let Ok(stream) = stream else { break };
-                let (log, releases, url) = (log.clone(), releases.clone(), url.clone());
+                let (log, releases) = (log.clone(), releases.clone());
+                let url = url.lock().unwrap().clone();
                 std::thread::spawn(move || serve(stream, &log, &releases, &url));
             }
         });
-        FakeGithub { base, requests }
+        FakeGithub {
+            base,
+            requests,
+            advertised,
+        }
+    }
+
+    /// Name `origin` (an HTTPS front's, say) in the asset links of listings asked for from now on.
+    pub fn advertise(&self, origin: &str) {
+        *self.advertised.lock().unwrap() = origin.to_owned();
     }
 
     pub fn requests(&self) -> Vec<Request> {

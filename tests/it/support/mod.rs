@@ -10,6 +10,7 @@ pub mod pty;
 pub mod report;
 pub mod serve;
 pub mod snapshot;
+pub mod tls_front;
 mod wait;
 
 pub use prerequisites::*;
@@ -778,4 +779,10 @@ impl Env {
             + &String::from_utf8_lossy(&out.stderr);
         (out.status.code(), text)
     }
+}
+
+/// Say that a test, or a part of it, did not run here, and why (CI fails instead: see its
+/// callers).
+pub fn skipped(why: &str) {
+    eprintln!("SKIPPED: {why}");
 }
