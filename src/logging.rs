@@ -128,13 +128,47 @@ pub fn init_daemon(log_file: &Path, level: &str, also_stderr: bool) -> io::Resul
         .with_env_filter(filter(&default))
         .with_ansi(false);
     let result = if to_stderr {
-        builder.with_writer(file.and(io::stderr)).try_init()
+        builder
+            .with_writer(Scrubbing(file.and(io::stderr)))
+            .try_init()
     } else {
-        builder.with_writer(file).try_init()
+        builder.with_writer(Scrubbing(file)).try_init()
     };
     // A second init (tests run the daemon in-process) keeps the first subscriber.
     let _ = result;
     Ok(())
+}
+
+/// A log writer that takes the daemon's known secret values out of every line (see `redact`):
+/// whatever a line quotes (a child's words, a command line, an error), no configured value
+/// reaches the log or `coogle logs`.
+struct Scrubbing<M>(M);
+
+impl<'a, M: tracing_subscriber::fmt::MakeWriter<'a>> tracing_subscriber::fmt::MakeWriter<'a>
+    for Scrubbing<M>
+{
+    type Writer = ScrubbingWriter<M::Writer>;
+    fn make_writer(&'a self) -> Self::Writer {
+        ScrubbingWriter(self.0.make_writer())
+    }
+}
+
+struct ScrubbingWriter<W>(W);
+
+impl<W: Write> Write for ScrubbingWriter<W> {
+    /// tracing writes each event whole, in one call: a value cannot straddle two calls.
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let text = String::from_utf8_lossy(buf);
+        let known = crate::redact::known();
+        match known.values_in(&text) {
+            std::borrow::Cow::Borrowed(_) => self.0.write_all(buf)?,
+            std::borrow::Cow::Owned(clean) => self.0.write_all(clean.as_bytes())?,
+        }
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        self.0.flush()
+    }
 }
 
 /// For every other mode: stderr only, quiet by default. `RUST_LOG` takes `target=level` lists

@@ -56,15 +56,22 @@ pub(super) async fn control_connection(
                 let id = req.id.clone();
                 match control(&shared, req).await {
                     Ok(result) => ControlResponse::ok(id, result),
-                    Err(e) => ControlResponse::err(id, e),
+                    Err(e) => ControlResponse::err(id, scrubbed(e)),
                 }
             }
-            Err(e) => ControlResponse::err(Value::Null, e),
+            Err(e) => ControlResponse::err(Value::Null, scrubbed(e)),
         };
         if w.write_all(&wire::to_line(&resp)).await.is_err() {
             return;
         }
     }
+}
+
+/// An error as it may leave the daemon: without a configured value (a child's stderr line or
+/// its own words may be quoted in it).
+fn scrubbed(mut e: WireError) -> WireError {
+    e.message = crate::redact::scrub(&e.message);
+    e
 }
 
 /// The server a request names (`params.server`; none: the only one, or `google`), among
@@ -90,6 +97,7 @@ async fn reload(shared: &Shared) -> Result<Value, WireError> {
                 format!("the config did not reload, nothing changed: {e}"),
             )
         })?;
+    crate::redact::add_known(super::secret_values(&fresh));
     let done = shared.upstreams.reload(&fresh);
     tracing::info!(
         added = ?done.added,

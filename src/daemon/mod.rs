@@ -240,6 +240,7 @@ pub async fn run(config: Config, options: Options) -> Result<Outcome, DaemonErro
         );
     }
     let listener = bind(&rt.socket)?;
+    crate::redact::add_known(secret_values(&config));
     let reaper = reaper::Reaper::new(options.reap_orphans);
     let upstreams = registry::Registry::new(&config, &rt, &reaper);
     let (stop, stop_rx) = watch::channel(false);
@@ -272,6 +273,24 @@ pub async fn run(config: Config, options: Options) -> Result<Outcome, DaemonErro
     tracing::info!("coogle daemon stopped");
     drop(lock);
     Ok(Outcome::Stopped)
+}
+
+/// What the daemon must never write out or answer: every configured `env` value and resolved
+/// credential of every upstream, whatever its name, and the credentials in its own environment
+/// (the Gemini key, Google OAuth variables, anything named like a secret).
+pub(crate) fn secret_values(config: &Config) -> Vec<String> {
+    let mut out: Vec<String> = config
+        .servers
+        .values()
+        .flat_map(|s| s.child_env().unwrap_or_default())
+        .map(|(_, v)| v)
+        .collect();
+    out.extend(
+        std::env::vars()
+            .filter(|(k, _)| crate::redact::is_secret_name(k) || k.starts_with("GOOGLE_OAUTH_"))
+            .map(|(_, v)| v),
+    );
+    out
 }
 
 /// With the lock held: clear a stale socket, listen, and make the socket private.

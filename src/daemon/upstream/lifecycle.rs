@@ -164,23 +164,12 @@ impl Upstream {
             upstream: self.name.clone(),
             tail: self.life.stderr_tail.clone(),
             reaper: self.reaper.clone(),
-            secrets: self.secret_values(),
         };
         let attached = child_io::attach(spawned, wiring);
         match attached {
             Ok(handle) => self.on_spawned(handle),
             Err(reason) => self.on_start_failed(reason),
         }
-    }
-
-    /// The values of the child's secret environment (its credentials, keys and tokens), to take
-    /// out of what it writes to stderr before that is logged.
-    fn secret_values(&self) -> Vec<String> {
-        let env = self.config.child_env().unwrap_or_default();
-        env.into_iter()
-            .filter(|(k, _)| crate::redact::is_secret_name(k))
-            .map(|(_, v)| v)
-            .collect()
     }
 
     /// A child is running: find out which era it speaks. It is probed with `server/discover`
@@ -591,7 +580,7 @@ impl Upstream {
                             &format!("Restarted the `{}` server (pid {}).", self.name, v["pid"]),
                             v.clone(),
                         ),
-                        Err(e) => wire::tool_error_result(&e.message),
+                        Err(e) => wire::tool_error_result(&crate::redact::scrub(&e.message)),
                     };
                     let line = response_line(&client_id, &wire::raw(&result));
                     self.send_to_session(session, line);

@@ -561,6 +561,8 @@ impl Upstream {
     /// Answer a request the daemon could not get answered: a tool result with `isError` for
     /// calls (the agent reads why), a JSON-RPC error for other requests.
     fn reply_error(&mut self, origin: Origin, is_call: bool, code: ErrorCode, text: &str) {
+        // The daemon's own words may quote a child (its last stderr line, its error).
+        let text = &crate::redact::scrub(text);
         match origin {
             Origin::Session { id, client_id } => {
                 let line = if is_call {

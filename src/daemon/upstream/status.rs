@@ -44,7 +44,7 @@ impl Upstream {
             instance: self.instance.clone(),
             sharing: Some(self.config.sharing.as_str().to_string()),
             state: self.life.state,
-            command: child::display_command(&self.config),
+            command: crate::redact::scrub(&child::display_command(&self.config)),
             pid: self.life.child.as_ref().map(|c| c.pid),
             uptime_ms: self.life.child.as_ref().map(|c| ms(c.started.elapsed())),
             restarts: self.life.restarts,
@@ -53,7 +53,7 @@ impl Upstream {
                 .life
                 .restart_at
                 .map(|t| ms(t.saturating_duration_since(now))),
-            last_error: self.life.last_error.clone(),
+            last_error: self.life.last_error.as_deref().map(crate::redact::scrub),
             queue: self.queue.len(),
             in_flight: self.inflight.calls(),
             max_concurrent: self.config.max_concurrent,
