@@ -25,6 +25,8 @@
 //!   enveloped request is served with legacy shapes, `server/discover` gets -32601).
 //! - `FAKE_MCP_TTL_MS`: the `ttlMs` cache hint of modern discover, list and read results
 //!   (default 0, what both SDKs send).
+//! - `FAKE_MCP_CACHE_SCOPE`: the `cacheScope` of modern list and read results (default
+//!   `private`, what both SDKs send; `public` for a server whose lists are the same for all).
 //! - `FAKE_MCP_DISCOVER_DELAY_MS`: answer `server/discover` this late (other requests are not
 //!   held up), to play a server whose start is slower than a client's probe timeout.
 //! - `FAKE_MCP_EXIT_ON_DISCOVER`: exit at once with code 1 when the first message is
@@ -132,6 +134,8 @@ struct Shared {
     exit_on_discover: bool,
     discover_delay: Duration,
     ttl_ms: u64,
+    /// `FAKE_MCP_CACHE_SCOPE`.
+    cache_scope: String,
     /// The capabilities of the last legacy `initialize`: the legacy era remembers them for the
     /// connection, where a modern request carries its own.
     legacy_capabilities: Mutex<Value>,
@@ -274,6 +278,7 @@ fn main() {
         exit_on_discover: std::env::var_os("FAKE_MCP_EXIT_ON_DISCOVER").is_some(),
         discover_delay: Duration::from_millis(millis("FAKE_MCP_DISCOVER_DELAY_MS").unwrap_or(0)),
         ttl_ms: millis("FAKE_MCP_TTL_MS").unwrap_or(0),
+        cache_scope: std::env::var("FAKE_MCP_CACHE_SCOPE").unwrap_or_else(|_| "private".into()),
         legacy_capabilities: Mutex::new(json!({})),
         subscriptions: Mutex::new(Vec::new()),
     });
@@ -584,7 +589,7 @@ fn modern_request(shared: &Arc<Shared>, id: Value, method: &str, params: Value) 
         "tools/call" => start_call(shared, id, params, ctx),
         _ => {
             let reply = handle_request(shared, method, &params, &ctx);
-            shared.reply(&id, modern_result(method, reply, shared.ttl_ms));
+            shared.reply(&id, modern_result(method, reply, shared));
         }
     }
 }
@@ -646,7 +651,7 @@ fn log_rank(level: &str) -> Option<usize> {
 
 /// A 2026-07-28 result: every one says it is complete (unless it asks for input), and the
 /// cacheable ones carry the cache hints both SDKs default to.
-fn modern_result(method: &str, reply: Reply, ttl_ms: u64) -> Reply {
+fn modern_result(method: &str, reply: Reply, shared: &Shared) -> Reply {
     let Reply::Result(Value::Object(mut result)) = reply else {
         return reply;
     };
@@ -655,8 +660,8 @@ fn modern_result(method: &str, reply: Reply, ttl_ms: u64) -> Reply {
         result.insert("resultType".into(), json!("complete"));
     }
     if complete && CACHEABLE.contains(&method) {
-        result.insert("ttlMs".into(), json!(ttl_ms));
-        result.insert("cacheScope".into(), json!("private"));
+        result.insert("ttlMs".into(), json!(shared.ttl_ms));
+        result.insert("cacheScope".into(), json!(shared.cache_scope));
     }
     Reply::Result(Value::Object(result))
 }
@@ -1033,7 +1038,7 @@ fn start_call(shared: &Arc<Shared>, id: Value, params: Value, ctx: Ctx) {
         };
         let mut reply = call.run(&name);
         if ctx.era == Era::Modern {
-            reply = modern_result("tools/call", reply, shared.ttl_ms);
+            reply = modern_result("tools/call", reply, &shared);
         }
         // Remove the call first: from here on a cancel is too late and is ignored.
         let cancelled = lock(&shared.calls).remove(&key).unwrap_or(false);

@@ -5,6 +5,7 @@
 mod support;
 
 mod broken_config;
+mod cache_files;
 mod claude_config_patch;
 mod claude_json_lock;
 mod cli;
