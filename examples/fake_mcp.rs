@@ -21,8 +21,10 @@
 //!
 //! Fault injection through the environment (read at startup):
 //! - `FAKE_MCP_ERA`: `dual` (the default: the first request decides), `modern` (2026-07-28
-//!   only: `initialize` gets -32022) or `legacy` (handshake only, as the legacy TS SDK: an
-//!   enveloped request is served with legacy shapes, `server/discover` gets -32601).
+//!   only: `initialize` gets -32022), `legacy` (handshake only, as the legacy TS SDK: an
+//!   enveloped request is served with legacy shapes, `server/discover` gets -32601) or
+//!   `unlocked` (both eras on one connection, each request served in the era its own envelope
+//!   says, as a server that never locks does).
 //! - `FAKE_MCP_TTL_MS`: the `ttlMs` cache hint of modern discover, list and read results
 //!   (default 0, what both SDKs send).
 //! - `FAKE_MCP_CACHE_SCOPE`: the `cacheScope` of modern list and read results (default
@@ -102,6 +104,7 @@ enum EraMode {
     Dual,
     Modern,
     Legacy,
+    Unlocked,
 }
 
 /// The era a connection is locked to.
@@ -229,15 +232,18 @@ fn main() {
         Err(_) | Ok("" | "dual") => EraMode::Dual,
         Ok("modern") => EraMode::Modern,
         Ok("legacy") => EraMode::Legacy,
+        Ok("unlocked") => EraMode::Unlocked,
         Ok(other) => {
             // A typo must not quietly test the wrong era.
-            eprintln!("fake-mcp: FAKE_MCP_ERA must be dual, modern or legacy, not {other:?}");
+            eprintln!(
+                "fake-mcp: FAKE_MCP_ERA must be dual, modern, legacy or unlocked, not {other:?}"
+            );
             std::process::exit(2);
         }
     };
     let era = OnceLock::new();
     match mode {
-        EraMode::Dual => {}
+        EraMode::Dual | EraMode::Unlocked => {}
         EraMode::Modern => {
             let _ = era.set(Era::Modern);
         }
@@ -423,13 +429,17 @@ impl Shared {
     /// The connection's era for this request: the first request decides it, once, as the
     /// Python SDK's `serve_dual_era_loop` does. An enveloped `initialize` still means legacy.
     fn era_for(&self, method: &str, enveloped: bool) -> Era {
-        *self.era.get_or_init(|| {
+        let own = || {
             if enveloped && method != "initialize" {
                 Era::Modern
             } else {
                 Era::Legacy
             }
-        })
+        };
+        if self.mode == EraMode::Unlocked {
+            return own();
+        }
+        *self.era.get_or_init(own)
     }
 }
 

@@ -12,6 +12,7 @@ mod cli;
 mod coogle_tool;
 mod distribution;
 mod doctor;
+mod era_probe;
 mod eras;
 mod everything_passthrough;
 mod fairness;

@@ -49,6 +49,10 @@ struct CacheFile {
     tools: Option<Box<RawValue>>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     tool_lists: Vec<StoredTools>,
+    /// Since when (Unix seconds) the child is known to exit when probed with
+    /// `server/discover`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    probe_kills_since: Option<u64>,
 }
 
 #[derive(serde::Serialize, serde::Deserialize)]
@@ -100,6 +104,19 @@ pub(super) struct Cache {
     pub tools_count: Option<usize>,
     /// The child has a tool named `coogle` itself (then the daemon does not add its own).
     pub upstream_has_coogle: bool,
+    /// Since when (Unix seconds) the child is known to exit when probed.
+    pub probe_kills_since: Option<u64>,
+}
+
+/// How long "it exits when probed" is trusted before the child is probed again (it may have
+/// been upgraded; a probe that kills it again costs one extra start, never a failed call).
+const PROBE_KILLS_TRUSTED: u64 = 7 * 24 * 3600;
+
+/// Now, in Unix seconds.
+pub(super) fn now_secs() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
 }
 
 impl Cache {
@@ -114,7 +131,14 @@ impl Cache {
             tool_lists: IndexMap::new(),
             tools_count: None,
             upstream_has_coogle: false,
+            probe_kills_since: None,
         }
+    }
+
+    /// Whether the child is known to exit when probed, recently enough to be believed.
+    pub fn probe_kills(&self) -> bool {
+        self.probe_kills_since
+            .is_some_and(|t| now_secs().saturating_sub(t) < PROBE_KILLS_TRUSTED)
     }
 
     pub fn load(&mut self, config_capabilities_key: &str, config_capabilities: &Value) {
@@ -138,6 +162,7 @@ impl Cache {
         self.init_result = c.initialize;
         self.discover = c.discover;
         self.discover_error = c.discover_error;
+        self.probe_kills_since = c.probe_kills_since;
         if let Some(tools) = c.tools {
             let caps = wire::raw(config_capabilities);
             self.remember(config_capabilities_key.to_string(), caps, tools, None, None);
@@ -250,6 +275,7 @@ impl Cache {
             discover: self.discover.clone(),
             discover_error: self.discover_error.clone(),
             tools: None,
+            probe_kills_since: self.probe_kills_since,
             tool_lists: self
                 .tool_lists
                 .iter()

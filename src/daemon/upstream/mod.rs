@@ -215,6 +215,7 @@ pub(crate) fn start(s: Start) -> UpstreamHandle {
     actor.life.idle_stop = actor.config.idle_stop;
     let caps = actor.config.client_capabilities.clone();
     actor.cache.load("config", &caps);
+    actor.life.probe_kills = actor.cache.probe_kills();
     tokio::spawn(actor.run(rx));
     UpstreamHandle { name, tx }
 }
@@ -499,9 +500,7 @@ impl Upstream {
         let now = Instant::now();
         let deadline = match what {
             Internal::Listen => None,
-            Internal::Discover => {
-                Some(now + lifecycle::PROBE_TIMEOUT.min(self.config.call_timeout))
-            }
+            Internal::Discover => Some(now + self.probe_timeout()),
             _ => Some(now + self.config.call_timeout),
         };
         let tools_key = match what {
