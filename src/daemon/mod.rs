@@ -229,6 +229,12 @@ pub async fn run(config: Config, options: Options) -> Result<Outcome, DaemonErro
     let rt = RuntimePaths::for_socket(&options.socket);
     rt.check_length()?;
     paths::ensure_private_dir(&rt.dir)?;
+    for (path, why) in paths::check_parents(&rt.dir)? {
+        tracing::warn!(
+            "{} (above the socket directory) {why}: its group's members could replace the socket directory and cut every client off",
+            path.display()
+        );
+    }
     let Some(lock) = take_lock(&rt)? else {
         return Ok(Outcome::AlreadyRunning);
     };

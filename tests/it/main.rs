@@ -50,6 +50,7 @@ mod shim_footprint;
 mod sign_in;
 mod soak;
 mod socket_dir_mode;
+mod socket_parent;
 mod squatting;
 mod stderr_flood;
 mod stop;
