@@ -261,29 +261,55 @@ fn is_version(v: &str) -> bool {
 }
 
 /// The daemon's own command line for another run of it: its arguments as it was started,
-/// without a previous hand-over's, and `extra` after them.
-fn own_args(extra: &[std::ffi::OsString]) -> Vec<std::ffi::OsString> {
+/// without a previous hand-over's and with the socket it serves named explicitly (a config
+/// edited since must not move the next one elsewhere), then `extra`.
+fn own_args(socket: &Path, extra: &[std::ffi::OsString]) -> Vec<std::ffi::OsString> {
+    let mut out = without_ours(std::env::args_os().skip(1));
+    out.push("--socket".into());
+    out.push(socket.as_os_str().to_owned());
+    out.extend_from_slice(extra);
+    out
+}
+
+/// `args` without `--standby`, `--inherit` and `--socket` (in either form, with their values).
+fn without_ours(args: impl Iterator<Item = std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    const OURS: [&str; 3] = ["--standby", "--inherit", "--socket"];
     let mut out = Vec::new();
-    let mut args = std::env::args_os().skip(1);
+    let mut args = args.peekable();
     while let Some(a) = args.next() {
-        if a == "--standby" || a == "--inherit" {
+        let text = a.to_str().unwrap_or_default();
+        if OURS.contains(&text) {
             args.next();
             continue;
         }
-        if a.to_str()
-            .is_some_and(|s| s.starts_with("--standby=") || s.starts_with("--inherit="))
-        {
+        if OURS.iter().any(|o| text.starts_with(&format!("{o}="))) {
             continue;
         }
         out.push(a);
     }
-    out.extend_from_slice(extra);
     out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_new_run_gets_the_old_arguments_without_a_hand_overs() {
+        let args = [
+            "serve",
+            "--socket",
+            "/a",
+            "--log-stderr",
+            "--inherit",
+            "3,4",
+            "--standby=/x",
+            "--config",
+            "c.json",
+        ];
+        let kept = without_ours(args.iter().map(std::ffi::OsString::from));
+        assert_eq!(kept, ["serve", "--log-stderr", "--config", "c.json"]);
+    }
 
     #[test]
     fn only_a_coogle_version_line_counts() {
