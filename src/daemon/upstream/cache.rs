@@ -403,9 +403,10 @@ fn write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     })
 }
 
-/// The cache directory, created 0700, and tightened to it when it is coogle's own and an
-/// older coogle made it with the umask's mode (a directory the user pointed elsewhere through
-/// a symlink is theirs to set).
+/// The cache directory, created 0700, and tightened to it when it is coogle's own
+/// (`paths::cache_dir`) and an older coogle made it with the umask's mode. Any other directory
+/// is left as it is: a directory the user pointed elsewhere through a symlink is theirs to
+/// set, and a shared one (`/tmp`) must never be narrowed.
 fn private_dir(dir: &Path) -> std::io::Result<()> {
     use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
     if let Some(up) = dir.parent() {
@@ -415,8 +416,15 @@ fn private_dir(dir: &Path) -> std::io::Result<()> {
         Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => return Err(e),
         _ => {}
     }
+    if dir != crate::paths::cache_dir() {
+        return Ok(());
+    }
     let meta = std::fs::symlink_metadata(dir)?;
-    if meta.is_dir() && meta.uid() == crate::paths::uid() && meta.mode() & 0o077 != 0 {
+    if meta.is_dir()
+        && meta.uid() == crate::paths::uid()
+        && meta.mode() & 0o077 != 0
+        && meta.mode() & 0o1000 == 0
+    {
         std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
     }
     Ok(())
@@ -450,9 +458,9 @@ mod tests {
 
     #[test]
     fn a_live_list_serves_within_its_ttl_and_a_disk_list_only_while_the_child_is_down() {
-        let mut c = Cache::new("t", &format!("unit-{}", std::process::id()));
-        c.path =
-            std::env::temp_dir().join(format!("coogle-cache-unit-{}.json", std::process::id()));
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = Cache::new("t", "unit");
+        c.path = dir.path().join("c.json");
         c.era = Some(Era::Modern);
         let caps = raw(&json!({}));
         c.remember(
@@ -480,7 +488,21 @@ mod tests {
         );
         assert!(c.tools("k", true).is_none(), "ttl 0: never reused");
         assert!(c.set_tools("k".into(), caps, raw(&json!({"tools": [{"name": "x"}]}))));
-        let _ = std::fs::remove_file(&c.path);
+    }
+
+    /// Regression: writing a cache file into a shared directory (a unit test's /tmp) made
+    /// that directory 0700 for everyone.
+    #[test]
+    fn only_coogles_own_cache_directory_is_tightened() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o1777)).unwrap();
+        let mut c = Cache::new("t", "k");
+        c.path = dir.path().join("c.json");
+        c.save();
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o7777;
+        assert_eq!(mode(dir.path()), 0o1777);
+        assert_eq!(mode(&c.path), 0o600);
     }
 
     #[test]
