@@ -78,6 +78,9 @@ pub(super) struct Life {
     pub probe_suspect: bool,
     /// This child dies of the `server/discover` probe: it is started with `initialize`.
     pub probe_kills: bool,
+    /// A child that died while probed was started again at once with `initialize`, since it
+    /// was last ready: the next failure waits for the backoff.
+    pub quick_retried: bool,
     /// When the running child's stdout reached EOF, if it did.
     pub stdout_closed_at: Option<Instant>,
     /// Stop the child after this long without sessions or calls (`idleStopMs`; zero: never).
@@ -111,6 +114,7 @@ impl Life {
             initialize_sent: false,
             probe_suspect: false,
             probe_kills: false,
+            quick_retried: false,
             stdout_closed_at: None,
             idle_stop: Duration::ZERO,
             idle_since: None,
@@ -355,6 +359,7 @@ impl Upstream {
     /// The child's era is known and it is ready for everyone.
     fn on_ready(&mut self) {
         self.life.state = State::Ready;
+        self.life.quick_retried = false;
         let ready_pid = self.life.child.as_ref().map(|c| c.pid);
         let era = self.cache.era.map_or("?", Era::as_str);
         tracing::info!(upstream = %self.name, pid = ?ready_pid, era, "upstream ready");
@@ -543,13 +548,16 @@ impl Upstream {
             // it goes on waiting. One that fails that way too is probed again the time after,
             // with the backoff.
             let probed = self.life.probe.take().is_some();
-            if probed && !self.life.probe_suspect {
+            if probed && !self.life.probe_suspect && !self.life.quick_retried {
+                // Once per start that ends ready: a child that fails this way again is
+                // crashing, whatever it is sent, and waits for the backoff like any other.
+                self.life.quick_retried = true;
                 self.life.probe_suspect = true;
                 tracing::info!(upstream = %self.name, "the upstream exited while probed with server/discover ({status}); starting it again with initialize");
                 self.start_child();
                 return;
             }
-            self.life.probe_suspect = false;
+            self.life.probe_suspect = probed && !self.life.probe_suspect;
             self.on_start_failed(format!("it exited before answering initialize ({status})"));
             return;
         }
