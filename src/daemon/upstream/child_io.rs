@@ -101,7 +101,7 @@ pub(super) fn attach(spawned: Spawned, wiring: Wiring) -> Result<ChildHandle, St
         tx.clone(),
         max_line,
     ));
-    tokio::spawn(drain_stderr(spawned.stderr, upstream.clone(), tail));
+    let stderr = tokio::spawn(drain_stderr(spawned.stderr, upstream.clone(), tail));
 
     let (exited_tx, exited_rx) = watch::channel(false);
     let mut proc = spawned.child;
@@ -116,8 +116,13 @@ pub(super) fn attach(spawned: Spawned, wiring: Wiring) -> Result<ChildHandle, St
         child::signal_group(pid, libc::SIGKILL);
         let _ = tokio::task::spawn_blocking(move || reaper.child_exited(&name, pid)).await;
         let _ = exited_tx.send(true);
-        // Deliver every line the child wrote before its exit is reported.
-        let _ = tokio::time::timeout(Duration::from_secs(2), reader).await;
+        // Deliver every line the child wrote before its exit is reported, and log its last
+        // stderr lines (the error that reports the exit quotes the last one).
+        let _ = tokio::time::timeout(Duration::from_secs(2), async {
+            let _ = reader.await;
+            let _ = stderr.await;
+        })
+        .await;
         let event = ChildEvent::Exited(status);
         let _ = tx.send(Event::Child { generation, event }).await;
     });
