@@ -13,10 +13,12 @@
 pub(crate) const MIN_VALUE: usize = 8;
 
 /// The known values, each with its derived literal forms.
-#[derive(Default, Clone)]
+#[derive(Clone)]
 pub(crate) struct Values {
     /// Matched flexibly (plain, URL-encoded, JSON-escaped).
     plain: Vec<String>,
+    /// The bytes a plain value's written form can start with: other positions are skipped.
+    starts: [bool; 256],
     /// Matched as they are (base64 forms), or ASCII case-insensitively (hex forms, stored
     /// lowercase).
     literal: Vec<String>,
@@ -33,6 +35,12 @@ enum Walk {
     /// The text ended in the middle of the value: what is there could be its start.
     Partial,
     No,
+}
+
+impl Default for Values {
+    fn default() -> Values {
+        Values::new(std::iter::empty())
+    }
 }
 
 impl Values {
@@ -60,8 +68,16 @@ impl Values {
         }
         literal.sort();
         literal.dedup();
+        let mut starts = [false; 256];
+        for v in &plain {
+            starts[usize::from(v.as_bytes()[0])] = true;
+            for b in [b'%', b'\\', b'+'] {
+                starts[usize::from(b)] = true;
+            }
+        }
         Values {
             plain,
+            starts,
             literal,
             hex,
         }
@@ -84,6 +100,9 @@ impl Values {
         }
         let bytes = text.as_bytes();
         for i in 0..bytes.len() {
+            if !self.starts[usize::from(bytes[i])] {
+                continue;
+            }
             for v in &self.plain {
                 if let Walk::Full(end) = walk(bytes, i, v) {
                     out.push((i, end));
