@@ -561,7 +561,12 @@ impl Upstream {
     /// calls (the agent reads why), a JSON-RPC error for other requests.
     fn reply_error(&mut self, origin: Origin, is_call: bool, code: ErrorCode, text: &str) {
         // The daemon's own words may quote a child (its last stderr line, its error).
-        let text = &crate::redact::scrub(text);
+        self.reply_error_verbatim(origin, is_call, code, &crate::redact::scrub(text));
+    }
+
+    /// [`Self::reply_error`] for a text that passes on what the child itself answered a
+    /// session (a sign-in URL, which holds the OAuth client id), as it would reach it directly.
+    fn reply_error_verbatim(&mut self, origin: Origin, is_call: bool, code: ErrorCode, text: &str) {
         match origin {
             Origin::Session { id, client_id } => {
                 let line = if is_call {
