@@ -56,22 +56,15 @@ pub(super) async fn control_connection(
                 let id = req.id.clone();
                 match control(&shared, req).await {
                     Ok(result) => ControlResponse::ok(id, result),
-                    Err(e) => ControlResponse::err(id, scrubbed(e)),
+                    Err(e) => ControlResponse::err(id, e),
                 }
             }
-            Err(e) => ControlResponse::err(Value::Null, scrubbed(e)),
+            Err(e) => ControlResponse::err(Value::Null, e),
         };
         if w.write_all(&wire::to_line(&resp)).await.is_err() {
             return;
         }
     }
-}
-
-/// An error as it may leave the daemon: without a configured value (a child's stderr line or
-/// its own words may be quoted in it).
-fn scrubbed(mut e: WireError) -> WireError {
-    e.message = crate::redact::scrub(&e.message);
-    e
 }
 
 /// The server a request names (`params.server`; none: the only one, or `google`), among

@@ -99,7 +99,8 @@ fn a_configured_value_never_leaves_the_daemon_in_any_form() {
         said.display(),
         fake_mcp().display()
     );
-    let dying = format!("cat '{}' >&2; exit 3", said.display());
+    // Its command line holds the value too (configured args are quoted in errors and status).
+    let dying = format!("cat '{}' >&2; exit 3 # {SECRET}", said.display());
     let server = |script: &str| {
         json!({
             "command": "sh",
@@ -130,6 +131,19 @@ fn a_configured_value_never_leaves_the_daemon_in_any_form() {
     );
     assert_clean("the agent's error", &agent_error, &never);
 
+    // The CLI's errors, through control requests: a call, and a restart that cannot start it.
+    for args in [
+        &["call", "--server", "broken", "echo", "{\"text\":\"x\"}"][..],
+        &["restart", "--server", "broken"][..],
+    ] {
+        let out = env.run(args);
+        assert_ne!(out.status, Some(0), "{out}");
+        assert!(
+            out.stderr.contains("[redacted]") || out.stdout.contains("[redacted]"),
+            "{out}"
+        );
+        assert_clean(&format!("coogle {args:?}"), &out.to_string(), &never);
+    }
     // status --json: the dying child's lastError quotes the same line.
     let status = env.run(&["status", "--json"]);
     let parsed: Value = serde_json::from_str(&status.stdout).unwrap_or_else(|_| panic!("{status}"));

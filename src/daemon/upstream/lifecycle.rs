@@ -419,7 +419,7 @@ impl Upstream {
             child::display_command(&self.config)
         );
         self.fail_waiting(ErrorCode::UpstreamUnavailable, &text);
-        let err = WireError::new(ErrorCode::UpstreamUnavailable, &text);
+        let err = WireError::new(ErrorCode::UpstreamUnavailable, crate::redact::scrub(&text));
         self.answer_restart_waiters(Err(err));
         if self.life.shutting_down() {
             self.life.state = State::Stopped;
