@@ -284,7 +284,7 @@ pub async fn run(
         started: Instant::now(),
         next_session: AtomicU64::new(1),
         stop,
-        handover: Arc::new(handover::Handover::new(&rt.socket, refused)),
+        handover: Arc::new(handover::Handover::new(&rt.socket, refused, reaper.clone())),
     });
     tracing::info!(socket = %rt.socket.display(), pid = std::process::id(), version = wire::VERSION, "coogle daemon listening");
     let our_socket = socket_identity(&rt.socket);

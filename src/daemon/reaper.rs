@@ -88,6 +88,16 @@ impl Reaper {
         }
     }
 
+    /// A process the daemon started and waits for itself (the hand-over's candidate): neither
+    /// an orphan to stop nor a zombie to reap here, until [`Reaper::release`].
+    pub fn hold(&self, pid: u32) {
+        self.lock().leaders.insert(pid, String::new());
+    }
+
+    pub fn release(&self, pid: u32) {
+        self.lock().leaders.remove(&pid);
+    }
+
     /// An upstream's child exited: stop what lived below it, and orphans no live child
     /// accounts for. Blocking (a short grace between signals): call it off the runtime.
     pub fn child_exited(&self, upstream: &str, pid: u32) {

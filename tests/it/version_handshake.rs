@@ -315,3 +315,49 @@ fn a_broken_newer_coogle_leaves_the_old_daemon_serving() {
         child.try_wait().unwrap().is_some()
     });
 }
+
+/// `--version` says a newer coogle; its `serve` takes a while, then exits with code 7.
+const SLOW_FAKE: &str = r#"#!/bin/sh
+echo "$@" >> "$FAKE_LOG"
+case "$1" in
+    --version) echo "coogle 99.0.0 (not really)" ;;
+    *) sleep 2; exit 7 ;;
+esac
+"#;
+
+/// Regression: the candidate is the daemon's own child, and the sweep that follows an
+/// upstream child's exit took it for an orphan left behind and killed it (its reaping could
+/// also take the candidate's exit status from the check waiting for it).
+#[test]
+fn a_candidate_being_checked_is_not_taken_for_an_orphan() {
+    let env = Env::with_fake(json!({}));
+    let (mut child, installed) = installed_daemon(&env);
+    let calls = env.path("fake-calls");
+    install(
+        &installed,
+        SLOW_FAKE
+            .replace("$FAKE_LOG", &calls.display().to_string())
+            .as_bytes(),
+    );
+    let mut s = env.shim();
+    s.initialize();
+    let _claim = hello_of(&env, "99.0.0");
+    wait_for("the candidate to start", Duration::from_secs(20), || {
+        read_lines(&calls).iter().any(|l| l.starts_with("serve"))
+    });
+    // An upstream child exits while the candidate is being checked.
+    s.send(&json!({"jsonrpc":"2.0","id":"crash","method":"tools/call","params":{"name":"crash","arguments":{}}}));
+    let _ = s.response(&json!("crash"), Duration::from_secs(10));
+    wait_for_refusal(&env, &mut child, 1);
+    let said = log(&env);
+    assert!(
+        said.contains("its `serve` exited (exit status: 7) before it listened"),
+        "the candidate ran its course: {said}"
+    );
+    assert_eq!(text(&s.call("echo", json!({"text": "on"}))), "on");
+    drop(s);
+    let _ = env.run(&["stop"]);
+    wait_for("the daemon to exit", Duration::from_secs(10), || {
+        child.try_wait().unwrap().is_some()
+    });
+}

@@ -25,7 +25,13 @@ const STDERR_CAP: usize = 16 * 1024;
 
 /// Start `exe` (file `id`, which reported `version`) as a standby candidate for the daemon on
 /// `socket`, and check it. `Err` says why it cannot be handed over to.
-pub(super) fn prove(socket: &Path, exe: &Path, id: FileId, version: &str) -> Result<(), String> {
+pub(super) fn prove(
+    socket: &Path,
+    reaper: &crate::daemon::reaper::Reaper,
+    exe: &Path,
+    id: FileId,
+    version: &str,
+) -> Result<(), String> {
     let rt = RuntimePaths::for_socket(socket);
     let path = standby_path(&rt)?;
     let _ = std::fs::remove_file(&path);
@@ -39,6 +45,7 @@ pub(super) fn prove(socket: &Path, exe: &Path, id: FileId, version: &str) -> Res
         .stderr(Stdio::piped())
         .spawn()
         .map_err(|e| format!("it could not be started: {e}"))?;
+    reaper.hold(child.id());
     let stderr = drain(child.stderr.take());
     let result = check(&mut child, &path, id, version);
     // A proven candidate exits once the connection closes (done by `check`); any other is
@@ -48,6 +55,7 @@ pub(super) fn prove(socket: &Path, exe: &Path, id: FileId, version: &str) -> Res
     }
     let status = crate::process::wait_or_kill(&mut child, Duration::from_secs(10));
     crate::daemon::child::signal_group(child.id(), libc::SIGKILL);
+    reaper.release(child.id());
     let _ = std::fs::remove_file(&path);
     // A grandchild may hold the pipe open after the candidate exits: not waited for long.
     let said = stderr

@@ -108,6 +108,8 @@ struct State {
 pub(crate) struct Handover {
     /// The daemon's socket: the candidate listens beside it, and is told which one to take.
     socket: PathBuf,
+    /// Told of the candidate, so it is not taken for an orphan (or reaped) while checked.
+    reaper: Arc<super::reaper::Reaper>,
     /// A check of a claim is running.
     busy: AtomicBool,
     /// A verified newer binary waits for the daemon to be idle.
@@ -117,9 +119,14 @@ pub(crate) struct Handover {
 
 impl Handover {
     /// `refused`: a binary this process already failed to become (its exec failed).
-    pub fn new(socket: &Path, refused: Option<FileId>) -> Handover {
+    pub fn new(
+        socket: &Path,
+        refused: Option<FileId>,
+        reaper: Arc<super::reaper::Reaper>,
+    ) -> Handover {
         Handover {
             socket: socket.to_path_buf(),
+            reaper,
             busy: AtomicBool::new(false),
             ready: AtomicBool::new(false),
             state: Mutex::new(State {
@@ -190,7 +197,7 @@ impl Handover {
             return;
         }
         tracing::info!(exe = %exe.display(), "coogle {version} is installed; starting it on the side to check that it can serve before handing over");
-        match candidate::prove(&self.socket, &exe, id, &version) {
+        match candidate::prove(&self.socket, &self.reaper, &exe, id, &version) {
             Ok(()) => {
                 tracing::info!(exe = %exe.display(), "coogle {version} proved it can serve; this daemon ({}) hands over to it once no call is queued or in flight", wire::VERSION);
                 self.state().verified = Some(Verified { exe, id, version });
