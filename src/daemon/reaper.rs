@@ -34,6 +34,10 @@ struct Inner {
     leaders: HashMap<u32, String>,
     /// Processes seen below an upstream's child: (pid, start) → upstream.
     below: HashMap<(u32, u64), String>,
+    /// Zombies of the daemon that no child accounts for, seen by the last scan: reaped when the
+    /// next scan still finds them so. A child tokio has just spawned is a zombie of the daemon
+    /// before it is registered (one that exits at once), and must be left to tokio's wait.
+    zombies: HashSet<(u32, u64)>,
 }
 
 /// The daemon's record of its children's descendants.
@@ -81,11 +85,17 @@ impl Reaper {
         let alive: HashSet<(u32, u64)> = table.iter().map(|p| (p.pid, p.start)).collect();
         inner.below.retain(|k, _| alive.contains(k));
         let me = std::process::id();
+        let mut zombies = HashSet::new();
         for p in &table {
             if p.ppid == me && p.zombie && !inner.leaders.contains_key(&p.pid) {
-                reap(p.pid);
+                if inner.zombies.contains(&(p.pid, p.start)) {
+                    reap(p.pid);
+                } else {
+                    zombies.insert((p.pid, p.start));
+                }
             }
         }
+        inner.zombies = zombies;
     }
 
     /// A process the daemon started and waits for itself (the hand-over's candidate): neither
@@ -287,6 +297,28 @@ pub(crate) fn processes() -> Vec<Proc> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Regression: a child that exits at once is a zombie of the daemon before the upstream
+    /// registers it; a scan in between reaped it, and tokio's wait failed ("No child
+    /// processes") instead of reporting its exit status. One scan never reaps what it has not
+    /// seen before. (This test calls `scan` once only: a second would reap other tests'
+    /// zombies in this process.)
+    #[test]
+    fn a_fresh_zombie_is_left_to_whoever_spawned_it() {
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", "exit 3"])
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        let zombie = || processes().iter().any(|q| q.pid == pid && q.zombie);
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while !zombie() {
+            assert!(std::time::Instant::now() < deadline, "never a zombie");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        Reaper::new(false).scan();
+        assert_eq!(child.wait().unwrap().code(), Some(3));
+    }
 
     fn p(pid: u32, ppid: u32) -> Proc {
         Proc {
