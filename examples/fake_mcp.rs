@@ -43,6 +43,7 @@
 //!   the first three fields see the same lines in both eras.
 //! - `FAKE_MCP_IGNORE_SIGTERM`: ignore SIGTERM, so escalation to SIGKILL can be checked.
 //! - `FAKE_MCP_EXTRA_TOOL`: list one more tool with this name (a different list after respawn).
+//! - `FAKE_MCP_INSTRUCTIONS_CWD`: end the instructions with ` cwd=<working directory>`.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 use std::collections::HashMap;
@@ -692,12 +693,24 @@ fn server_info() -> Value {
 
 const INSTRUCTIONS: &str = "A fake MCP server for coogle's tests.";
 
+/// What the server tells clients about itself; with `FAKE_MCP_INSTRUCTIONS_CWD`, also where
+/// it runs (to tell one instance's answers from another's).
+fn instructions() -> String {
+    match std::env::var_os("FAKE_MCP_INSTRUCTIONS_CWD") {
+        Some(_) => format!(
+            "{INSTRUCTIONS} cwd={}",
+            std::env::current_dir().unwrap_or_default().display()
+        ),
+        None => INSTRUCTIONS.to_owned(),
+    }
+}
+
 fn discover_result(shared: &Shared) -> Value {
     json!({
         "resultType": "complete",
         "supportedVersions": [MODERN_VERSION],
         "capabilities": capabilities(),
-        "instructions": INSTRUCTIONS,
+        "instructions": instructions(),
         "ttlMs": shared.ttl_ms,
         "cacheScope": "private",
         "_meta": {META_SERVER: server_info()},
@@ -781,7 +794,7 @@ fn handle_request(shared: &Shared, method: &str, params: &Value, ctx: &Ctx) -> R
                 "protocolVersion": version,
                 "capabilities": capabilities(),
                 "serverInfo": server_info(),
-                "instructions": INSTRUCTIONS,
+                "instructions": instructions(),
             }))
         }
         "ping" => Reply::Result(json!({})),
@@ -1378,15 +1391,22 @@ impl Call<'_> {
                     Era::Legacy => true,
                     Era::Modern => self.ctx.log_level.is_some_and(|min| rank >= min),
                 };
-                // `count` (not in the schema): a noisy server's burst of log lines.
+                // `count` (not in the schema): a noisy server's burst of log lines; with
+                // `everyMs`, spread out and deaf to cancels, as a server that goes on logging
+                // for a call its client gave up on; `text` is what each line says.
                 let count = self.uint("count", false)?.unwrap_or(1);
-                for _ in 0..count.max(1) {
+                let every = self.uint("everyMs", false)?.map(Duration::from_millis);
+                let text = self.string("text", false)?.unwrap_or("hello from fake");
+                for i in 0..count.max(1) {
                     if !wanted {
                         break;
                     }
+                    if let (Some(every), true) = (every, i > 0) {
+                        std::thread::sleep(every);
+                    }
                     self.shared.notify(
                         "notifications/message",
-                        Some(json!({"level": level, "logger": "fake", "data": "hello from fake"})),
+                        Some(json!({"level": level, "logger": "fake", "data": text})),
                     );
                 }
             }

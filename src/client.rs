@@ -33,35 +33,52 @@ pub const REPLY_LINE_CAP: usize = 256 * 1024 * 1024;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
-    #[error("no coogle daemon is answering on {socket}")]
-    NotRunning {
+    /// Nothing listens on the socket (no file, or a stale one): no daemon runs.
+    #[error("no coogle daemon is running on {}", socket.display())]
+    NotRunning { socket: PathBuf },
+    /// Something is there but the connection failed (a full backlog, permissions).
+    #[error("could not connect to the coogle daemon on {}", socket.display())]
+    Unreachable {
         socket: PathBuf,
         #[source]
         source: io::Error,
     },
-    #[error("could not start the coogle daemon ({exe}): {source}")]
+    /// A socket path no Unix socket can have: said before any attempt, by every command.
+    #[error(transparent)]
+    SocketPath(PathError),
+    #[error("could not start the coogle daemon ({})", exe.display())]
     Spawn {
         exe: PathBuf,
         #[source]
         source: io::Error,
     },
     #[error(
-        "started a coogle daemon but it did not answer on {socket} within {secs} s; see its log at {log}"
+        "started a coogle daemon but it did not answer on {} within {secs} s",
+        socket.display()
     )]
     StartTimeout {
         socket: PathBuf,
         secs: u64,
         log: PathBuf,
     },
-    #[error("the connection to the daemon failed: {0}")]
+    /// The daemon this client started exited before it answered: `reason` is what it said
+    /// (its `error:` line and causes, from its log), `hint` its fix.
+    #[error("the coogle daemon could not start: {reason}")]
+    DaemonExited {
+        reason: String,
+        hint: Option<String>,
+        log: PathBuf,
+    },
+    #[error("the connection to the daemon failed")]
     Io(#[from] io::Error),
     #[error("the daemon closed the connection without answering")]
     Closed,
     #[error("the daemon sent something that is not a coogle answer: {0}")]
     Protocol(String),
+    /// The daemon's refusal, as its message says it (the code is for scripts).
+    #[error("{}", .0.message)]
+    Remote(WireError),
     #[error("{0}")]
-    Remote(#[from] WireError),
-    #[error("MCP error: {0}")]
     Mcp(String),
     #[error("refusing to use the daemon socket {socket}: {problem}")]
     Untrusted { socket: PathBuf, problem: Untrusted },
@@ -69,6 +86,12 @@ pub enum ClientError {
         "the coogle daemon (pid {pid}) accepted the shutdown but has not exited after {secs} s"
     )]
     StopTimeout { pid: u32, secs: u64 },
+}
+
+impl From<WireError> for ClientError {
+    fn from(e: WireError) -> Self {
+        ClientError::Remote(e)
+    }
 }
 
 /// Why a client refused a socket before sending it anything.
@@ -91,11 +114,18 @@ impl ClientError {
     pub fn hint(&self) -> Option<String> {
         match self {
             ClientError::NotRunning { .. } => Some(
-                "is the daemon running? start it with `coogle serve` (or any `coogle mcp` starts one)"
+                "one starts with the first agent session (`coogle mcp`); `coogle serve` runs one in the foreground"
                     .into(),
             ),
+            ClientError::SocketPath(_) => Some(SHORTER_SOCKET.into()),
             ClientError::StartTimeout { log, .. } => {
                 Some(format!("read the log with `coogle logs` ({})", log.display()))
+            }
+            ClientError::DaemonExited { hint, log, .. } => Some(hint.clone().unwrap_or_else(
+                || format!("read the log with `coogle logs` ({})", log.display()),
+            )),
+            ClientError::Remote(e) if e.code == wire::ErrorCode::NotFound => {
+                Some("`coogle status` lists the upstreams the daemon serves".into())
             }
             ClientError::Untrusted { socket, problem } => Some(untrusted_hint(socket, problem)),
             ClientError::StopTimeout { pid, .. } => Some(format!(
@@ -105,6 +135,9 @@ impl ClientError {
         }
     }
 }
+
+/// The fix for a socket path too long for a Unix socket.
+pub const SHORTER_SOCKET: &str = "choose a shorter socket path: `socketPath` in config.json, --socket, or COOGLE_SOCKET (a shorter XDG_RUNTIME_DIR shortens the default)";
 
 /// What is wrong with a refused socket, who owns what, and the ways out.
 fn untrusted_hint(socket: &Path, problem: &Untrusted) -> String {
@@ -174,9 +207,7 @@ fn socket_dir(socket: &Path) -> &Path {
 fn check_dir(socket: &Path) -> Result<(), ClientError> {
     match paths::verify_private_dir(socket_dir(socket)) {
         Ok(()) => Ok(()),
-        Err(PathError::Inspect { source, .. }) if source.kind() == io::ErrorKind::NotFound => {
-            Ok(())
-        }
+        Err(PathError::Inspect { error, .. }) if error.kind() == io::ErrorKind::NotFound => Ok(()),
         Err(e) => Err(untrusted(socket, Untrusted::Dir(e))),
     }
 }
@@ -209,9 +240,16 @@ pub struct Starter {
 
 impl Starter {
     /// Start `coogle serve` detached from this process (its own session, output to the log),
-    /// so it outlives the agent session that happened to start it.
-    pub fn spawn(&self) -> Result<(), ClientError> {
+    /// so it outlives the agent session that happened to start it. The returned [`Started`]
+    /// tells whether it exited before answering, and why.
+    pub fn spawn(&self) -> Result<Started, ClientError> {
         let log = crate::logging::open_private(&self.log_file);
+        // Where the daemon's own words will start in the log, should it fail at once.
+        let log_offset = log
+            .as_ref()
+            .ok()
+            .and_then(|f| f.metadata().ok())
+            .map_or(0, |m| m.len());
         let (out, err) = match log.and_then(|f| Ok((f.try_clone()?, f))) {
             Ok((a, b)) => (Stdio::from(a), Stdio::from(b)),
             Err(_) => (Stdio::null(), Stdio::null()),
@@ -236,17 +274,94 @@ impl Starter {
                 Ok(())
             });
         }
-        let mut child = cmd.spawn().map_err(|source| ClientError::Spawn {
+        let child = cmd.spawn().map_err(|source| ClientError::Spawn {
             exe: self.exe.clone(),
             source,
         })?;
         tracing::info!(pid = child.id(), "started a coogle daemon");
-        // Reap it whenever it exits (a second daemon exits at once with "already running").
-        std::thread::spawn(move || {
-            let _ = child.wait();
-        });
-        Ok(())
+        Ok(Started {
+            child: Some(child),
+            log: self.log_file.clone(),
+            log_offset,
+        })
     }
+}
+
+/// A daemon this process started, watched until it answers: a daemon that cannot start (a
+/// broken config.json, a socket path too long) exits at once, and the client says why then,
+/// not after [`START_TIMEOUT`]. Dropped, it is left to run and reaped whenever it exits.
+pub struct Started {
+    child: Option<std::process::Child>,
+    log: PathBuf,
+    log_offset: u64,
+}
+
+impl Started {
+    /// The daemon's pid.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(std::process::Child::id)
+    }
+
+    /// `Err` once the daemon has exited in failure, with what it said. A daemon that exited
+    /// 0 found another one running ("already running"): that one will answer, so keep waiting.
+    pub fn check(&mut self) -> Result<(), ClientError> {
+        let Some(child) = &mut self.child else {
+            return Ok(());
+        };
+        let status = match child.try_wait() {
+            Ok(Some(status)) => status,
+            Ok(None) | Err(_) => return Ok(()),
+        };
+        self.child = None;
+        if status.success() {
+            return Ok(());
+        }
+        let said = std::fs::read(&self.log).unwrap_or_default();
+        // A rotation in between starts the file again.
+        let from = usize::try_from(self.log_offset)
+            .ok()
+            .filter(|&o| o <= said.len())
+            .unwrap_or(0);
+        let (reason, hint) = daemon_said(&String::from_utf8_lossy(&said[from..]));
+        Err(ClientError::DaemonExited {
+            reason: reason.unwrap_or_else(|| format!("it exited ({status})")),
+            hint,
+            log: self.log.clone(),
+        })
+    }
+}
+
+impl Drop for Started {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            // Reap it whenever it exits (a second daemon exits at once with "already running").
+            std::thread::spawn(move || {
+                let _ = child.wait();
+            });
+        }
+    }
+}
+
+/// The error a failed `coogle serve` printed (uv's shape, see [`crate::output::error`]) among
+/// the lines it wrote to the log: its `error:` line with its causes, on one line, and its hint.
+fn daemon_said(text: &str) -> (Option<String>, Option<String>) {
+    let mut reason: Option<String> = None;
+    let mut hint = None;
+    for line in text.lines() {
+        if let Some(e) = line.strip_prefix("error: ") {
+            reason = Some(e.to_owned());
+            hint = None;
+        } else if let (Some(r), Some(cause)) = (
+            reason.as_mut(),
+            line.trim_start().strip_prefix("Caused by: "),
+        ) {
+            r.push_str(": ");
+            r.push_str(cause);
+        } else if let (Some(_), Some(h)) = (&reason, line.strip_prefix("hint: ")) {
+            hint = Some(h.to_owned());
+        }
+    }
+    (reason, hint)
 }
 
 /// Nothing listens at the socket (yet): worth starting a daemon and waiting for it.
@@ -300,14 +415,21 @@ impl Starter {
 }
 
 fn not_running(socket: &Path, source: io::Error) -> ClientError {
-    ClientError::NotRunning {
-        socket: socket.to_path_buf(),
-        source,
+    if is_absent(&source) {
+        ClientError::NotRunning {
+            socket: socket.to_path_buf(),
+        }
+    } else {
+        ClientError::Unreachable {
+            socket: socket.to_path_buf(),
+            source,
+        }
     }
 }
 
-/// Connect to a running daemon, checking the directory and the peer first.
+/// Connect to a running daemon, checking the socket path, the directory and the peer first.
 pub async fn connect(socket: &Path) -> Result<UnixStream, ClientError> {
+    check_path(socket)?;
     check_dir(socket)?;
     let stream = UnixStream::connect(socket)
         .await
@@ -316,28 +438,42 @@ pub async fn connect(socket: &Path) -> Result<UnixStream, ClientError> {
     Ok(stream)
 }
 
+/// A socket path longer than a Unix socket address holds can never be connected to: said
+/// as such, not as "no daemon is answering" (nor after waiting for one to start).
+fn check_path(socket: &Path) -> Result<(), ClientError> {
+    paths::RuntimePaths::for_socket(socket)
+        .check_length()
+        .map_err(ClientError::SocketPath)
+}
+
 /// Connect, starting a daemon with `starter` when none answers, and waiting for it. The same
-/// steps as the shim's [`connect_or_start_blocking`], run on a blocking thread.
-pub async fn connect_or_start(socket: &Path, starter: &Starter) -> Result<UnixStream, ClientError> {
+/// steps as the shim's [`connect_or_start_blocking`], run on a blocking thread. Also returns
+/// the daemon it started, if it did.
+pub async fn connect_or_start(
+    socket: &Path,
+    starter: &Starter,
+) -> Result<(UnixStream, Option<Started>), ClientError> {
     let (path, starter) = (socket.to_path_buf(), starter.clone());
-    let stream = tokio::task::spawn_blocking(move || connect_or_start_blocking(&path, &starter))
-        .await
-        .map_err(|e| ClientError::Io(io::Error::other(e)))??;
+    let (stream, started) =
+        tokio::task::spawn_blocking(move || connect_or_start_blocking(&path, &starter))
+            .await
+            .map_err(|e| ClientError::Io(io::Error::other(e)))??;
     stream.set_nonblocking(true)?;
-    Ok(UnixStream::from_std(stream)?)
+    Ok((UnixStream::from_std(stream)?, started))
 }
 
 /// Connect, starting a daemon with `starter` when none answers, and waiting for it with
-/// backoff. Blocking: the shim runs no async runtime.
+/// backoff; a daemon that exits instead of answering ends the wait at once with its reason.
+/// Blocking: the shim runs no async runtime. Also returns the daemon it started, if it did.
 pub fn connect_or_start_blocking(
     socket: &Path,
     starter: &Starter,
-) -> Result<std::os::unix::net::UnixStream, ClientError> {
+) -> Result<(std::os::unix::net::UnixStream, Option<Started>), ClientError> {
     // Refuse a squatted directory before starting a daemon that would only refuse it too.
     if let Some(s) = try_connect_blocking(socket)? {
-        return Ok(s);
+        return Ok((s, None));
     }
-    starter.spawn()?;
+    let mut started = starter.spawn()?;
     let mut wait = StartWait::new();
     loop {
         let Some(delay) = wait.next_delay() else {
@@ -345,8 +481,9 @@ pub fn connect_or_start_blocking(
         };
         std::thread::sleep(delay);
         if let Some(s) = try_connect_blocking(socket)? {
-            return Ok(s);
+            return Ok((s, Some(started)));
         }
+        started.check()?;
     }
 }
 
@@ -354,6 +491,7 @@ pub fn connect_or_start_blocking(
 fn try_connect_blocking(
     socket: &Path,
 ) -> Result<Option<std::os::unix::net::UnixStream>, ClientError> {
+    check_path(socket)?;
     check_dir(socket)?;
     match std::os::unix::net::UnixStream::connect(socket) {
         Ok(s) => {
@@ -560,16 +698,17 @@ pub fn check_hello_reply(line: &[u8]) -> Result<HelloReply, ClientError> {
     Ok(reply)
 }
 
-/// An rmcp client session through the daemon, as `coogle tools` and `coogle call` use it.
+/// An rmcp client session through the daemon, as `coogle tools` and `coogle call` use it,
+/// and the daemon it started to get one, if it did.
 pub async fn rmcp_session(
     socket: &Path,
     starter: Option<&Starter>,
     server: Option<String>,
     client_name: &str,
-) -> Result<RunningService<RoleClient, ClientConfig>, ClientError> {
-    let stream = match starter {
+) -> Result<(RunningService<RoleClient, ClientConfig>, Option<Started>), ClientError> {
+    let (stream, started) = match starter {
         Some(s) => connect_or_start(socket, s).await?,
-        None => connect(socket).await?,
+        None => (connect(socket).await?, None),
     };
     let mut h = Hello::mcp(server);
     h.client = Some(client_name.to_string());
@@ -578,9 +717,23 @@ pub async fn rmcp_session(
         ClientCapabilities::default(),
         Implementation::new(client_name, wire::VERSION),
     );
-    info.serve((conn.reader, conn.writer))
+    let session = info
+        .serve((conn.reader, conn.writer))
         .await
-        .map_err(|e| ClientError::Mcp(e.to_string()))
+        .map_err(|e| ClientError::Mcp(e.to_string()))?;
+    Ok((session, started))
+}
+
+/// An rmcp error as the person reads it: a server's JSON-RPC error by its own message (rmcp
+/// says `Mcp error: -32602: …`), anything else as rmcp words it.
+pub fn mcp_error(e: rmcp::ServiceError) -> ClientError {
+    match e {
+        rmcp::ServiceError::McpError(d) => ClientError::Mcp(format!(
+            "the server answered with an error: {} (JSON-RPC {})",
+            d.message, d.code.0
+        )),
+        other => ClientError::Mcp(other.to_string()),
+    }
 }
 
 #[cfg(test)]

@@ -67,6 +67,12 @@ pub(crate) enum InstallError {
     WriteConfig(FsError),
     #[error(transparent)]
     ReadState(FsError),
+    #[error("coogle uninstall does not stop a daemon that {count} agent session{} use{}; nothing changed", if *count == 1 { "" } else { "s" }, if *count == 1 { "s" } else { "" })]
+    SessionsOpen { count: usize },
+    /// The record of what coogle changes could not be written: nothing was changed. (The
+    /// cause is in the message: FsError's own message already names its source.)
+    #[error("could not record the change, so nothing was changed: {0}")]
+    WriteState(FsError),
     /// Boxed: its type is setup's, and nothing here may depend on setup.
     #[error("the test daemon did not work")]
     TestDaemon(#[source] Box<dyn std::error::Error + Send + Sync>),
@@ -177,6 +183,10 @@ impl InstallError {
             }
             WriteConfig(_) => "fix or move the file aside, then run setup again",
             ReadState(_) => "move the file aside to uninstall without it",
+            SessionsOpen { .. } => {
+                "end those sessions (the list above) and run it again, or pass --force to end their coogle connections"
+            }
+            WriteState(_) => "make room on that disk (or fix its permissions), then run it again",
             TestDaemon(_) => {
                 "see the messages above; `coogle serve --log-stderr` shows the daemon's log; --skip-test skips this step"
             }
@@ -213,6 +223,7 @@ impl InstallError {
             | BadApiKey(_)
             | ManagedBy { .. }
             | CurrentExe(_)
+            | SessionsOpen { .. }
             | NeedsConfirmation { .. } => ExitCode::Usage,
             _ => ExitCode::Failure,
         }

@@ -5,8 +5,8 @@
 //! `coogle mcp` started it, `/usr/bin:/bin:/usr/sbin:/sbin` when Claude Desktop's did (macOS
 //! gives GUI apps no more), whatever the unit or plist says under systemd or launchd. So the
 //! daemon does not rely on it: `coogle setup` records the user's PATH in config.json (`path`),
-//! and the daemon searches that first, then its own PATH, then the places `uv`, Homebrew and
-//! the system put programs. The child gets the same PATH, since `npx` finds `node` (and `uvx`
+//! and the daemon searches that, then the places `uv`, Homebrew and the system put programs;
+//! its own PATH only while nothing is recorded. The child gets the same PATH, since `npx` finds `node` (and `uvx`
 //! finds its Python) through it. `coogle doctor` checks a command against the worst case: the
 //! recorded PATH plus a GUI app's.
 //!
@@ -51,14 +51,20 @@ where
     out
 }
 
-/// The daemon's search path for upstream commands: what setup recorded, then the daemon's own
-/// PATH, then [`fallback_dirs`].
+/// The daemon's search path for upstream commands: what setup recorded, then
+/// [`fallback_dirs`]. The daemon's own PATH (`inherited`) counts only when nothing is recorded:
+/// it is whichever client started the daemon's (a project's direnv `PATH_add` included), and
+/// what a child finds must not depend on that.
 pub fn daemon_path(
     recorded: &[PathBuf],
     inherited: Option<&OsStr>,
     platform: &Platform,
 ) -> OsString {
-    let inherited = inherited.map(std::env::split_paths).into_iter().flatten();
+    let inherited = inherited
+        .filter(|_| recorded.is_empty())
+        .map(std::env::split_paths)
+        .into_iter()
+        .flatten();
     let dirs = clean(
         recorded
             .iter()
@@ -105,7 +111,7 @@ mod tests {
     }
 
     #[test]
-    fn recorded_first_then_inherited_then_fallbacks_each_once() {
+    fn recorded_then_fallbacks_each_once_inherited_only_without_a_record() {
         let recorded = [
             PathBuf::from("/Users/ada/.local/bin"),
             PathBuf::from("/opt/homebrew/bin"),
@@ -117,7 +123,8 @@ mod tests {
         );
         assert_eq!(
             path,
-            "/Users/ada/.local/bin:/opt/homebrew/bin:/usr/bin:/bin:/custom:/usr/local/bin:/usr/sbin:/sbin"
+            "/Users/ada/.local/bin:/opt/homebrew/bin:/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin",
+            "the starter's /custom is not searched once a PATH is recorded"
         );
         // Linux has no /opt/homebrew fallback; nothing recorded keeps the inherited order first.
         let path = daemon_path(&[], Some(OsStr::new("/usr/bin:/bin")), &platform(Os::Linux));

@@ -8,6 +8,15 @@
 //! This module never writes over a file it could not read or (for JSON) parse, and never
 //! changes a file when the new content equals the old. It also owns coogle's own scratch
 //! directories (`PrivateDir`), which nobody else may read and which never outlive their use.
+//!
+//! What a killed coogle leaves is recognizable and cleaned up by the next run: a temp file is
+//! 0600 until the moment of its rename and carries its writer's pid and start time in its name,
+//! and an mkdir lock coogle takes has a record beside it (pid, start time, and which directory
+//! it made), so a lock whose coogle is gone is taken over at once instead of after the stale
+//! time, while a lock of a live process, or of Claude Code, is only ever waited for. Callers
+//! that keep a record of what they change get a say just before the rename
+//! ([`update_journaled`]): the record is written first, so a crash between the two is never a
+//! change nobody knows of.
 
 use std::fs;
 use std::io::{self, Write};
@@ -17,19 +26,19 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use crate::crash_point;
 use crate::date::timestamp;
+use crate::procs;
 
 /// How many times a write is retried when the file changes under it.
 pub const ATTEMPTS: u32 = 5;
 
 #[derive(Debug, thiserror::Error)]
 pub enum FsError {
-    #[error("could not read {}: {source}", path.display())]
-    Read {
-        path: PathBuf,
-        #[source]
-        source: io::Error,
-    },
+    // Read and Write: the I/O error is part of the one-line message (these are shown in ✓/✗
+    // lines), not a separate cause, so it is said once.
+    #[error("could not read {}: {error}", path.display())]
+    Read { path: PathBuf, error: io::Error },
     #[error("could not parse {} at line {line} column {column}: {message}; it was left unchanged", path.display())]
     Parse {
         path: PathBuf,
@@ -39,12 +48,8 @@ pub enum FsError {
     },
     #[error("{} is not a JSON object; it was left unchanged", path.display())]
     NotAnObject { path: PathBuf },
-    #[error("could not write {}: {source}", path.display())]
-    Write {
-        path: PathBuf,
-        #[source]
-        source: io::Error,
-    },
+    #[error("could not write {}: {error}", path.display())]
+    Write { path: PathBuf, error: io::Error },
     #[error("{} kept changing while coogle tried to update it ({attempts} attempts); it was left as the other program wrote it", path.display())]
     Changed { path: PathBuf, attempts: u32 },
     #[error("{}: {detail}", path.display())]
@@ -84,24 +89,87 @@ pub const LOCK_STALE: Duration = Duration::from_secs(10);
 /// lock is always taken over within the wait, and a live one (held for milliseconds) released.
 pub const LOCK_WAIT: Duration = Duration::from_secs(15);
 
-/// A held mkdir lock; dropping it removes the directory.
+/// A held mkdir lock; dropping it removes the directory (and coogle's record of it).
 struct MkdirLock {
     dir: PathBuf,
+    owner: PathBuf,
+}
+
+/// Who holds an mkdir lock coogle took, written beside it (`<file>.lock.coogle-owner`): never
+/// inside, since Claude Code's proper-lockfile removes a stale lock with rmdir, which fails on
+/// a directory that is not empty. The directory's identity (device, inode, modification time
+/// to the nanosecond) ties the record to the one directory coogle made, so a record left over
+/// never speaks for a lock someone else took later.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+struct LockOwner {
+    pid: u32,
+    start: Option<u64>,
+    dev: u64,
+    ino: u64,
+    mtime: i64,
+    mtime_nsec: i64,
+}
+
+impl LockOwner {
+    fn identity(meta: &fs::Metadata) -> (u64, u64, i64, i64) {
+        use std::os::unix::fs::MetadataExt;
+        (meta.dev(), meta.ino(), meta.mtime(), meta.mtime_nsec())
+    }
+
+    fn for_dir(dir: &Path) -> Option<LockOwner> {
+        let (dev, ino, mtime, mtime_nsec) = Self::identity(&fs::symlink_metadata(dir).ok()?);
+        let pid = std::process::id();
+        Some(LockOwner {
+            pid,
+            start: procs::info(pid).map(|p| p.start),
+            dev,
+            ino,
+            mtime,
+            mtime_nsec,
+        })
+    }
+
+    /// True when this record describes the directory now at `dir`.
+    fn describes(&self, dir: &Path) -> bool {
+        fs::symlink_metadata(dir).is_ok_and(|m| {
+            m.is_dir() && Self::identity(&m) == (self.dev, self.ino, self.mtime, self.mtime_nsec)
+        })
+    }
+
+    fn read(path: &Path) -> Option<LockOwner> {
+        serde_json::from_slice(&fs::read(path).ok()?).ok()
+    }
+
+    fn is_ours(&self) -> bool {
+        self.pid == std::process::id() && self.start == own_start()
+    }
 }
 
 impl MkdirLock {
     /// Take the lock beside `target`, retrying with backoff for up to `wait`; a lock older
-    /// than `stale` is taken over.
+    /// than `stale`, or one a coogle process that is gone left, is taken over.
     fn acquire(target: &Path, wait: Duration, stale: Duration) -> Result<MkdirLock, FsError> {
         let dir = sibling(target, ".lock");
+        let owner = sibling(target, LOCK_OWNER_SUFFIX);
         let deadline = Instant::now() + wait;
         let mut delay = Duration::from_millis(5);
         loop {
             match fs::create_dir(&dir) {
-                Ok(()) => return Ok(MkdirLock { dir }),
+                Ok(()) => {
+                    // Best effort: without the record (a full disk), a crash now costs the
+                    // stale time, as for any other program's lock.
+                    if let Some(record) = LockOwner::for_dir(&dir) {
+                        let _ =
+                            write_small(&owner, &serde_json::to_vec(&record).unwrap_or_default());
+                    }
+                    return Ok(MkdirLock { dir, owner });
+                }
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
                     // Only a directory we could remove counts as taken over; anything else
                     // (a file of that name, no permission) is waited out like a live lock.
+                    if take_over_dead_coogle_lock(&dir, &owner) {
+                        continue;
+                    }
                     if is_stale(&dir, stale) && fs::remove_dir(&dir).is_ok() {
                         tracing::warn!(lock = %dir.display(), "took over a stale lock");
                         continue;
@@ -124,7 +192,11 @@ impl MkdirLock {
 
 impl Drop for MkdirLock {
     fn drop(&mut self) {
+        // The directory first: a record left without its directory speaks for nothing.
         let _ = fs::remove_dir(&self.dir);
+        if LockOwner::read(&self.owner).is_some_and(|o| o.is_ours()) {
+            let _ = fs::remove_file(&self.owner);
+        }
     }
 }
 
@@ -135,6 +207,38 @@ fn is_stale(lock: &Path, stale: Duration) -> bool {
         .ok()
         .and_then(|t| t.elapsed().ok())
         .is_some_and(|age| age > stale)
+}
+
+/// `<file>.lock.coogle-owner`: the record of an mkdir lock coogle holds.
+const LOCK_OWNER_SUFFIX: &str = ".lock.coogle-owner";
+
+/// Remove the lock at `dir` when its record proves a coogle process that is gone made it;
+/// true when it was removed. A lock without a record (Claude Code's, or coogle's from the
+/// instant between its mkdir and its record) is never touched here.
+fn take_over_dead_coogle_lock(dir: &Path, owner_path: &Path) -> bool {
+    let Some(owner) = LockOwner::read(owner_path) else {
+        return false;
+    };
+    if owner.is_ours() || !owner.describes(dir) || procs::still_running(owner.pid, owner.start) {
+        return false;
+    }
+    if fs::remove_dir(dir).is_err() {
+        return false;
+    }
+    let _ = fs::remove_file(owner_path);
+    tracing::warn!(lock = %dir.display(), pid = owner.pid, "took over a lock left by a coogle process that is gone");
+    true
+}
+
+/// Write a small file of coogle's own (0600) in one go.
+fn write_small(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let mut f = fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)?;
+    f.write_all(bytes)
 }
 
 /// The permissions a written file gets.
@@ -176,9 +280,9 @@ pub fn read_optional(path: &Path) -> Result<Option<Vec<u8>>, FsError> {
     match fs::read(path) {
         Ok(b) => Ok(Some(b)),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-        Err(source) => Err(FsError::Read {
+        Err(error) => Err(FsError::Read {
             path: path.to_path_buf(),
-            source,
+            error,
         }),
     }
 }
@@ -231,9 +335,9 @@ fn sibling(path: &Path, suffix: &str) -> PathBuf {
 }
 
 fn write_err(path: &Path) -> impl FnOnce(io::Error) -> FsError + '_ {
-    move |source| FsError::Write {
+    move |error| FsError::Write {
         path: path.to_path_buf(),
-        source,
+        error,
     }
 }
 
@@ -252,10 +356,15 @@ pub fn backup(path: &Path, bytes: &[u8], mode: u32) -> Result<PathBuf, FsError> 
             .open(&candidate)
         {
             Ok(mut f) => {
-                f.write_all(bytes)
+                let written = f
+                    .write_all(bytes)
                     .and_then(|_| f.set_permissions(fs::Permissions::from_mode(mode)))
-                    .and_then(|_| f.sync_all())
-                    .map_err(write_err(&candidate))?;
+                    .and_then(|_| f.sync_all());
+                if let Err(e) = written {
+                    // A full disk: no half backup is left behind.
+                    let _ = fs::remove_file(&candidate);
+                    return Err(write_err(&candidate)(e));
+                }
                 return Ok(candidate);
             }
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists && n < 1000 => {
@@ -267,28 +376,125 @@ pub fn backup(path: &Path, bytes: &[u8], mode: u32) -> Result<PathBuf, FsError> 
     unreachable!("the loop returns")
 }
 
-/// Write a temp file beside `path` with `mode` and sync it; the caller renames it.
-fn write_temp(path: &Path, bytes: &[u8], mode: u32) -> Result<PathBuf, FsError> {
+/// The start time of this process, as [`procs`] reads it.
+fn own_start() -> Option<u64> {
+    static START: std::sync::OnceLock<Option<u64>> = std::sync::OnceLock::new();
+    *START.get_or_init(|| procs::info(std::process::id()).map(|p| p.start))
+}
+
+/// `<name>.coogle-tmp-`: every temp file coogle writes beside a file starts so.
+const TEMP_INFIX: &str = ".coogle-tmp-";
+
+/// Write a temp file beside `path`, mode 0600 whatever the target's (it may hold a secret the
+/// target's mode would show: that mode is given at the rename), and sync it; the caller renames
+/// it. Its name says who wrote it (`<name>.coogle-tmp-<pid>-<start>-<time>`), so a run that
+/// finds one its writer left when it died removes it ([`sweep`]).
+fn write_temp(path: &Path, bytes: &[u8]) -> Result<PathBuf, FsError> {
     let tmp = sibling(
         path,
-        &format!(".coogle-tmp-{}-{}", std::process::id(), timestamp()),
+        &format!(
+            "{TEMP_INFIX}{}-{}-{}",
+            std::process::id(),
+            own_start().unwrap_or(0),
+            timestamp()
+        ),
     );
     let _ = fs::remove_file(&tmp);
     let mut f = fs::OpenOptions::new()
         .write(true)
         .create_new(true)
-        .mode(mode)
+        .mode(0o600)
         .open(&tmp)
         .map_err(write_err(&tmp))?;
     let r = f
         .write_all(bytes)
-        .and_then(|_| f.set_permissions(fs::Permissions::from_mode(mode)))
+        .and_then(|_| f.set_permissions(fs::Permissions::from_mode(0o600)))
         .and_then(|_| f.sync_all());
     if let Err(e) = r {
         let _ = fs::remove_file(&tmp);
         return Err(write_err(&tmp)(e));
     }
     Ok(tmp)
+}
+
+/// Rename the temp file over `target`, giving it `mode` first.
+fn install_temp(tmp: &Path, target: &Path, mode: u32) -> Result<(), FsError> {
+    fs::set_permissions(tmp, fs::Permissions::from_mode(mode)).map_err(write_err(target))?;
+    fs::rename(tmp, target).map_err(write_err(target))
+}
+
+/// What [`sweep`] removed.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Swept {
+    /// Temp files of coogle processes that are gone.
+    pub temp_files: Vec<PathBuf>,
+    /// An mkdir lock (`<file>.lock`) a coogle process that is gone held.
+    pub lock: Option<PathBuf>,
+}
+
+impl Swept {
+    pub fn is_empty(&self) -> bool {
+        self.temp_files.is_empty() && self.lock.is_none()
+    }
+}
+
+/// Remove what coogle processes that are gone left beside `path`: their temp files (which may
+/// hold the secrets of the file they were to replace) and an mkdir lock one of them held
+/// (which would make Claude Code wait out its stale time). A temp file or lock of a process
+/// still running, or one coogle cannot tie to a process, is left alone.
+pub fn sweep(path: &Path) -> Swept {
+    let target = resolve(path);
+    let mut out = Swept::default();
+    let (Some(dir), Some(name)) = (target.parent(), target.file_name()) else {
+        return out;
+    };
+    let prefix = format!("{}{TEMP_INFIX}", name.to_string_lossy());
+    let dir = if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
+    };
+    if let Ok(entries) = fs::read_dir(dir) {
+        for e in entries.flatten() {
+            let file_name = e.file_name();
+            let Some(rest) = file_name.to_str().and_then(|n| n.strip_prefix(&prefix)) else {
+                continue;
+            };
+            if temp_writer_is_gone(rest) && fs::remove_file(e.path()).is_ok() {
+                out.temp_files.push(e.path());
+            }
+        }
+    }
+    let lock = sibling(&target, ".lock");
+    let owner = sibling(&target, LOCK_OWNER_SUFFIX);
+    if take_over_dead_coogle_lock(&lock, &owner) {
+        out.lock = Some(lock);
+    } else if !lock.exists()
+        && LockOwner::read(&owner).is_some_and(|o| !procs::still_running(o.pid, o.start))
+    {
+        // A record whose lock is gone: its coogle died between the rmdir and removing it.
+        let _ = fs::remove_file(&owner);
+    }
+    out
+}
+
+/// From the part of a temp file's name after `.coogle-tmp-`: true when the process that wrote
+/// it is gone. Names are `<pid>-<start>-<time>` (and `<pid>-<time>` from coogle 0.1, which
+/// recorded no start time: then only a pid that runs no process proves it).
+fn temp_writer_is_gone(rest: &str) -> bool {
+    let mut parts = rest.split('-');
+    let Some(pid) = parts.next().and_then(|p| p.parse::<u32>().ok()) else {
+        return false;
+    };
+    if pid == std::process::id() {
+        return false;
+    }
+    let start = parts
+        .next()
+        .filter(|s| !s.contains('T'))
+        .and_then(|s| s.parse::<u64>().ok())
+        .filter(|&s| s != 0);
+    !procs::still_running(pid, start)
 }
 
 fn sync_dir(path: &Path) {
@@ -315,7 +521,23 @@ pub fn update_with_hook(
     path: &Path,
     mode: Mode,
     lock: Lock,
+    transform: impl FnMut(Option<&[u8]>) -> Result<Option<Vec<u8>>, FsError>,
+    hook: &mut dyn FnMut(Moment, &Path),
+) -> Result<Written, FsError> {
+    update_journaled(path, mode, lock, transform, &mut |_| Ok(()), hook)
+}
+
+/// [`update_with_hook`], with `journal` called in each round once the backup (its path is
+/// passed) and the temp file exist and before the lock and the rename: the caller records
+/// what the round's `transform` is about to change, so a process killed right after the
+/// rename leaves a record the next run can finish. An error from `journal` abandons the write:
+/// the file is left as it was, and the temp file and the backup are removed.
+pub fn update_journaled(
+    path: &Path,
+    mode: Mode,
+    lock: Lock,
     mut transform: impl FnMut(Option<&[u8]>) -> Result<Option<Vec<u8>>, FsError>,
+    journal: &mut dyn FnMut(Option<&Path>) -> Result<(), FsError>,
     hook: &mut dyn FnMut(Moment, &Path),
 ) -> Result<Written, FsError> {
     let target = resolve(path);
@@ -323,6 +545,10 @@ pub fn update_with_hook(
         && !dir.as_os_str().is_empty()
     {
         fs::create_dir_all(dir).map_err(write_err(dir))?;
+    }
+    let swept = sweep(&target);
+    if !swept.is_empty() {
+        tracing::info!(path = %target.display(), ?swept, "removed what a coogle process that is gone left");
     }
     // What an earlier round wrote, when another program's rename replaced it right after.
     let mut wrote: Option<Written> = None;
@@ -340,6 +566,7 @@ pub fn update_with_hook(
             Some(bytes) => Some(backup(&target, bytes, mode_of(&target).unwrap_or(0o600))?),
             None => None,
         };
+        crash_point::reached("backup");
         let abandon = |tmp: Option<&Path>| {
             if let Some(t) = tmp {
                 let _ = fs::remove_file(t);
@@ -348,13 +575,17 @@ pub fn update_with_hook(
                 let _ = fs::remove_file(b);
             }
         };
-        let tmp = write_temp(&target, &new, mode).inspect_err(|_| abandon(None))?;
+        let tmp = write_temp(&target, &new).inspect_err(|_| abandon(None))?;
+        crash_point::reached("temp");
         hook(Moment::BeforeRename, &target);
+        journal(backup_path.as_deref()).inspect_err(|_| abandon(Some(&tmp)))?;
+        crash_point::reached("journaled");
         if lock == Lock::Mkdir && held.is_none() {
             held = Some(
                 MkdirLock::acquire(&target, LOCK_WAIT, LOCK_STALE)
                     .inspect_err(|_| abandon(Some(&tmp)))?,
             );
+            crash_point::reached("locked");
         }
         let now = read_optional(&target);
         if !matches!(&now, Ok(now) if *now == old) {
@@ -362,11 +593,12 @@ pub fn update_with_hook(
             now?;
             continue;
         }
-        if let Err(e) = fs::rename(&tmp, &target) {
+        if let Err(e) = install_temp(&tmp, &target, mode) {
             abandon(Some(&tmp));
-            return Err(write_err(&target)(e));
+            return Err(e);
         }
         sync_dir(&target);
+        crash_point::reached("renamed");
         drop(held.take());
         let written = match backup_path {
             Some(backup) => Written::Replaced { backup },
@@ -420,11 +652,23 @@ pub fn update_json_with_hook(
     path: &Path,
     mode: Mode,
     lock: Lock,
+    edit: impl FnMut(Option<&Value>) -> Result<Option<Value>, FsError>,
+    hook: &mut dyn FnMut(Moment, &Path),
+) -> Result<Written, FsError> {
+    update_json_journaled(path, mode, lock, edit, &mut |_| Ok(()), hook)
+}
+
+/// [`update_json_with_hook`] with a journal (see [`update_journaled`]).
+pub fn update_json_journaled(
+    path: &Path,
+    mode: Mode,
+    lock: Lock,
     mut edit: impl FnMut(Option<&Value>) -> Result<Option<Value>, FsError>,
+    journal: &mut dyn FnMut(Option<&Path>) -> Result<(), FsError>,
     hook: &mut dyn FnMut(Moment, &Path),
 ) -> Result<Written, FsError> {
     let target = resolve(path);
-    update_with_hook(
+    update_journaled(
         path,
         mode,
         lock,
@@ -449,6 +693,7 @@ pub fn update_json_with_hook(
             }
             Ok(Some(to_json_bytes(&new)))
         },
+        journal,
         hook,
     )
 }
@@ -469,12 +714,15 @@ pub fn write_own(path: &Path, bytes: &[u8], mode: u32) -> Result<(), FsError> {
     {
         fs::create_dir_all(dir).map_err(write_err(dir))?;
     }
-    let tmp = write_temp(path, bytes, mode)?;
-    if let Err(e) = fs::rename(&tmp, path) {
+    sweep(path);
+    let tmp = write_temp(path, bytes)?;
+    crash_point::reached("own-temp");
+    if let Err(e) = install_temp(&tmp, path, mode) {
         let _ = fs::remove_file(&tmp);
-        return Err(write_err(path)(e));
+        return Err(e);
     }
     sync_dir(path);
+    crash_point::reached("own-renamed");
     Ok(())
 }
 
@@ -516,9 +764,9 @@ pub fn remove_optional(path: &Path) -> Result<bool, FsError> {
     match fs::remove_file(path) {
         Ok(()) => Ok(true),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
-        Err(source) => Err(FsError::Write {
+        Err(error) => Err(FsError::Write {
             path: path.to_path_buf(),
-            source,
+            error,
         }),
     }
 }
@@ -548,6 +796,98 @@ mod tests {
         fs::write(&lock_dir, b"").unwrap();
         assert!(MkdirLock::acquire(&target, Duration::from_millis(50), Duration::ZERO).is_err());
         assert!(lock_dir.is_file());
+    }
+
+    /// A lock is taken over at once only when coogle's record beside it proves a coogle
+    /// process that is gone made that very directory: never a lock without a record (Claude
+    /// Code's), one whose maker still runs, or one the record does not describe (a lock someone
+    /// else took after a record was left behind).
+    #[test]
+    fn only_a_dead_coogles_own_lock_is_taken_over_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join(".claude.json");
+        let lock = dir.path().join(".claude.json.lock");
+        let owner = dir.path().join(".claude.json.lock.coogle-owner");
+        let wait = Duration::from_millis(100);
+        let dead = {
+            let mut c = std::process::Command::new("true").spawn().unwrap();
+            let pid = c.id();
+            c.wait().unwrap();
+            pid
+        };
+        let record = |pid: u32, start: Option<u64>| {
+            let mut r = LockOwner::for_dir(&lock).unwrap();
+            r.pid = pid;
+            r.start = start;
+            fs::write(&owner, serde_json::to_vec(&r).unwrap()).unwrap();
+        };
+        let taken = || MkdirLock::acquire(&target, wait, LOCK_STALE).is_ok();
+
+        fs::create_dir(&lock).unwrap();
+        assert!(!taken(), "a fresh lock without a record is waited for");
+        record(1, procs::info(1).map(|p| p.start));
+        assert!(!taken(), "a lock whose maker runs is waited for");
+        record(dead, None);
+        let claude_codes = {
+            // The record was left behind; the directory is another program's, made since.
+            fs::remove_dir(&lock).unwrap();
+            std::thread::sleep(Duration::from_millis(20));
+            fs::create_dir(&lock).unwrap();
+            lock.clone()
+        };
+        assert!(
+            !taken(),
+            "a record that does not describe the lock speaks for nothing"
+        );
+        assert!(claude_codes.is_dir());
+        record(dead, None);
+        let held = MkdirLock::acquire(&target, wait, LOCK_STALE).expect("taken over at once");
+        let mine = LockOwner::read(&owner).unwrap();
+        assert!(mine.is_ours() && mine.describes(&lock), "{mine:?}");
+        drop(held);
+        assert!(!lock.exists() && !owner.exists());
+    }
+
+    #[test]
+    fn temp_files_of_dead_writers_are_swept_and_live_ones_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("f.json");
+        let me = std::process::id();
+        let start = own_start().unwrap();
+        let dead = {
+            let mut c = std::process::Command::new("true").spawn().unwrap();
+            let pid = c.id();
+            c.wait().unwrap();
+            pid
+        };
+        let name = |rest: String| dir.path().join(format!("f.json.coogle-tmp-{rest}"));
+        let live = name(format!("{me}-{start}-20260101T000000Z"));
+        let gone = name(format!("{dead}-{start}-20260101T000000Z"));
+        let old_format_gone = name(format!("{dead}-20260101T000000Z"));
+        let recycled = name(format!("1-{}-20260101T000000Z", start + 1));
+        let other = dir.path().join("g.json.coogle-tmp-1-2-3");
+        for f in [&live, &gone, &old_format_gone, &recycled, &other] {
+            fs::write(f, b"secret").unwrap();
+        }
+        // The record of a lock its dead coogle had already removed.
+        let orphan = dir.path().join("f.json.lock.coogle-owner");
+        let record = LockOwner {
+            pid: dead,
+            start: None,
+            dev: 0,
+            ino: 0,
+            mtime: 0,
+            mtime_nsec: 0,
+        };
+        fs::write(&orphan, serde_json::to_vec(&record).unwrap()).unwrap();
+        let swept = sweep(&target);
+        assert!(!orphan.exists());
+        let mut removed = swept.temp_files.clone();
+        removed.sort();
+        let mut want = vec![gone.clone(), old_format_gone.clone(), recycled.clone()];
+        want.sort();
+        assert_eq!(removed, want);
+        assert!(live.exists() && other.exists());
     }
 
     #[test]

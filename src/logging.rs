@@ -118,6 +118,10 @@ fn filter(default: &str) -> EnvFilter {
     EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default))
 }
 
+/// The target of events for the log file alone: what the daemon also says to the person on
+/// stderr in its own words (its fatal error), so a terminal does not show it twice.
+pub const FILE_ONLY: &str = "coogle::log_file";
+
 /// For the daemon: the log file, plus stderr when it is a terminal or `also_stderr`.
 pub fn init_daemon(log_file: &Path, level: &str, also_stderr: bool) -> io::Result<()> {
     let file = RotatingFile::open(log_file, MAX_LOG_BYTES)?;
@@ -127,15 +131,14 @@ pub fn init_daemon(log_file: &Path, level: &str, also_stderr: bool) -> io::Resul
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter(&default))
         .with_ansi(false);
-    let result = if to_stderr {
-        builder
-            .with_writer(Scrubbing(file.and(io::stderr)))
-            .try_init()
+    // `coogle serve` calls this once, first thing, so no subscriber can be set yet; were one
+    // set, it would keep its place rather than fail a daemon over its logging.
+    let _ = if to_stderr {
+        let stderr = io::stderr.with_filter(|m: &tracing::Metadata<'_>| m.target() != FILE_ONLY);
+        builder.with_writer(Scrubbing(file.and(stderr))).try_init()
     } else {
         builder.with_writer(Scrubbing(file)).try_init()
     };
-    // A second init (tests run the daemon in-process) keeps the first subscriber.
-    let _ = result;
     Ok(())
 }
 
@@ -150,6 +153,10 @@ impl<'a, M: tracing_subscriber::fmt::MakeWriter<'a>> tracing_subscriber::fmt::Ma
     type Writer = ScrubbingWriter<M::Writer>;
     fn make_writer(&'a self) -> Self::Writer {
         ScrubbingWriter(self.0.make_writer())
+    }
+    /// The inner writer's choice per event (what goes to the file only) is kept.
+    fn make_writer_for(&'a self, meta: &tracing::Metadata<'_>) -> Self::Writer {
+        ScrubbingWriter(self.0.make_writer_for(meta))
     }
 }
 

@@ -63,13 +63,12 @@ pub fn json(value: &serde_json::Value) {
     out(&serde_json::to_string_pretty(value).unwrap_or_default());
 }
 
-/// An error in uv's shape: `error: …`, `  Caused by: …`, `hint: …`.
+/// An error in uv's shape: `error: …`, `  Caused by: …` (each cause once), `hint: …`.
 pub fn error(err: &(dyn std::error::Error + 'static), hint: Option<&str>) {
-    let mut text = format!("error: {err}\n");
-    let mut source = err.source();
-    while let Some(s) = source {
-        text.push_str(&format!("  Caused by: {s}\n"));
-        source = s.source();
+    let chain = crate::causes::chain(err);
+    let mut text = format!("error: {}\n", chain[0]);
+    for cause in &chain[1..] {
+        text.push_str(&format!("  Caused by: {cause}\n"));
     }
     if let Some(h) = hint {
         text.push_str(&format!("hint: {h}\n"));

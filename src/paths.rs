@@ -14,20 +14,22 @@ use std::path::{Path, PathBuf};
 /// is 104 bytes (Linux's 108), one of them the terminating NUL.
 pub const MAX_SOCKET_PATH: usize = 103;
 
+/// Shown on one line (inside a refusal, a ✗ line, the daemon's log), so an I/O error is part
+/// of the message, not a separate cause.
 #[derive(Debug, thiserror::Error)]
 pub enum PathError {
-    #[error("could not create {path}: {source}")]
-    Create { path: PathBuf, source: io::Error },
-    #[error("could not inspect {path}: {source}")]
-    Inspect { path: PathBuf, source: io::Error },
+    #[error("could not create {path}: {error}")]
+    Create { path: PathBuf, error: io::Error },
+    #[error("could not inspect {path}: {error}")]
+    Inspect { path: PathBuf, error: io::Error },
     #[error("{path} is a symlink; refusing to use it for the socket directory")]
     Symlink { path: PathBuf },
     #[error("{path} is not a directory")]
     NotADirectory { path: PathBuf },
     #[error("{path} is owned by uid {owner}, not by you (uid {me}); refusing to use it")]
     WrongOwner { path: PathBuf, owner: u32, me: u32 },
-    #[error("could not restrict {path} to mode 0700: {source}")]
-    Chmod { path: PathBuf, source: io::Error },
+    #[error("could not restrict {path} to mode 0700: {error}")]
+    Chmod { path: PathBuf, error: io::Error },
     #[error(
         "{path} is mode {mode:03o}: other users can write in it and could replace the socket; refusing to use it"
     )]
@@ -357,16 +359,16 @@ pub fn ensure_private_dir(dir: &Path) -> Result<(), PathError> {
             fs::DirBuilder::new()
                 .mode(0o700)
                 .create(dir)
-                .map_err(|source| PathError::Create {
+                .map_err(|error| PathError::Create {
                     path: dir.to_path_buf(),
-                    source,
+                    error,
                 })?;
             // Created just now, so ours to set whatever the umask did.
             check_dir(dir, true)
         }
-        Err(source) => Err(PathError::Inspect {
+        Err(error) => Err(PathError::Inspect {
             path: dir.to_path_buf(),
-            source,
+            error,
         }),
         Ok(_) => check_private_dir(dir),
     }
@@ -382,10 +384,10 @@ pub fn check_private_dir(dir: &Path) -> Result<(), PathError> {
 fn check_dir(dir: &Path, ours: bool) -> Result<(), PathError> {
     let mode = owned_dir(dir)?.mode() & 0o777;
     if ours && mode != 0o700 {
-        fs::set_permissions(dir, fs::Permissions::from_mode(0o700)).map_err(|source| {
+        fs::set_permissions(dir, fs::Permissions::from_mode(0o700)).map_err(|error| {
             PathError::Chmod {
                 path: dir.to_path_buf(),
-                source,
+                error,
             }
         })?;
     } else if !ours && mode & 0o022 != 0 {
@@ -484,9 +486,9 @@ fn is_coogles_dir(dir: &Path) -> bool {
 
 /// A real directory (not a symlink) owned by this user.
 fn owned_dir(dir: &Path) -> Result<fs::Metadata, PathError> {
-    let meta = fs::symlink_metadata(dir).map_err(|source| PathError::Inspect {
+    let meta = fs::symlink_metadata(dir).map_err(|error| PathError::Inspect {
         path: dir.to_path_buf(),
-        source,
+        error,
     })?;
     if meta.file_type().is_symlink() {
         return Err(PathError::Symlink {

@@ -75,7 +75,11 @@ struct State {
     /// Why the daemon closed this connection, when it said (it disconnects a session that
     /// leaves too much unread); told to the agent instead of "the daemon went away".
     disconnect_reason: Option<String>,
-    /// stdin closed and the process is exiting: the socket's end is ours, not a lost daemon.
+    /// Why the daemon cannot be reached, while that is so for a reason retrying does not cure
+    /// (see [`is_permanent`]): requests are answered with it at once instead of waiting.
+    refusing: Option<String>,
+    /// stdin closed: the client will send nothing more. The shim answers what it was asked
+    /// (as a server run directly does) and exits once nothing is pending.
     closing: bool,
 }
 
@@ -111,6 +115,7 @@ impl State {
             last_tools: None,
             probe: None,
             disconnect_reason: None,
+            refusing: None,
             closing: false,
         }
     }
@@ -207,6 +212,36 @@ impl State {
         true
     }
 
+    /// Requests the client is still owed an answer for: sent to a daemon, or buffered for the
+    /// next one.
+    fn pending(&self) -> usize {
+        self.in_flight.len()
+    }
+
+    /// After stdin closed, exit once every request is answered.
+    fn exit_if_done(&self) {
+        if self.closing && self.pending() == 0 {
+            tracing::debug!("stdin closed and every request answered; exiting");
+            std::process::exit(0);
+        }
+    }
+
+    /// Answer the requests buffered for a daemon that cannot be reached, with why: a
+    /// reconnect that fails for a reason retrying does not cure (a broken config.json, an
+    /// upstream the daemon does not have) must not leave the agent waiting in silence.
+    fn refuse_buffered(&mut self, text: &str) {
+        for line in std::mem::take(&mut self.buffered) {
+            let Ok(msg) = Message::parse(line.trim_ascii_end()) else {
+                continue;
+            };
+            if let Some(id) = msg.id()
+                && let Some(p) = self.in_flight.remove(&id_key(id))
+            {
+                write_client(&refusal(&p.id, p.is_call, text));
+            }
+        }
+    }
+
     /// Answer every request the daemon took with it (not those still buffered: they go to the
     /// next daemon).
     fn fail_in_flight(&mut self) {
@@ -227,12 +262,7 @@ impl State {
             let Some(p) = self.in_flight.remove(&key) else {
                 continue;
             };
-            let line = if p.is_call {
-                wire::response_line(&p.id, &raw(&wire::tool_error_result(&text)))
-            } else {
-                wire::error_line(Some(&p.id), rpc_code::UPSTREAM_UNAVAILABLE, &text)
-            };
-            write_client(&line);
+            write_client(&refusal(&p.id, p.is_call, &text));
         }
     }
 
@@ -250,6 +280,13 @@ impl State {
             // The reader thread notices the loss too and reconnects.
             self.writer = None;
         }
+        if let Some(text) = &self.refusing {
+            // Nothing to wait for: say why now (the reconnect keeps trying meanwhile).
+            if let Some(p) = key.and_then(|k| self.in_flight.remove(&k)) {
+                write_client(&refusal(&p.id, p.is_call, text));
+            }
+            return;
+        }
         if self.buffered.len() < MAX_BUFFERED {
             self.buffered.push(line);
         } else if let Ok(m) = Message::parse(line.trim_ascii_end())
@@ -266,9 +303,55 @@ impl State {
     }
 }
 
+/// The answer to a request coogle cannot serve: a tool call gets a tool result with
+/// `isError` (the agent reads it), anything else a JSON-RPC error (the client shows it).
+fn refusal(id: &RawValue, is_call: bool, text: &str) -> Vec<u8> {
+    if is_call {
+        wire::response_line(id, &raw(&wire::tool_error_result(text)))
+    } else {
+        wire::error_line(Some(id), rpc_code::UPSTREAM_UNAVAILABLE, text)
+    }
+}
+
+/// What the agent's client shows when the shim cannot serve: the whole chain on one line and
+/// the fix, so "Failed to connect" says why (a broken config.json, an unknown upstream).
+fn refusal_text(e: &ClientError, server: Option<&str>) -> String {
+    let hint = match (e, server) {
+        (ClientError::Remote(w), Some(name)) if w.code == wire::ErrorCode::NotFound => {
+            Some(format!(
+                "add servers.{name} to config.json and run `coogle reload`, or `coogle unshare {name}` gives the client its original entry back"
+            ))
+        }
+        _ => e.hint(),
+    };
+    let said = crate::causes::one_line(e);
+    // Whose words these are, unless they say it already.
+    let who = if said.contains("coogle") {
+        ""
+    } else {
+        "coogle: "
+    };
+    match hint {
+        Some(h) => format!("{who}{said}; {h}"),
+        None => format!("{who}{said}"),
+    }
+}
+
+/// Retrying cannot cure it: the same config, socket or name fails the same way.
+fn is_permanent(e: &ClientError) -> bool {
+    matches!(
+        e,
+        ClientError::DaemonExited { .. }
+            | ClientError::SocketPath(_)
+            | ClientError::Untrusted { .. }
+            | ClientError::Remote(_)
+    )
+}
+
 /// Connect, starting a daemon when none answers, then say hello.
 fn open(opts: &Options) -> Result<(UnixStream, BufReader<UnixStream>), ClientError> {
-    let stream = client::connect_or_start_blocking(&opts.socket, &opts.starter)?;
+    // A daemon started here runs on by itself; dropping the handle only reaps it later.
+    let (stream, _started) = client::connect_or_start_blocking(&opts.socket, &opts.starter)?;
     let mut writer = stream.try_clone()?;
     writer.write_all(&wire::to_line(&Hello::mcp(opts.server.clone())))?;
     let mut reader = BufReader::with_capacity(64 * 1024, stream);
@@ -281,8 +364,9 @@ fn open(opts: &Options) -> Result<(UnixStream, BufReader<UnixStream>), ClientErr
     Ok((writer, reader))
 }
 
-/// Copy stdin to the daemon until stdin closes, then exit the process.
-fn stdin_loop(state: Arc<Mutex<State>>, cap: usize) -> ! {
+/// Copy stdin to the daemon until stdin closes; then the process exits once every request
+/// has its answer (see [`State::exit_if_done`]).
+fn stdin_loop(state: Arc<Mutex<State>>, cap: usize) {
     let mut r = BufReader::with_capacity(64 * 1024, std::io::stdin().lock());
     let mut buf = Vec::new();
     loop {
@@ -310,13 +394,10 @@ fn stdin_loop(state: Arc<Mutex<State>>, cap: usize) -> ! {
             Err(_) => break,
         }
     }
-    // stdin closed: the agent is done with this server.
+    // stdin closed: the agent sends nothing more, but what it asked is still answered.
     let mut st = State::lock(&state);
     st.closing = true;
-    if let Some(w) = &st.writer {
-        let _ = w.shutdown(std::net::Shutdown::Both);
-    }
-    std::process::exit(0);
+    st.exit_if_done();
 }
 
 /// Discard the rest of an oversized line; true at EOF.
@@ -341,10 +422,31 @@ fn skip_line<R: BufRead>(r: &mut R) -> bool {
     }
 }
 
-/// Run the pump. Returns only on a first connection that fails; afterwards the process exits
-/// when stdin closes.
+/// `coogle mcp` typed at a terminal: one line on stderr saying what this is, since nothing
+/// else would be said while it waits for JSON-RPC on stdin. stdout stays the MCP channel.
+pub fn hint_on_terminal() {
+    use std::io::IsTerminal;
+    if std::io::stdin().is_terminal() {
+        let _ = std::io::stderr().write_all(
+            b"coogle mcp is the MCP server an agent starts (JSON-RPC on stdin and stdout); to set coogle up, run `coogle setup` (Ctrl-D ends this)\n",
+        );
+    }
+}
+
+/// Run the pump. Returns only when the first connection fails, after answering every request
+/// the client sent until stdin closed with why; afterwards the process exits when stdin
+/// closes and every request is answered.
 pub fn run(opts: Options) -> Result<(), ClientError> {
-    let (writer, mut reader) = open(&opts)?;
+    let (writer, mut reader) = match open(&opts) {
+        Ok(opened) => opened,
+        Err(e) => {
+            let text = refusal_text(&e, opts.server.as_deref());
+            // stderr, for a person looking; the agent's client gets it as its answers.
+            tracing::error!("{text}");
+            refuse_all(&text, opts.max_line_bytes);
+            return Err(e);
+        }
+    };
     let state = Arc::new(Mutex::new(State::new(Some(writer))));
     let cap = opts.max_line_bytes;
     let s = state.clone();
@@ -357,10 +459,13 @@ pub fn run(opts: Options) -> Result<(), ClientError> {
     loop {
         match wire::read_line_capped_blocking(&mut reader, &mut buf, REPLY_LINE_CAP) {
             Ok(Line::Complete) => {
-                if State::lock(&state).observe_daemon(&buf) {
+                let mut st = State::lock(&state);
+                if st.observe_daemon(&buf) {
                     buf.push(b'\n');
                     write_client(&buf);
                 }
+                st.exit_if_done();
+                drop(st);
                 buf.clear();
                 continue;
             }
@@ -372,16 +477,11 @@ pub fn run(opts: Options) -> Result<(), ClientError> {
         buf.clear();
         {
             let mut st = State::lock(&state);
-            if st.closing {
-                // The stdin thread is exiting the process; do not report our own close.
-                drop(st);
-                loop {
-                    std::thread::park();
-                }
-            }
             tracing::warn!("lost the coogle daemon; reconnecting");
             st.writer = None;
             st.fail_in_flight();
+            // Nothing more will come from the client: nothing to reconnect for.
+            st.exit_if_done();
         }
         reader = reconnect(&opts, &state);
     }
@@ -430,6 +530,7 @@ fn reconnect(opts: &Options, state: &Mutex<State>) -> BufReader<UnixStream> {
                     continue;
                 }
                 st.writer = Some(writer);
+                st.refusing = None;
                 // Everything buffered went out with the replay.
                 for p in st.in_flight.values_mut() {
                     p.sent = true;
@@ -438,10 +539,53 @@ fn reconnect(opts: &Options, state: &Mutex<State>) -> BufReader<UnixStream> {
                 return reader;
             }
             Err(e) => {
-                tracing::warn!("reconnecting to the daemon failed: {e}; retrying in {delay:?}");
+                let text = refusal_text(&e, opts.server.as_deref());
+                tracing::warn!("reconnecting to the daemon failed: {text}; retrying in {delay:?}");
+                let cap = if is_permanent(&e) {
+                    let mut st = State::lock(state);
+                    st.refuse_buffered(&text);
+                    st.refusing = Some(text);
+                    st.exit_if_done();
+                    // Each try starts a daemon that fails the same way: try less often.
+                    Duration::from_secs(30)
+                } else {
+                    Duration::from_secs(5)
+                };
                 std::thread::sleep(delay);
-                delay = (delay * 2).min(Duration::from_secs(5));
+                delay = (delay * 2).min(cap);
             }
+        }
+    }
+}
+
+/// The daemon cannot be reached: answer each request the client sends with `text` until
+/// stdin closes, so its client shows why instead of "connection closed".
+fn refuse_all(text: &str, cap: usize) {
+    let mut r = BufReader::with_capacity(64 * 1024, std::io::stdin().lock());
+    let mut buf = Vec::new();
+    loop {
+        let eof = match wire::read_line_capped_blocking(&mut r, &mut buf, cap) {
+            Ok(Line::Complete) => false,
+            Ok(Line::Eof) => true,
+            Ok(Line::TooLong) => {
+                buf.clear();
+                if skip_line(&mut r) {
+                    return;
+                }
+                continue;
+            }
+            Err(_) => return,
+        };
+        if let Ok(msg) = Message::parse(&buf)
+            && msg.kind() == Kind::Request
+            && let Some(id) = msg.id()
+        {
+            let is_call = msg.method().as_deref() == Some("tools/call");
+            write_client(&refusal(id, is_call, text));
+        }
+        buf.clear();
+        if eof {
+            return;
         }
     }
 }

@@ -4,7 +4,13 @@
 
 use coogle::cli;
 
+// `IDENTITY`: what `coogle` reads in this file, without running it, before it hands a session
+// here (see `shim_identity`).
+coogle::shim_identity!();
+
 fn main() -> std::process::ExitCode {
+    // Used, so the linker keeps it.
+    std::hint::black_box(&IDENTITY);
     let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
     cli::hand_back_if_mismatched(&args);
     match cli::fast_mcp(&args, &|k| std::env::var_os(k)) {

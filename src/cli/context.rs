@@ -8,13 +8,15 @@ use std::path::PathBuf;
 use crate::client::{ClientError, Starter};
 use crate::config::{Config, ConfigError, GlobalPaths};
 use crate::output::{self, ExitCode};
-use crate::{logging, paths};
+use crate::{causes, logging, paths};
 
 /// Everything a command needs that comes from flags and config.
 pub(super) struct Context {
     config_flag: Option<PathBuf>,
     pub config: Config,
     pub socket: PathBuf,
+    /// Why the config file did not load, when [`Context::load_lenient`] went on without it.
+    pub config_problem: Option<ConfigError>,
 }
 
 impl Context {
@@ -25,6 +27,7 @@ impl Context {
             config_flag: paths.config.clone(),
             config,
             socket,
+            config_problem: None,
         })
     }
 
@@ -47,6 +50,7 @@ impl Context {
             config_flag: paths.config.clone(),
             config,
             socket: paths.socket_without_config(),
+            config_problem: None,
         };
         Ok((ctx, Some(e)))
     }
@@ -106,11 +110,32 @@ where
         Ok((ctx, None)) => ctx,
         Ok((ctx, Some(e))) => {
             output::warn(&format!(
-                "{e}; using the socket {} (fix the file, or move it aside to use the defaults)",
-                ctx.socket.display()
+                "{}; using the socket {} ({})",
+                causes::one_line(&e),
+                ctx.socket.display(),
+                e.fix()
             ));
             ctx
         }
+        Err(e) => return config_error(&e),
+    };
+    run_command(ctx, command)
+}
+
+/// `coogle reload`: a control command whose subject is the config itself, so a config that
+/// does not load is not a warning beforehand: the daemon's answer says it (once), or, with no
+/// daemon, the command does ([`Context::config_problem`]).
+pub(super) fn reload_command<F, Fut>(paths: &GlobalPaths, command: F) -> ExitCode
+where
+    F: FnOnce(Context) -> Fut,
+    Fut: Future<Output = Result<ExitCode, ClientError>>,
+{
+    logging::init_stderr("coogle=warn,rmcp=warn");
+    let ctx = match Context::load_lenient(paths) {
+        Ok((ctx, problem)) => Context {
+            config_problem: problem,
+            ..ctx
+        },
         Err(e) => return config_error(&e),
     };
     run_command(ctx, command)
@@ -130,16 +155,15 @@ where
 }
 
 pub(super) fn config_error(e: &ConfigError) -> ExitCode {
-    output::error(
-        e,
-        Some("fix the file, or move it aside to use the defaults"),
-    );
+    output::error(e, Some(e.fix()));
     ExitCode::Usage
 }
 
 fn client_error(e: &ClientError) -> ExitCode {
     output::error(e, e.hint().as_deref());
     match e {
+        // An upstream name the daemon does not have is a bad argument.
+        ClientError::Remote(w) if w.code == crate::wire::ErrorCode::NotFound => ExitCode::Usage,
         ClientError::Remote(_) | ClientError::Mcp(_) | ClientError::StopTimeout { .. } => {
             ExitCode::Failure
         }

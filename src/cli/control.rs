@@ -1,23 +1,43 @@
 //! `coogle status`, `restart`, `reload` and `stop`: one control-mode request each to the
 //! running daemon.
-//! They never start a daemon: asking a daemon that is not there is an error with a hint.
+//! They never start a daemon. With none running, `stop` has nothing to do (said, exit 0),
+//! `reload` nothing to tell (the next daemon reads the file), `status --json` prints
+//! `"running": false`; the rest say so with a hint.
 
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::context::Context;
+use super::context::{Context, config_error};
 use super::status::render_status;
 use crate::client::{self, ClientError};
+use crate::config::Config;
 use crate::output::{self, ExitCode};
 
 /// How long `coogle stop` waits for the daemon to exit, beyond its configured grace period.
 const STOP_WAIT: Duration = Duration::from_secs(30);
 
+/// Nothing listens on the socket: the answer to "is a daemon running?" is no.
+fn none_running(result: &Result<impl Sized, ClientError>) -> bool {
+    matches!(result, Err(ClientError::NotRunning { .. }))
+}
+
 pub(super) async fn status(ctx: &Context, as_json: bool) -> Result<ExitCode, ClientError> {
-    let status = client::status(&ctx.socket).await?;
+    let status = client::status(&ctx.socket).await;
+    if as_json && none_running(&status) {
+        // Scripts always get JSON; the exit code still says the daemon is unreachable.
+        output::json(&json!({"running": false, "socket": ctx.socket}));
+        return Ok(ExitCode::Usage);
+    }
+    let status = status?;
     if as_json {
-        output::json(&serde_json::to_value(&status).unwrap_or(Value::Null));
+        let mut value = json!({"running": true});
+        if let (Some(out), Ok(Value::Object(fields))) =
+            (value.as_object_mut(), serde_json::to_value(&status))
+        {
+            out.extend(fields);
+        }
+        output::json(&value);
     } else {
         output::out(&render_status(&status));
     }
@@ -32,10 +52,15 @@ pub(super) async fn restart(
     ctx: &Context,
     server: Option<String>,
 ) -> Result<ExitCode, ClientError> {
-    let params = match server {
-        Some(s) => json!({"server": s}),
-        None => json!({}),
-    };
+    // This shell's project and environment pick the instance, as they would for a session
+    // started here (a per-project server's child of this project, say).
+    let mut params = json!({
+        "project": crate::wire::own_project_dir(),
+        "env": crate::wire::own_env(),
+    });
+    if let Some(s) = server {
+        params["server"] = json!(s);
+    }
     let r = client::control(&ctx.socket, "restart_child", params).await?;
     output::out(&format!(
         "restarted {} (pid {})",
@@ -48,7 +73,32 @@ pub(super) async fn restart(
 /// `coogle reload`: the daemon reads its config file again and serves the servers new in it,
 /// without stopping anything.
 pub(super) async fn reload(ctx: &Context) -> Result<ExitCode, ClientError> {
-    let Some(r) = client::reload(&ctx.socket).await? else {
+    let reloaded = client::reload(&ctx.socket).await;
+    if none_running(&reloaded) {
+        // Nothing to tell, but a config the next daemon cannot start with is worth saying now.
+        if let Some(e) = &ctx.config_problem {
+            return Ok(config_error(e));
+        }
+        output::out(&format!(
+            "no coogle daemon is running on {}; the next one reads the config when it starts",
+            ctx.socket.display()
+        ));
+        return Ok(ExitCode::Success);
+    }
+    let r = match reloaded {
+        // The daemon read the file and refused it: its answer names the file and the problem.
+        Err(ClientError::Remote(e)) => {
+            output::error_text(
+                &e.message,
+                Some(
+                    "fix the file and run `coogle reload` again; the daemon goes on serving what it had",
+                ),
+            );
+            return Ok(ExitCode::Failure);
+        }
+        other => other?,
+    };
+    let Some(r) = r else {
         output::error_text(
             "the running daemon is older than `coogle reload`",
             Some(
@@ -65,6 +115,14 @@ pub(super) async fn reload(ctx: &Context) -> Result<ExitCode, ClientError> {
     for line in client::reload_lines(&r) {
         output::out(&line);
     }
+    // Keys the daemon ignored, typos most often: named here, where the person just edited.
+    if let Some(f) = &r.file
+        && let Ok(config) = Config::load(Some(f))
+    {
+        for k in &config.unknown_keys {
+            output::warn(&format!("{}: {k}; it is ignored", f.display()));
+        }
+    }
     Ok(ExitCode::Success)
 }
 
@@ -73,7 +131,16 @@ pub(super) async fn stop(ctx: &Context) -> Result<ExitCode, ClientError> {
     // still draining its calls (and holding its lock). The daemon may use its whole grace
     // period for calls in flight, then stops its children.
     let limit = STOP_WAIT + Duration::from_millis(ctx.config.shutdown_grace_ms);
-    let pid = client::shutdown(&ctx.socket, limit).await?;
+    let stopped = client::shutdown(&ctx.socket, limit).await;
+    if none_running(&stopped) {
+        // Stopping what is stopped is done, as `brew services stop` says.
+        output::out(&format!(
+            "no coogle daemon is running on {}; nothing to stop",
+            ctx.socket.display()
+        ));
+        return Ok(ExitCode::Success);
+    }
+    let pid = stopped?;
     output::out(&format!("stopped the coogle daemon (pid {pid})"));
     Ok(ExitCode::Success)
 }

@@ -24,7 +24,7 @@ use clap::{Parser, Subcommand};
 use crate::config::GlobalPaths;
 use crate::output::ExitCode;
 use crate::{paths, search_server, setup, update};
-use context::{block_on, control_command, daemon_command};
+use context::{block_on, control_command, daemon_command, reload_command};
 
 pub use completions::CompletionsArgs;
 pub use fast_mcp::fast_mcp;
@@ -95,6 +95,7 @@ pub enum Command {
     },
     /// List the upstream's tools (through the daemon, as an agent sees them)
     Tools {
+        /// Which upstream (default: the only one, or `google`)
         #[arg(long)]
         server: Option<String>,
         /// Print the full tool definitions as JSON
@@ -107,6 +108,7 @@ pub enum Command {
         tool: String,
         /// Arguments as a JSON object (default `{}`); `-` reads them from stdin
         arguments: Option<String>,
+        /// Which upstream (default: the only one, or `google`)
         #[arg(long)]
         server: Option<String>,
         /// Print the whole result as JSON
@@ -115,6 +117,7 @@ pub enum Command {
     },
     /// Restart the upstream child process
     Restart {
+        /// Which upstream's child (default: the only one, or `google`)
         #[arg(long)]
         server: Option<String>,
     },
@@ -156,10 +159,7 @@ pub enum Command {
 /// Run `coogle mcp` alone, for the `coogle-mcp` executable: unlike [`run`], this reaches no
 /// other command's code, so the linker leaves it out of that small binary.
 pub fn run_mcp(cli: Cli) -> ExitCode {
-    let paths = GlobalPaths {
-        config: cli.config,
-        socket: cli.socket,
-    };
+    let paths = GlobalPaths::new(cli.config, cli.socket);
     match cli.command {
         Command::Mcp { server } => serve::mcp(&paths, server),
         _ => ExitCode::Usage,
@@ -168,10 +168,7 @@ pub fn run_mcp(cli: Cli) -> ExitCode {
 
 /// Run a parsed command line: the one dispatch.
 pub fn run(cli: Cli) -> ExitCode {
-    let paths = GlobalPaths {
-        config: cli.config,
-        socket: cli.socket,
-    };
+    let paths = GlobalPaths::new(cli.config, cli.socket);
     match cli.command {
         // The shim is a pump that must stay small and add no hand-offs: plain threads, no runtime.
         Command::Mcp { server } => serve::mcp(&paths, server),
@@ -203,9 +200,7 @@ pub fn run(cli: Cli) -> ExitCode {
                 |ctx| async move { control::restart(&ctx, server).await },
             )
         }
-        Command::Reload => {
-            control_command(&paths, |ctx| async move { control::reload(&ctx).await })
-        }
+        Command::Reload => reload_command(&paths, |ctx| async move { control::reload(&ctx).await }),
         Command::Stop => control_command(&paths, |ctx| async move { control::stop(&ctx).await }),
         Command::Logs { follow, lines } => block_on(logs::logs(&paths::log_file(), lines, follow)),
         Command::SearchServer => block_on(search_server::run(paths.config)),

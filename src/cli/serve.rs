@@ -8,11 +8,15 @@ use std::time::Duration;
 use super::context::{Context, config_error};
 use crate::config::GlobalPaths;
 use crate::output::{self, ExitCode};
-use crate::{daemon, logging, paths, shim};
+use crate::{causes, client, daemon, logging, paths, shim};
 
 /// `coogle mcp`: the pump runs on plain threads, outside any async runtime.
 pub(super) fn mcp(paths: &GlobalPaths, server: Option<String>) -> ExitCode {
     logging::init_stderr("coogle=warn,rmcp=warn");
+    shim::hint_on_terminal();
+    if let Some(why) = super::shim_exe::sibling_warning() {
+        tracing::warn!("{why}");
+    }
     // The shim needs only the socket: a broken config.json must not cut new sessions off a
     // daemon that runs fine (one started before the file broke).
     let ctx = match Context::load_lenient(paths) {
@@ -34,14 +38,8 @@ pub(super) fn mcp(paths: &GlobalPaths, server: Option<String>) -> ExitCode {
     };
     match shim::run(opts) {
         Ok(()) => ExitCode::Success,
-        // On stderr (tracing's writer), never stdout: that is the agent's MCP channel.
-        Err(e) => {
-            match e.hint() {
-                Some(hint) => tracing::error!("{e}\nhint: {hint}"),
-                None => tracing::error!("{e}"),
-            }
-            ExitCode::Usage
-        }
+        // The shim said why, on stderr and to the client, before it returned.
+        Err(_) => ExitCode::Usage,
     }
 }
 
@@ -54,6 +52,13 @@ pub(super) fn serve(
     standby: Option<PathBuf>,
     inherit: Option<String>,
 ) -> ExitCode {
+    // The daemon's own working directory is fixed, never its starter's: nothing it does may
+    // depend on which client happened to start it (a project's `.env`, relative paths;
+    // children run in their own `cwd`, else the home directory), and it must not keep a
+    // project's directory busy. The paths it was given are absolute already (`GlobalPaths`).
+    if let Err(e) = std::env::set_current_dir("/") {
+        tracing::warn!("could not change to /: {e}");
+    }
     let ctx = match Context::load(paths) {
         Ok(c) => c,
         Err(e) => return config_error(&e),
@@ -125,11 +130,16 @@ async fn run_daemon(
         );
         return Ended::Exit(ExitCode::Usage);
     }
+    // Keys nobody reads, typos most often: the log says so once per start (doctor and
+    // `coogle reload` name them too), never every command.
+    if let Some(file) = &ctx.config.file {
+        for k in &ctx.config.unknown_keys {
+            tracing::warn!("{}: {k}; it is ignored", file.display());
+        }
+    }
     let options = daemon::Options {
         socket: ctx.socket.clone(),
-        handle_signals: true,
         log_file: Some(log_file),
-        reap_orphans: true,
     };
     match daemon::run(ctx.config.clone(), options, inherited).await {
         Ok(daemon::Outcome::Stopped) => Ended::Exit(ExitCode::Success),
@@ -142,8 +152,16 @@ async fn run_daemon(
         }
         Ok(daemon::Outcome::Replace(r)) => Ended::Replace(r),
         Err(e) => {
-            tracing::error!("{e}");
-            output::error(&e, None);
+            // The log keeps it; the person (or the client that started this daemon and reads
+            // its `error:` lines) gets it once, in uv's shape, with its fix.
+            tracing::error!(target: logging::FILE_ONLY, "{}", causes::one_line(&e));
+            let hint = match &e {
+                daemon::DaemonError::Path(paths::PathError::TooLong { .. }) => {
+                    Some(client::SHORTER_SOCKET)
+                }
+                _ => None,
+            };
+            output::error(&e, hint);
             Ended::Exit(ExitCode::Usage)
         }
     }

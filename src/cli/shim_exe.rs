@@ -8,10 +8,14 @@
 //! only the shim, so `coogle mcp` replaces itself with it (`exec`, before anything else runs)
 //! and the big image is gone. Client configs keep saying `coogle mcp`.
 //!
-//! Both must come from one build: `coogle` passes its version in [`HANDOFF_VAR`], and a
-//! `coogle-mcp` of another version hands back to `coogle` (the variable set to
-//! [`IN_PROCESS`]), which then runs the shim itself. So does a `coogle` with no sibling (an
-//! install that only copied `coogle`). Behaviour is the same either way; only memory differs.
+//! Both must come from one build, and the file must be whole: before handing a session over,
+//! `coogle` reads `coogle-mcp` without running it (see [`crate::shim_identity`]: a regular
+//! executable of this machine, not truncated, carrying this version's identity). An empty,
+//! cut, foreign or other-version file is not run: `coogle` serves the session itself and says
+//! why in the shim's log (its stderr, which the agent's client keeps). A missing one is fine
+//! (an install that only copied `coogle`), and so is said nothing about. `coogle` also passes
+//! its version in [`HANDOFF_VAR`], so a `coogle-mcp` started by an older `coogle`, which did not
+//! look, hands back when the versions differ (the variable set to [`IN_PROCESS`]).
 //!
 //! This file must never call into clap or anything the shim does not use.
 
@@ -19,12 +23,19 @@ use std::ffi::OsString;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::OnceLock;
+
+use crate::shim_identity::{self, Verdict};
 
 /// The main executable, beside `coogle-mcp`.
 const MAIN_EXE: &str = "coogle";
 use crate::shim::{HANDOFF_VAR, SHIM_EXE};
 /// [`HANDOFF_VAR`]'s value asking `coogle` to run the shim itself.
 const IN_PROCESS: &str = "in-process";
+
+/// Why this `coogle mcp` did not become `coogle-mcp`, when that is worth a warning: logged
+/// once the shim's logging is set up (see [`sibling_warning`]).
+static WARNING: OnceLock<String> = OnceLock::new();
 
 /// This executable's directory, through the " (deleted)" suffix of one replaced on disk.
 fn exe_dir() -> Option<PathBuf> {
@@ -33,19 +44,53 @@ fn exe_dir() -> Option<PathBuf> {
 }
 
 /// In `coogle`, for a plain `coogle mcp`: become `coogle-mcp` with the same arguments.
-/// Returns only when that cannot be done; the caller then runs the shim in this process.
+/// Returns only when that cannot or must not be done; the caller then runs the shim in this
+/// process, and [`sibling_warning`] says why when it is worth saying.
 pub fn become_small_shim(args: &[OsString]) {
-    if std::env::var_os(HANDOFF_VAR).is_some_and(|v| v == IN_PROCESS) {
-        return;
+    match std::env::var_os(HANDOFF_VAR) {
+        None => {}
+        Some(v) if v == IN_PROCESS => return,
+        // We were handed a session as `coogle-mcp`, yet this is `coogle`: the file is a copy
+        // of `coogle` (which carries no shim identity, so an older `coogle`, which did not
+        // look, ran it). Never exec again, which would loop.
+        Some(_) => {
+            warn(format!(
+                "{SHIM_EXE} beside {MAIN_EXE} is a copy of {MAIN_EXE} itself, not its shim"
+            ));
+            return;
+        }
     }
     let Some(shim) = exe_dir().map(|d| d.join(SHIM_EXE)) else {
         return;
     };
-    // `exec` returns only on failure (no sibling, not executable): fall back quietly.
-    let _ = Command::new(&shim)
+    match shim_identity::check(&shim, crate::wire::VERSION) {
+        Verdict::Trusted => {}
+        Verdict::Missing => return,
+        Verdict::Refused(why) => {
+            warn(format!("{} {why}", shim.display()));
+            return;
+        }
+    }
+    // `exec` returns only on failure (the file went, a mount that forbids running it).
+    let e = Command::new(&shim)
         .args(args)
         .env(HANDOFF_VAR, crate::wire::VERSION)
         .exec();
+    warn(format!("{} could not be run ({e})", shim.display()));
+}
+
+fn warn(what: String) {
+    let _ = WARNING.set(what);
+}
+
+/// Why the session is served by `coogle` itself rather than `coogle-mcp`, when something is
+/// wrong with that file: for the shim to log once its logging is up.
+pub fn sibling_warning() -> Option<String> {
+    WARNING.get().map(|w| {
+        format!(
+            "{w}; coogle serves this session itself (reinstall coogle to restore its small shim)"
+        )
+    })
 }
 
 /// In `coogle-mcp`: when `coogle` sent us and expects another version (the two files come from

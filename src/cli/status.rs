@@ -51,8 +51,8 @@ pub(super) fn render_status(status: &Status) -> String {
         out.push('\n');
         out.push_str(&format!("  command: {}\n", u.command));
         out.push_str(&format!(
-            "  queue {} · in flight {}/{} · restarts {}",
-            u.queue, u.in_flight, u.max_concurrent, u.restarts
+            "  waiting {} (calls queued {}) · in flight {}/{} · restarts {}",
+            u.waiting, u.queue, u.in_flight, u.max_concurrent, u.restarts
         ));
         if let Some(next) = u.next_restart_in_ms {
             out.push_str(&format!(
@@ -105,16 +105,13 @@ fn session_line(s: &SessionStatus) -> String {
     if let Some(pid) = s.pid {
         line.push_str(&format!(" · pid {pid}"));
     }
-    if let Some(cs) = &s.claude_session_id {
-        line.push_str(&format!(" · session {cs}"));
-    }
     if let Some(era) = s.era {
         line.push_str(&format!(" · {}", era_name(era)));
     }
     line.push_str(&format!(
-        " · up {} · queued {} · in flight {} · {}",
+        " · up {} · waiting {} · in flight {} · {}",
         fmt_duration_ms(s.uptime_ms),
-        s.queued,
+        s.waiting,
         s.in_flight,
         fmt_stats(&s.stats)
     ));

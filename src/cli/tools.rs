@@ -13,13 +13,15 @@ pub(super) async fn tools(
     server: Option<String>,
     as_json: bool,
 ) -> Result<ExitCode, ClientError> {
-    let session =
+    let (session, started) =
         client::rmcp_session(&ctx.socket, Some(&ctx.starter()), server, "coogle-cli").await?;
-    let tools = session
-        .list_all_tools()
-        .await
-        .map_err(|e| ClientError::Mcp(e.to_string()))?;
+    let tools = session.list_all_tools().await.map_err(client::mcp_error);
     let _ = session.cancel().await;
+    // Listing reads: a daemon started for it is stopped again (one that was running stays).
+    if let Some(started) = started {
+        stop_started(ctx, &started).await;
+    }
+    let tools = tools?;
     if as_json {
         output::json(&serde_json::to_value(&tools).unwrap_or(Value::Null));
     } else {
@@ -39,6 +41,24 @@ pub(super) async fn tools(
         output::out(&text);
     }
     Ok(ExitCode::Success)
+}
+
+/// Stop the daemon `tools` started, if it is still the one answering (another client may have
+/// started its own at the same moment, and that one keeps running).
+async fn stop_started(ctx: &Context, started: &client::Started) {
+    let Ok(info) = client::info(&ctx.socket).await else {
+        return;
+    };
+    if Some(info.pid) == started.pid() {
+        let limit = std::time::Duration::from_millis(ctx.config.shutdown_grace_ms)
+            + std::time::Duration::from_secs(30);
+        if let Err(e) = client::shutdown(&ctx.socket, limit).await {
+            tracing::warn!(
+                "could not stop the daemon started for this command: {}",
+                crate::causes::one_line(&e)
+            );
+        }
+    }
 }
 
 /// Why `coogle call`'s arguments cannot be used (a usage error).
@@ -85,12 +105,14 @@ pub(super) async fn call(
             return Ok(ExitCode::Usage);
         }
     };
-    let session =
+    // A call may leave work behind in the child (a sign-in waiting for its browser, say): the
+    // daemon it started keeps running, as it would for an agent.
+    let (session, _started) =
         client::rmcp_session(&ctx.socket, Some(&ctx.starter()), server, "coogle-cli").await?;
     let params = CallToolRequestParams::new(tool.to_string()).with_arguments(args);
     let result = session.call_tool(params).await;
     let _ = session.cancel().await;
-    let result = result.map_err(|e| ClientError::Mcp(e.to_string()))?;
+    let result = result.map_err(client::mcp_error)?;
     let is_error = result.is_error == Some(true);
     if as_json {
         output::json(&serde_json::to_value(&result).unwrap_or(Value::Null));

@@ -39,6 +39,19 @@ impl ServerConfig {
             }
             None => h.count(0),
         }
+        // Newer fields count only when set, so the keys of servers that do not use them (and the
+        // files named by them) stay what they were.
+        if let Some(file) = &self.env_file {
+            h.field(b"envFile");
+            h.field(file.as_os_str().as_bytes());
+        }
+        if !self.pass_env.is_empty() {
+            h.field(b"passEnv");
+            h.count(self.pass_env.len());
+            for name in &self.pass_env {
+                h.field(name.as_bytes());
+            }
+        }
         h.0.finalize()[..8]
             .iter()
             .map(|b| format!("{b:02x}"))
@@ -93,6 +106,12 @@ mod tests {
         assert_ne!(changed.cache_key(), key);
         let mut changed = base.clone();
         changed.cwd = Some(PathBuf::from("/tmp"));
+        assert_ne!(changed.cache_key(), key);
+        let mut changed = base.clone();
+        changed.pass_env = vec!["AWS_PROFILE".into()];
+        assert_ne!(changed.cache_key(), key);
+        let mut changed = base.clone();
+        changed.env_file = Some(PathBuf::from("/p/.env"));
         assert_ne!(changed.cache_key(), key);
 
         // Field boundaries matter: ["ab"] is not ["a", "b"].

@@ -11,17 +11,14 @@ use serde_json::Value;
 use super::claude_json::{
     CLIENT_ID_VAR, CLIENT_SECRET_VAR, describe, env_credentials, env_var, mcp_server_entries,
 };
-use super::{ConfigError, Credentials, CredentialsConfig, SEARCH_SERVER, ServerConfig, parse_json};
-use crate::secret::KEY_VARS;
+use super::{ConfigError, Credentials, CredentialsConfig, ServerConfig, parse_json};
 
 /// The prefix of the Google OAuth client's variables (id, secret, and their companions).
-const OAUTH_PREFIX: &str = "GOOGLE_OAUTH_";
+pub(crate) const OAUTH_PREFIX: &str = "GOOGLE_OAUTH_";
 
 impl ServerConfig {
     /// The environment to add to the child: `env` entries first, then the resolved credentials
     /// as `GOOGLE_OAUTH_CLIENT_ID` and `GOOGLE_OAUTH_CLIENT_SECRET` (they override `env`).
-    /// What `env` names explicitly is set whatever [`ServerConfig::withheld_env`] says: the
-    /// user asked for it.
     ///
     /// A credentials lookup that fails (no `~/.claude.json`, no entry, variable unset) does not
     /// stop the child: the upstream may not need them, and it reports its own error better.
@@ -29,33 +26,6 @@ impl ServerConfig {
     /// exists but does not parse is an error, so a broken file is never silently ignored.
     pub fn child_env(&self) -> Result<Vec<(String, String)>, ConfigError> {
         self.child_env_with(|name| std::env::var(name).ok())
-    }
-
-    /// The variables of the daemon's own environment this child must not inherit (removed
-    /// before [`ServerConfig::child_env`] is added): other upstreams' credentials and coogle's
-    /// own secrets.
-    pub fn withheld_env(&self) -> Vec<String> {
-        let names: Vec<String> = std::env::vars_os()
-            .filter_map(|(k, _)| k.into_string().ok())
-            .collect();
-        self.withheld(&names)
-    }
-
-    /// Which of the daemon's variables (`names`) this child must not inherit: `GOOGLE_OAUTH_*`
-    /// unless it is configured with Google credentials (it uses them), and the Gemini key
-    /// unless it is the search server. The daemon holds every upstream's secrets; a child
-    /// holds only its own.
-    fn withheld(&self, names: &[String]) -> Vec<String> {
-        let uses_oauth = self.credentials != CredentialsConfig::None;
-        let uses_gemini_key = self.name == SEARCH_SERVER;
-        names
-            .iter()
-            .filter(|name| {
-                (!uses_oauth && name.starts_with(OAUTH_PREFIX))
-                    || (!uses_gemini_key && KEY_VARS.contains(&name.as_str()))
-            })
-            .cloned()
-            .collect()
     }
 
     fn child_env_with(
@@ -392,60 +362,6 @@ mod tests {
 
     /// Regression: every child inherited the daemon's whole environment, so a server without
     /// Google credentials got the OAuth client secret, and every server the Gemini key.
-    #[test]
-    fn each_child_inherits_only_its_own_secrets() {
-        let names: Vec<String> = [
-            "PATH",
-            "GOOGLE_OAUTH_CLIENT_ID",
-            "GOOGLE_OAUTH_CLIENT_SECRET",
-            "GOOGLE_OAUTH_REDIRECT_URI",
-            "GOOGLE_API_KEY",
-            "GEMINI_API_KEY",
-            "GOOGLE_CLOUD_PROJECT",
-        ]
-        .map(String::from)
-        .to_vec();
-        let mut google = server_with(CredentialsConfig::Env, &[]);
-        assert_eq!(
-            google.withheld(&names),
-            ["GOOGLE_API_KEY", "GEMINI_API_KEY"]
-        );
-        google.credentials = claude("workspace");
-        assert_eq!(
-            google.withheld(&names),
-            ["GOOGLE_API_KEY", "GEMINI_API_KEY"]
-        );
-
-        let mut other = server_with(CredentialsConfig::None, &[("GEMINI_API_KEY", "mine")]);
-        other.name = "everything".into();
-        assert_eq!(
-            other.withheld(&names),
-            [
-                "GOOGLE_OAUTH_CLIENT_ID",
-                "GOOGLE_OAUTH_CLIENT_SECRET",
-                "GOOGLE_OAUTH_REDIRECT_URI",
-                "GOOGLE_API_KEY",
-                "GEMINI_API_KEY",
-            ]
-        );
-        // What its own `env` names is set all the same (set comes after remove).
-        assert_eq!(
-            other.child_env().unwrap(),
-            [("GEMINI_API_KEY".to_owned(), "mine".to_owned())]
-        );
-
-        let mut search = server_with(CredentialsConfig::None, &[]);
-        search.name = "search".into();
-        assert_eq!(
-            search.withheld(&names),
-            [
-                "GOOGLE_OAUTH_CLIENT_ID",
-                "GOOGLE_OAUTH_CLIENT_SECRET",
-                "GOOGLE_OAUTH_REDIRECT_URI",
-            ]
-        );
-    }
-
     #[test]
     fn manual_credentials_resolve() {
         let server = server_with(

@@ -17,6 +17,16 @@ pub struct GlobalPaths {
 }
 
 impl GlobalPaths {
+    /// The options as given, made absolute: they are handed to daemons and entries that run
+    /// elsewhere (a daemon's working directory is `/`, whoever starts it).
+    pub fn new(config: Option<PathBuf>, socket: Option<PathBuf>) -> GlobalPaths {
+        let abs = |p: PathBuf| std::path::absolute(&p).unwrap_or(p);
+        GlobalPaths {
+            config: config.map(abs),
+            socket: socket.map(abs),
+        }
+    }
+
     /// The config file: `--config`, else [`default_path`].
     pub fn config_file(&self) -> PathBuf {
         self.config.clone().unwrap_or_else(default_path)

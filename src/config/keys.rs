@@ -1,6 +1,7 @@
 //! The keys config.json may hold, the built-in defaults, and how the user's file merges over
-//! them (objects merge key by key, arrays and scalars replace). Unknown keys are named in a
-//! warning, never an error, so a newer config still loads in an older coogle.
+//! them (objects merge key by key, arrays and scalars replace). Unknown keys are kept with the
+//! config ([`UnknownKey`], with a "did you mean"), never an error, so a newer config still
+//! loads in an older coogle.
 
 use serde_json::{Map, Value, json};
 
@@ -18,6 +19,7 @@ pub(super) const TOP_LEVEL_KEYS: &[&str] = &[
     "logLevel",
     "maxLineBytes",
     "maxConnections",
+    "maxInstances",
     "idleStopMs",
     "shutdownGraceMs",
     "callTimeoutMs",
@@ -41,6 +43,8 @@ pub(super) const SERVER_KEYS: &[&str] = &[
     "args",
     "env",
     "cwd",
+    "envFile",
+    "passEnv",
     "credentials",
     "maxConcurrent",
     "callTimeoutMs",
@@ -127,12 +131,53 @@ pub fn native_shape(user: &Value) -> Value {
     Value::Object(out)
 }
 
-/// The keys of `obj` not in `known`, as full key paths (`at` is the prefix, e.g. `servers.x.`).
-pub(super) fn unknown_keys(obj: &Map<String, Value>, known: &[&str], at: &str) -> Vec<String> {
+/// A key config.json holds that coogle does not know: a typo, most often. Named (with the
+/// key it most likely meant) by doctor and `coogle reload`, and in the daemon's log; never an
+/// error, so a newer config still loads in an older coogle.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownKey {
+    /// The full key path: `servers.time.comand`.
+    pub key: String,
+    /// The known key at the same place it most resembles: `command`.
+    pub did_you_mean: Option<&'static str>,
+}
+
+impl std::fmt::Display for UnknownKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "unknown key {}", self.key)?;
+        if let Some(known) = self.did_you_mean {
+            write!(f, " (did you mean {known}?)")?;
+        }
+        Ok(())
+    }
+}
+
+/// The keys of `obj` not in `known`, as full key paths (`at` is the prefix, e.g. `servers.x.`),
+/// each with the known key it most resembles.
+pub(super) fn unknown_keys(
+    obj: &Map<String, Value>,
+    known: &[&'static str],
+    at: &str,
+) -> Vec<UnknownKey> {
     obj.keys()
         .filter(|k| !known.contains(&k.as_str()))
-        .map(|k| format!("{at}{k}"))
+        .map(|k| UnknownKey {
+            key: format!("{at}{k}"),
+            did_you_mean: closest(k, known),
+        })
         .collect()
+}
+
+/// The known key a typo most likely meant: clap's rule for subcommands (Jaro similarity above
+/// 0.7), case ignored, so `idelStopMs` finds `idleStopMs` and `comand` finds `command`.
+fn closest(typed: &str, known: &[&'static str]) -> Option<&'static str> {
+    let typed = typed.to_lowercase();
+    known
+        .iter()
+        .map(|k| (strsim::jaro(&typed, &k.to_lowercase()), *k))
+        .filter(|(score, _)| *score > 0.7)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, k)| k)
 }
 
 #[cfg(test)]
@@ -222,14 +267,29 @@ mod tests {
         let config = from(json!({"theme": "dark", "mcp": {"extra": 1}})).unwrap();
         assert_eq!(config.servers["google"].command, "uvx");
         let user = json!({"theme": "dark", "logLevel": "x", "servers": {}, "zzz": 1});
+        let named = |obj: &Value, known, at| {
+            unknown_keys(obj.as_object().unwrap(), known, at)
+                .into_iter()
+                .map(|u| u.to_string())
+                .collect::<Vec<_>>()
+        };
         assert_eq!(
-            unknown_keys(user.as_object().unwrap(), TOP_LEVEL_KEYS, ""),
-            ["theme", "zzz"]
+            named(&user, TOP_LEVEL_KEYS, ""),
+            ["unknown key theme", "unknown key zzz"]
         );
         let server = json!({"command": "c", "comand": "typo", "maxConcurrent": 1});
         assert_eq!(
-            unknown_keys(server.as_object().unwrap(), SERVER_KEYS, "servers.g."),
-            ["servers.g.comand"]
+            named(&server, SERVER_KEYS, "servers.g."),
+            ["unknown key servers.g.comand (did you mean command?)"]
+        );
+        let typos = json!({"idelStopMs": 1, "sockePath": "x", "calltimeoutms": 1});
+        assert_eq!(
+            named(&typos, TOP_LEVEL_KEYS, ""),
+            [
+                "unknown key idelStopMs (did you mean idleStopMs?)",
+                "unknown key sockePath (did you mean socketPath?)",
+                "unknown key calltimeoutms (did you mean callTimeoutMs?)"
+            ]
         );
     }
 }

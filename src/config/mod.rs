@@ -30,9 +30,9 @@ use std::path::{Path, PathBuf};
 use indexmap::IndexMap;
 use serde_json::{Map, Value};
 
-pub(crate) use credentials::env_credentials_from;
+pub(crate) use credentials::{OAUTH_PREFIX, env_credentials_from};
 pub use global_paths::GlobalPaths;
-pub use keys::native_shape;
+pub use keys::{UnknownKey, native_shape};
 pub use types::{Config, Credentials, CredentialsConfig, SearchConfig, ServerConfig, Sharing};
 
 use crate::{fsutil, paths};
@@ -46,7 +46,7 @@ const DEFAULT_IDLE_STOP: std::time::Duration = std::time::Duration::from_secs(60
 /// Longest JSON-RPC line accepted when `maxLineBytes` is not set.
 const DEFAULT_MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
 /// The search upstream's name, as `coogle mcp --server search` takes it.
-const SEARCH_SERVER: &str = "search";
+pub(crate) const SEARCH_SERVER: &str = "search";
 /// Gemini's REST endpoint.
 const DEFAULT_GEMINI_BASE_URL: &str = "https://generativelanguage.googleapis.com/v1beta";
 
@@ -54,11 +54,12 @@ const DEFAULT_GEMINI_BASE_URL: &str = "https://generativelanguage.googleapis.com
 /// Messages name the file and the key; they never contain secret values.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
-    #[error("could not read {}: {source}", path.display())]
+    /// The I/O error is part of the message: this error is shown on one line as often as not
+    /// (doctor, a warning beside another command, a reload's answer).
+    #[error("could not read {}: {error}", path.display())]
     Read {
         path: PathBuf,
-        #[source]
-        source: std::io::Error,
+        error: std::io::Error,
     },
     #[error("could not parse {} at line {line} column {column}: {message}", path.display())]
     Parse {
@@ -78,6 +79,30 @@ pub enum ConfigError {
         "several upstreams are configured and none is named \"google\"; name one of: {configured}"
     )]
     NoDefaultServer { configured: String },
+}
+
+impl ConfigError {
+    /// How to get past it, for a `hint:` or a `fix:` line: a file that is not there cannot be
+    /// fixed or moved aside.
+    pub fn fix(&self) -> &'static str {
+        match self {
+            ConfigError::Read { error, .. } if error.kind() == std::io::ErrorKind::NotFound => {
+                "create it (`coogle setup` writes one), or drop --config / COOGLE_CONFIG to use the default"
+            }
+            ConfigError::Read { .. } => {
+                "check the file's permissions, or move it aside to use the defaults"
+            }
+            ConfigError::Parse { .. } | ConfigError::Invalid { .. } => {
+                "fix the file, or move it aside to use the defaults"
+            }
+            ConfigError::NoCredentials { .. } => {
+                "`coogle setup --client-id ID --client-secret-env VAR`, or `\"credentials\": {\"source\": \"none\"}` for a server that needs none"
+            }
+            ConfigError::UnknownServer { .. } | ConfigError::NoDefaultServer { .. } => {
+                "name one of the configured servers with --server"
+            }
+        }
+    }
 }
 
 /// `$XDG_CONFIG_HOME/coogle/config.json` when that variable is an absolute path, else
@@ -157,7 +182,7 @@ fn load_with(path: Option<&Path>, host: &Host<'_>) -> Result<Config, ConfigError
             tracing::debug!(path = %path.display(), "no config file; using the defaults");
             return from_value_with(Value::Object(Map::new()), None, host);
         }
-        Err(source) => return Err(ConfigError::Read { path, source }),
+        Err(error) => return Err(ConfigError::Read { path, error }),
     };
     let user = parse_json(&text, &path)?;
     from_value_with(user, Some(path), host)
@@ -307,9 +332,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let missing = dir.path().join("nope.json");
         match load_with(Some(&missing), &host()) {
-            Err(ConfigError::Read { path, source }) => {
+            Err(ConfigError::Read { path, error }) => {
                 assert_eq!(path, missing);
-                assert_eq!(source.kind(), std::io::ErrorKind::NotFound);
+                assert_eq!(error.kind(), std::io::ErrorKind::NotFound);
             }
             other => panic!("an explicit missing path must be an error, got {other:?}"),
         }

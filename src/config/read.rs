@@ -4,6 +4,7 @@
 //!
 //! No error or warning made here may contain a value: only file names and keys.
 
+use std::cell::RefCell;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -12,7 +13,8 @@ use serde_json::{Map, Value, json};
 
 use super::keys::{
     DEFAULT_CLAUDE_JSON, DEFAULT_LOG_LEVEL, DEFAULT_MCP_SERVER_NAME, DEFAULT_SERVER,
-    DEFAULT_SHUTDOWN_GRACE_MS, SERVER_KEYS, TOP_LEVEL_KEYS, deep_merge, defaults, unknown_keys,
+    DEFAULT_SHUTDOWN_GRACE_MS, SERVER_KEYS, TOP_LEVEL_KEYS, UnknownKey, deep_merge, defaults,
+    unknown_keys,
 };
 use super::{
     Config, ConfigError, CredentialsConfig, DEFAULT_CALL_TIMEOUT_MS, DEFAULT_IDLE_STOP,
@@ -26,6 +28,8 @@ pub(super) const DEFAULTS_LABEL: &str = "<defaults>";
 pub(super) struct Reader<'a> {
     pub(super) label: String,
     pub(super) home: Option<&'a Path>,
+    /// The keys nobody reads, found on the way.
+    pub(super) unknown: RefCell<Vec<UnknownKey>>,
 }
 
 impl Reader<'_> {
@@ -83,6 +87,23 @@ impl Reader<'_> {
             .map(|s| expand_tilde_with(&s, self.home)))
     }
 
+    /// A path that must be absolute once `~` is expanded: it is used by the daemon, whose own
+    /// working directory says nothing about the user's intent.
+    pub(super) fn absolute_path(
+        &self,
+        obj: &Map<String, Value>,
+        key: &str,
+        at: &str,
+    ) -> Result<Option<PathBuf>, ConfigError> {
+        match self.path(obj, key, at)? {
+            Some(p) if !p.is_absolute() => Err(self.invalid(format!(
+                "{at}{key} must be an absolute path (or start with ~), not {:?}",
+                p.display().to_string()
+            ))),
+            other => Ok(other),
+        }
+    }
+
     /// A non-negative integer field; absent and `null` are `None`.
     pub(super) fn integer(
         &self,
@@ -111,15 +132,12 @@ impl Reader<'_> {
         }
     }
 
-    pub(super) fn warn_unknown(&self, obj: &Map<String, Value>, known: &[&str], at: &str) {
-        let unknown = unknown_keys(obj, known, at);
-        if !unknown.is_empty() {
-            tracing::warn!(
-                config = %self.label,
-                keys = %unknown.join(", "),
-                "ignoring unknown config keys"
-            );
-        }
+    /// Note the keys of `obj` nobody reads: kept with the config for doctor, `reload` and the
+    /// daemon's log to name, not logged here, where every command would print them.
+    pub(super) fn note_unknown(&self, obj: &Map<String, Value>, known: &[&'static str], at: &str) {
+        self.unknown
+            .borrow_mut()
+            .extend(unknown_keys(obj, known, at));
     }
 }
 
@@ -136,6 +154,9 @@ pub(super) fn expand_tilde_with(s: &str, home: Option<&Path>) -> PathBuf {
     }
 }
 
+/// Instances one server may have at once besides its shared one (see `daemon::registry`).
+const DEFAULT_MAX_INSTANCES: usize = 64;
+
 /// The top-level settings, read from the merged document.
 struct TopLevel {
     socket_path: Option<PathBuf>,
@@ -146,6 +167,7 @@ struct TopLevel {
     call_timeout_ms: u64,
     coogle_tool: bool,
     max_connections: Option<usize>,
+    max_instances: usize,
     idle_stop: Duration,
 }
 
@@ -175,6 +197,10 @@ impl TopLevel {
             }
             None => None,
         };
+        let max_instances = match r.positive(merged, "maxInstances", "")? {
+            Some(n) => usize::try_from(n).map_err(|_| r.invalid("maxInstances is too large"))?,
+            None => DEFAULT_MAX_INSTANCES,
+        };
         let coogle_tool = match merged.get("coogleTool") {
             None | Some(Value::Null) => true,
             Some(Value::Bool(b)) => *b,
@@ -189,6 +215,7 @@ impl TopLevel {
             call_timeout_ms,
             coogle_tool,
             max_connections,
+            max_instances,
             idle_stop,
         })
     }
@@ -233,11 +260,12 @@ pub(super) fn from_value_with(
             .as_ref()
             .map_or_else(|| DEFAULTS_LABEL.to_owned(), |p| p.display().to_string()),
         home: host.home,
+        unknown: RefCell::new(Vec::new()),
     };
     let Value::Object(user) = user else {
         return Err(r.invalid("the top level must be a JSON object"));
     };
-    r.warn_unknown(&user, TOP_LEVEL_KEYS, "");
+    r.note_unknown(&user, TOP_LEVEL_KEYS, "");
     let native = user.get("servers").is_some_and(|v| !v.is_null());
     if native && user.contains_key("mcp") {
         tracing::warn!(config = %r.label, "both `servers` and `mcp` are set; `mcp` is ignored");
@@ -276,8 +304,10 @@ pub(super) fn from_value_with(
         shutdown_grace_ms: top.shutdown_grace_ms,
         coogle_tool: top.coogle_tool,
         max_connections: top.max_connections,
+        max_instances: top.max_instances,
         servers,
         search,
+        unknown_keys: r.unknown.into_inner(),
     })
 }
 
@@ -301,7 +331,7 @@ fn native_servers(
         }
         let at = format!("servers.{name}.");
         let obj = r.object(value, &format!("servers.{name}"))?;
-        r.warn_unknown(obj, SERVER_KEYS, &at);
+        r.note_unknown(obj, SERVER_KEYS, &at);
         let credentials = match obj.get("credentials") {
             None | Some(Value::Null) if name == DEFAULT_SERVER => {
                 credentials_from(r, &defaults()["credentials"], "credentials.")?
@@ -322,10 +352,17 @@ fn flat_server(
     defaults: &ServerDefaults,
 ) -> Result<IndexMap<String, ServerConfig>, ConfigError> {
     let mcp = r.object(&merged["mcp"], "mcp")?;
-    r.warn_unknown(mcp, SERVER_KEYS, "mcp.");
+    r.note_unknown(mcp, SERVER_KEYS, "mcp.");
     let credentials = credentials_from(r, &merged["credentials"], "credentials.")?;
     let server = server_from(r, DEFAULT_SERVER, mcp, "mcp.", credentials, defaults)?;
     Ok(IndexMap::from([(DEFAULT_SERVER.to_owned(), server)]))
+}
+
+/// A portable environment variable name: what `passEnv` may list.
+fn valid_env_name(name: &str) -> bool {
+    !name.is_empty()
+        && !name.starts_with(|c: char| c.is_ascii_digit())
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
 }
 
 fn valid_server_name(name: &str) -> bool {
@@ -371,7 +408,31 @@ fn server_from(
         }
         Some(_) => return Err(r.invalid(format!("{at}env must be an object of strings"))),
     }
-    let cwd = r.path(obj, "cwd", at)?;
+    let cwd = r.absolute_path(obj, "cwd", at)?;
+    // Relative to the directory the child runs in, as a client reads it.
+    let env_file = r.path(obj, "envFile", at)?;
+    let pass_env = match obj.get("passEnv") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(items)) => {
+            let mut names = Vec::new();
+            for item in items {
+                let name = item.as_str().filter(|n| valid_env_name(n)).ok_or_else(|| {
+                    r.invalid(format!(
+                        "{at}passEnv must be a list of variable names (letters, digits and _)"
+                    ))
+                })?;
+                if !names.iter().any(|n: &String| n == name) {
+                    names.push(name.to_owned());
+                }
+            }
+            names
+        }
+        Some(_) => {
+            return Err(r.invalid(format!(
+                "{at}passEnv must be a list of variable names (letters, digits and _)"
+            )));
+        }
+    };
     let max_concurrent = match r.positive(obj, "maxConcurrent", at)? {
         Some(n) => {
             usize::try_from(n).map_err(|_| r.invalid(format!("{at}maxConcurrent is too large")))?
@@ -404,6 +465,8 @@ fn server_from(
         args,
         env,
         cwd,
+        env_file,
+        pass_env,
         credentials,
         max_concurrent,
         call_timeout: Duration::from_millis(call_timeout_ms),

@@ -23,7 +23,7 @@ pub(super) fn search_from(
         None | Some(Value::Null) => return Ok(search),
         Some(v) => r.object(v, "search")?,
     };
-    r.warn_unknown(obj, SEARCH_KEYS, "search.");
+    r.note_unknown(obj, SEARCH_KEYS, "search.");
     search.api_key = r
         .string(obj, "apiKey", "search.")?
         .map(|k| k.trim().to_owned())
@@ -36,7 +36,7 @@ pub(super) fn search_from(
     }
     if let Some(models) = obj.get("models").filter(|m| !m.is_null()) {
         let models = r.object(models, "search.models")?;
-        r.warn_unknown(models, &["pro", "flash", "flashLite"], "search.models.");
+        r.note_unknown(models, &["pro", "flash", "flashLite"], "search.models.");
         for (key, slot) in [
             ("pro", &mut search.model_pro),
             ("flash", &mut search.model_flash),
@@ -94,6 +94,8 @@ pub(super) fn add_search_upstream(
             args,
             env: IndexMap::new(),
             cwd: None,
+            env_file: None,
+            pass_env: Vec::new(),
             credentials: CredentialsConfig::None,
             max_concurrent: search.max_concurrent,
             call_timeout: budget.max(Duration::from_millis(call_timeout_ms)),

@@ -52,6 +52,8 @@ pub(super) fn server_with(credentials: CredentialsConfig, env: &[(&str, &str)]) 
             .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
             .collect(),
         cwd: None,
+        env_file: None,
+        pass_env: Vec::new(),
         credentials,
         max_concurrent: 1,
         call_timeout: Duration::from_secs(1),

@@ -30,6 +30,10 @@ pub struct Config {
     /// `maxConnections`: open connections at the most (default: what the daemon's file limit
     /// leaves room for, up to 4096).
     pub max_connections: Option<usize>,
+    /// `maxInstances`, default 64: instances one server may run at once besides its shared one
+    /// (one per project, session or `passEnv` values); past it an unused one is stopped, and
+    /// when all are in use a new session is refused.
+    pub max_instances: usize,
     /// `coogleTool`, default true: add the `coogle` tool (status, restart, async calls) to each
     /// upstream's tool list.
     pub coogle_tool: bool,
@@ -38,6 +42,8 @@ pub struct Config {
     pub servers: IndexMap<String, ServerConfig>,
     /// The `search` section, read by `coogle search-server`.
     pub search: SearchConfig,
+    /// Keys in the file coogle does not know (typos, most often), in file order.
+    pub unknown_keys: Vec<super::UnknownKey>,
 }
 
 /// The built-in search server's settings (`search` in config.json).
@@ -103,8 +109,17 @@ pub struct ServerConfig {
     pub args: Vec<String>,
     /// Extra environment for the child, values as written (they may be secrets: never log them).
     pub env: IndexMap<String, String>,
-    /// `cwd`, `~` expanded.
+    /// `cwd`, `~` expanded; always absolute. The child runs there (a project's entry runs in its
+    /// project, as its client runs it); without it, in the user's home, never where the daemon
+    /// happened to be started.
     pub cwd: Option<PathBuf>,
+    /// `envFile`: a dotenv file whose variables the child gets (Cursor's `envFile`), read at
+    /// each start, under `env`; a relative one is taken from the directory the child runs in.
+    pub env_file: Option<PathBuf>,
+    /// `passEnv`: variables the child takes from the session's own environment (`AWS_PROFILE`,
+    /// say). Sessions whose values differ get separate instances, as projects do for
+    /// `per-project`; nothing else of any session's environment reaches a child.
+    pub pass_env: Vec<String>,
     pub credentials: CredentialsConfig,
     /// `maxConcurrent`, default 1, at least 1.
     pub max_concurrent: usize,
@@ -195,6 +210,8 @@ impl fmt::Debug for ServerConfig {
             .field("args", &self.args)
             .field("env", &env)
             .field("cwd", &self.cwd)
+            .field("env_file", &self.env_file)
+            .field("pass_env", &self.pass_env)
             .field("credentials", &self.credentials)
             .field("max_concurrent", &self.max_concurrent)
             .field("call_timeout", &self.call_timeout)

@@ -8,6 +8,7 @@
 //! daemon killed without warning. This module must never signal a process group it cannot tie
 //! to a record it wrote.
 
+use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -19,15 +20,17 @@ use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
 use crate::config::ServerConfig;
 use crate::exec_path;
 use crate::paths::Platform;
+use crate::procs;
 
-mod procs;
+mod environment;
 
 #[derive(Debug, thiserror::Error)]
 pub enum SpawnError {
-    #[error("could not start `{command}`: {source}")]
+    /// One line (it lands in `status` and in agents' errors): the I/O error is in the message.
+    #[error("could not start `{command}`: {error}")]
     Spawn {
         command: String,
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// Said in full because it lands in `coogle status`: which PATH was searched, and where
     /// the fix is.
@@ -39,8 +42,12 @@ pub enum SpawnError {
         program: String,
         path: String,
     },
+    #[error("could not start `{command}`: its working directory {} is not a directory", dir.display())]
+    NoDirectory { command: String, dir: PathBuf },
     #[error(transparent)]
     Config(#[from] crate::config::ConfigError),
+    #[error(transparent)]
+    EnvFile(#[from] environment::EnvFileError),
 }
 
 pub struct Spawned {
@@ -51,35 +58,47 @@ pub struct Spawned {
     pub stderr: ChildStderr,
 }
 
-/// Start the upstream's command with its environment, in a new process group. The command is
-/// looked up, and the child runs, under [`child_path`]: the same whoever started the daemon.
-pub fn spawn(server: &ServerConfig) -> Result<Spawned, SpawnError> {
-    let env = server.child_env()?;
-    let path = child_path(server, &env);
-    let program =
-        exec_path::resolve(&server.command, &path, server.cwd.as_deref()).ok_or_else(|| {
-            SpawnError::NotFound {
-                command: display_command(server),
-                program: server.command.clone(),
-                path: path.to_string_lossy().into_owned(),
-            }
-        })?;
-    let mut cmd = Command::new(program);
-    // The daemon's environment minus other upstreams' secrets, then this upstream's own.
-    for name in server.withheld_env() {
-        cmd.env_remove(name);
+/// Start the upstream's command in a new process group, with the environment
+/// [`environment::build`] gives it (`passed`: the values of its `passEnv` from the sessions it
+/// serves) and in its working directory: its `cwd`, else the user's home. The command is looked
+/// up, and the child runs, under [`child_path`]: the same whoever started the daemon.
+pub fn spawn(
+    server: &ServerConfig,
+    passed: &BTreeMap<String, String>,
+) -> Result<Spawned, SpawnError> {
+    let configured = server.child_env()?;
+    let path = child_path(server, &configured);
+    // Without a `cwd` of its own: the user's home (a deleted test home: the root).
+    let cwd = server.cwd.clone().unwrap_or_else(|| {
+        Some(crate::paths::home())
+            .filter(|h| h.is_dir())
+            .unwrap_or_else(|| PathBuf::from("/"))
+    });
+    if !cwd.is_dir() {
+        return Err(SpawnError::NoDirectory {
+            command: display_command(server),
+            dir: cwd,
+        });
     }
+    let env = environment::build(server, &cwd, std::env::vars_os(), passed, configured)?;
+    let program = exec_path::resolve(&server.command, &path, Some(&cwd)).ok_or_else(|| {
+        SpawnError::NotFound {
+            command: display_command(server),
+            program: server.command.clone(),
+            path: path.to_string_lossy().into_owned(),
+        }
+    })?;
+    let mut cmd = Command::new(program);
     cmd.args(&server.args)
-        .env("PATH", &path)
+        .env_clear()
         .envs(env)
+        .env("PATH", &path)
+        .current_dir(&cwd)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(false)
         .process_group(0);
-    if let Some(cwd) = &server.cwd {
-        cmd.current_dir(cwd);
-    }
     #[cfg(target_os = "linux")]
     {
         // SAFETY: prctl is async-signal-safe and touches only the calling (child) process.
@@ -92,9 +111,9 @@ pub fn spawn(server: &ServerConfig) -> Result<Spawned, SpawnError> {
             });
         }
     }
-    let mut child = cmd.spawn().map_err(|source| SpawnError::Spawn {
+    let mut child = cmd.spawn().map_err(|error| SpawnError::Spawn {
         command: display_command(server),
-        source,
+        error,
     })?;
     let pid = child.id().unwrap_or(0);
     let stdin = child.stdin.take().expect("stdin was piped");
@@ -244,8 +263,8 @@ fn members_to_kill(
 
 #[cfg(test)]
 mod tests {
-    use super::procs::ProcInfo;
     use super::*;
+    use crate::procs::ProcInfo;
 
     fn record(pid: u32, start: Option<u64>) -> ChildRecord {
         ChildRecord {
@@ -304,7 +323,7 @@ mod tests {
             "path": [bin],
             "servers": {"t": {"command": "coogle-test-tool", "credentials": {"source": "none"}}}
         }));
-        let mut spawned = spawn(&s).unwrap();
+        let mut spawned = spawn(&s, &BTreeMap::new()).unwrap();
         let mut out = String::new();
         spawned.stdout.read_to_string(&mut out).await.unwrap();
         let _ = spawned.child.wait().await;
@@ -314,7 +333,7 @@ mod tests {
         let s = server(serde_json::json!({
             "servers": {"t": {"command": "coogle-test-tool", "credentials": {"source": "none"}}}
         }));
-        let err = spawn(&s).err().unwrap().to_string();
+        let err = spawn(&s, &BTreeMap::new()).err().unwrap().to_string();
         assert!(
             err.contains("`coogle-test-tool` is not in any directory"),
             "{err}"
@@ -327,7 +346,7 @@ mod tests {
             "servers": {"t": {"command": "coogle-test-tool", "credentials": {"source": "none"},
                               "env": {"PATH": bin}}}
         }));
-        let mut spawned = spawn(&s).unwrap();
+        let mut spawned = spawn(&s, &BTreeMap::new()).unwrap();
         let mut out = String::new();
         spawned.stdout.read_to_string(&mut out).await.unwrap();
         let _ = spawned.child.wait().await;

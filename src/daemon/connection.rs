@@ -14,6 +14,7 @@ use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::net::UnixStream;
 
 use super::control::{control_connection, server_name};
+use super::registry::Asker;
 use super::upstream::{Event, UpstreamHandle};
 use super::{FIRST_LINE_TIMEOUT, SessionId, Shared, outbox};
 use crate::paths;
@@ -109,25 +110,27 @@ pub(super) fn too_long(cap: usize) -> WireError {
 
 async fn mcp_session(
     shared: Arc<Shared>,
-    hello: Hello,
+    mut hello: Hello,
     r: BufReader<tokio::net::unix::OwnedReadHalf>,
     mut w: tokio::net::unix::OwnedWriteHalf,
 ) {
     let id = shared.next_session.fetch_add(1, Ordering::Relaxed);
-    let handle = match server_name(&shared, &json!({"server": hello.server})).and_then(|name| {
-        shared
-            .upstreams
-            .for_session(&name, hello.project_dir.as_deref(), id)
-            .ok_or_else(|| {
-                WireError::new(ErrorCode::NotFound, format!("no upstream named {name:?}"))
-            })
-    }) {
+    let asker = Asker {
+        project: hello.project_dir.as_deref(),
+        env: hello.env.as_ref(),
+    };
+    let handle = match server_name(&shared, &json!({"server": hello.server}))
+        .and_then(|name| shared.upstreams.for_session(&name, asker, id))
+    {
         Ok(h) => h,
         Err(e) => {
             let _ = w.write_all(&wire::to_line(&HelloReply::err(e))).await;
             return;
         }
     };
+    // The client's environment has given what the server's `passEnv` names; nothing else of it
+    // is kept.
+    hello.env = None;
     let writer = run_session(&shared, id, hello, &handle, r, w).await;
     // However the session ended (even one that hung up before its hello was answered), a
     // per-session server's instance goes with it, and its child too.

@@ -7,7 +7,10 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use tokio::io::{AsyncWriteExt, BufReader};
 
+use std::collections::BTreeMap;
+
 use super::Shared;
+use super::registry::Asker;
 use crate::config::Config;
 
 /// How long a control connection may sit without sending a request.
@@ -101,14 +104,23 @@ async fn reload(shared: &Shared) -> Result<Value, WireError> {
     to_value(&done)
 }
 
-/// The instance a control request goes to: the named server's unbound one (a control request
-/// belongs to no project or session).
+/// The instance a control request goes to: a shared server's unbound one; a per-project
+/// server's for `params.project` (the CLI sends its own); `params.env` gives the values of a
+/// server's `passEnv`, as a session's hello does.
 fn upstream(shared: &Shared, params: &Value) -> Result<UpstreamHandle, WireError> {
     let name = server_name(shared, params)?;
-    shared
-        .upstreams
-        .unbound(&name)
-        .ok_or_else(|| WireError::new(ErrorCode::NotFound, format!("no upstream named {name:?}")))
+    let project = params
+        .get("project")
+        .and_then(Value::as_str)
+        .map(std::path::Path::new);
+    let env: Option<BTreeMap<String, String>> = params
+        .get("env")
+        .and_then(|e| serde_json::from_value(e.clone()).ok());
+    let asker = Asker {
+        project,
+        env: env.as_ref(),
+    };
+    shared.upstreams.for_control(&name, asker)
 }
 
 fn info(shared: &Shared) -> Info {
@@ -149,6 +161,7 @@ async fn control(shared: &Shared, req: ControlRequest) -> Result<Value, WireErro
             for u in shared.upstreams.all() {
                 upstreams.push(u.status().await);
             }
+            upstreams.extend(shared.upstreams.without_instances());
             to_value(&Status {
                 daemon: info(shared),
                 upstreams,

@@ -4,23 +4,17 @@
 //! operation id (`wait`, `list_operations`, `cancel`) — the async escape hatch for calls that
 //! outlive a client's patience.
 //!
-//! This module owns the tool's definition, argument parsing and the store of operations; the
-//! upstream actor runs the calls. An operation belongs to whoever started it, like a task: its
-//! owner is the agent's Claude Code session (`CLAUDE_CODE_SESSION_ID`, which survives the
-//! shim reconnecting) or else the connection, never mere knowledge of the id. Other owners'
-//! operations are invisible: not listed, not waited for, not cancelled.
+//! This module owns the tool's definition and argument parsing; the store of operations, and
+//! who owns them, is [`super::operations`]; the upstream actor runs the calls.
 
-use std::collections::{BTreeSet, HashMap};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
-use super::SessionId;
+use super::operations::{MAX_FINISHED_PER_OWNER, RETENTION};
 
 pub const TOOL_NAME: &str = "coogle";
-/// How long a finished operation's result is kept.
-pub const RETENTION: Duration = Duration::from_secs(600);
 /// The longest a `wait` may block.
 pub const MAX_WAIT: Duration = Duration::from_secs(300);
 
@@ -35,8 +29,9 @@ pub fn definition(server: &str) -> Value {
              `restart` to restart a wedged server, `info` for versions. For a call that may take \
              longer than you can wait, use `start_call` with `tool` and `arguments`: it returns an \
              operation id at once; fetch the result later with `wait` (`operation`, optional \
-             `wait_ms`). Results are kept {} minutes.",
-            RETENTION.as_secs() / 60
+             `wait_ms`). Results are kept {} minutes, the newest {} of a session.",
+            RETENTION.as_secs() / 60,
+            MAX_FINISHED_PER_OWNER
         ),
         "inputSchema": {
             "type": "object",
@@ -157,183 +152,6 @@ pub fn parse(arguments: &Value) -> Result<Action, String> {
     })
 }
 
-/// Who an operation belongs to (see the module doc).
-pub type Owner = String;
-
-struct Operation {
-    owner: Owner,
-    tool: String,
-    started: Instant,
-    started_at: SystemTime,
-    /// The tool result (or a tool result carrying the error), once finished.
-    result: Option<Box<RawValue>>,
-    finished: Option<Instant>,
-}
-
-/// A session waiting for an operation.
-pub struct Waiter {
-    pub operation: String,
-    pub session: SessionId,
-    pub client_id: Box<RawValue>,
-}
-
-/// The operations of one upstream, with the sessions waiting for them.
-#[derive(Default)]
-pub struct Operations {
-    ops: HashMap<String, Operation>,
-    waiters: HashMap<u64, Waiter>,
-    deadlines: BTreeSet<(Instant, u64)>,
-    next_waiter: u64,
-}
-
-pub enum WaitOutcome {
-    Done(Box<RawValue>),
-    /// Registered; answered on completion or at the deadline.
-    Waiting,
-    Running,
-    Unknown,
-}
-
-impl Operations {
-    pub fn start(&mut self, tool: &str, owner: &Owner) -> String {
-        let id = format!("op-{}", uuid::Uuid::new_v4().simple());
-        self.ops.insert(
-            id.clone(),
-            Operation {
-                owner: owner.clone(),
-                tool: tool.to_string(),
-                started: Instant::now(),
-                started_at: SystemTime::now(),
-                result: None,
-                finished: None,
-            },
-        );
-        id
-    }
-
-    /// Record an operation's result; returns the sessions waiting for it.
-    pub fn finish(&mut self, operation: &str, result: Box<RawValue>) -> Vec<Waiter> {
-        if let Some(op) = self.ops.get_mut(operation) {
-            op.result = Some(result);
-            op.finished = Some(Instant::now());
-        }
-        let ids: Vec<u64> = self
-            .waiters
-            .iter()
-            .filter(|(_, w)| w.operation == operation)
-            .map(|(id, _)| *id)
-            .collect();
-        self.deadlines.retain(|(_, id)| !ids.contains(id));
-        ids.into_iter()
-            .filter_map(|id| self.waiters.remove(&id))
-            .collect()
-    }
-
-    pub fn wait(&mut self, waiter: Waiter, owner: &Owner, wait: Duration) -> WaitOutcome {
-        let Some(op) = self
-            .ops
-            .get(&waiter.operation)
-            .filter(|op| op.owner == *owner)
-        else {
-            return WaitOutcome::Unknown;
-        };
-        if let Some(result) = &op.result {
-            return WaitOutcome::Done(result.clone());
-        }
-        if wait.is_zero() {
-            return WaitOutcome::Running;
-        }
-        let id = self.next_waiter;
-        self.next_waiter += 1;
-        self.deadlines.insert((Instant::now() + wait, id));
-        self.waiters.insert(id, waiter);
-        WaitOutcome::Waiting
-    }
-
-    pub fn next_deadline(&self) -> Option<Instant> {
-        self.deadlines.first().map(|(t, _)| *t)
-    }
-
-    /// Waiters whose time is up (to be told "still running"); forgets expired results.
-    pub fn expire(&mut self, now: Instant) -> Vec<Waiter> {
-        let mut out = Vec::new();
-        while let Some(&(t, id)) = self.deadlines.first() {
-            if t > now {
-                break;
-            }
-            self.deadlines.pop_first();
-            out.extend(self.waiters.remove(&id));
-        }
-        self.ops.retain(|_, op| {
-            op.finished
-                .is_none_or(|f| now.duration_since(f) < RETENTION)
-        });
-        out
-    }
-
-    pub fn forget_session(&mut self, session: SessionId) {
-        let ids: Vec<u64> = self
-            .waiters
-            .iter()
-            .filter(|(_, w)| w.session == session)
-            .map(|(id, _)| *id)
-            .collect();
-        for id in &ids {
-            self.waiters.remove(id);
-        }
-        self.deadlines.retain(|(_, id)| !ids.contains(id));
-    }
-
-    /// Whether `owner`'s operation is still running; `None` for an operation that is not
-    /// theirs (or not there).
-    pub fn is_running(&self, operation: &str, owner: &Owner) -> Option<bool> {
-        self.ops
-            .get(operation)
-            .filter(|op| op.owner == *owner)
-            .map(|op| op.result.is_none())
-    }
-
-    /// How many operations belong to someone else (for `status`, which shows only counts).
-    pub fn others(&self, owner: &Owner) -> usize {
-        self.ops.values().filter(|op| op.owner != *owner).count()
-    }
-
-    /// Whether any operation is still running.
-    pub fn any_running(&self) -> bool {
-        self.ops.values().any(|op| op.result.is_none())
-    }
-
-    /// How many of someone else's operations are still running.
-    pub fn others_running(&self, owner: &Owner) -> usize {
-        self.ops
-            .values()
-            .filter(|op| op.owner != *owner && op.result.is_none())
-            .count()
-    }
-
-    pub fn list(&self, owner: &Owner) -> Value {
-        let mut ops: Vec<(&String, &Operation)> = self
-            .ops
-            .iter()
-            .filter(|(_, op)| op.owner == *owner)
-            .collect();
-        ops.sort_by_key(|(_, op)| op.started);
-        Value::Array(
-            ops.into_iter()
-                .map(|(id, op)| {
-                    json!({
-                        "operation": id,
-                        "tool": op.tool,
-                        "status": if op.result.is_some() { "done" } else { "running" },
-                        "startedAtMs": op.started_at.duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0),
-                        "runningMs": op.finished.unwrap_or_else(Instant::now).duration_since(op.started).as_millis() as u64,
-                    })
-                })
-                .collect(),
-        )
-    }
-}
-
 /// A plain tool result with text and structured content.
 pub fn result(text: &str, structured: Value) -> Value {
     json!({"content": [{"type": "text", "text": text}], "structuredContent": structured})
@@ -405,58 +223,5 @@ mod tests {
                 .unwrap_err()
                 .contains("fly")
         );
-    }
-
-    #[test]
-    fn operations_finish_wait_and_expire() {
-        let mut ops = Operations::default();
-        let me = Owner::from("me");
-        let id = ops.start("sleep", &me);
-        let w = |op: &str| Waiter {
-            operation: op.into(),
-            session: 1,
-            client_id: RawValue::from_string("7".into()).unwrap(),
-        };
-        assert!(matches!(
-            ops.wait(w(&id), &me, Duration::ZERO),
-            WaitOutcome::Running
-        ));
-        assert!(matches!(
-            ops.wait(w("op-nope"), &me, Duration::ZERO),
-            WaitOutcome::Unknown
-        ));
-        assert!(matches!(
-            ops.wait(w(&id), &me, Duration::from_secs(60)),
-            WaitOutcome::Waiting
-        ));
-        assert!(ops.next_deadline().is_some());
-        let done = ops.finish(&id, RawValue::from_string("{\"ok\":1}".into()).unwrap());
-        assert_eq!(done.len(), 1);
-        assert!(ops.next_deadline().is_none());
-        match ops.wait(w(&id), &me, Duration::ZERO) {
-            WaitOutcome::Done(r) => assert_eq!(r.get(), "{\"ok\":1}"),
-            _ => panic!("expected the result"),
-        }
-        // A waiter whose time runs out is handed back; a result past retention is forgotten.
-        let other = ops.start("sleep", &me);
-        assert!(matches!(
-            ops.wait(w(&other), &me, Duration::from_millis(1)),
-            WaitOutcome::Waiting
-        ));
-        let later = Instant::now() + Duration::from_millis(5);
-        assert_eq!(ops.expire(later).len(), 1);
-        ops.expire(Instant::now() + RETENTION + Duration::from_secs(1));
-        assert_eq!(ops.is_running(&id, &me), None);
-        assert_eq!(ops.is_running(&other, &me), Some(true));
-        assert_eq!(ops.list(&me).as_array().unwrap().len(), 1);
-        // Someone else's operation is not there for them.
-        let you = Owner::from("you");
-        assert_eq!(ops.is_running(&other, &you), None);
-        assert!(matches!(
-            ops.wait(w(&other), &you, Duration::ZERO),
-            WaitOutcome::Unknown
-        ));
-        assert_eq!(ops.list(&you).as_array().unwrap().len(), 0);
-        assert_eq!(ops.others(&you), 1);
     }
 }

@@ -1,17 +1,18 @@
 //! `coogle serve`: the daemon that owns the upstream children and multiplexes every session
 //! onto them over a per-user Unix socket.
 //!
-//! [`run`] is the whole daemon as a library function, so tests start it in-process on a
-//! temporary socket (with `handle_signals: false`). It owns the socket, the single-instance lock
-//! and the accept loop; each upstream's routing lives in [`upstream`]. It must never unlink a
-//! socket that a live daemon serves, never accept a peer of another uid, and never leave a
-//! child running when it stops.
+//! [`run`] is the whole daemon, called by `coogle serve`; it owns its process (the signal
+//! handlers, the child subreaper), so the tests run the binary, never the daemon in-process. It
+//! owns the socket, the single-instance lock and the accept loop; each upstream's routing lives
+//! in [`upstream`]. It must never unlink a socket that a live daemon serves, never accept a
+//! peer of another uid, and never leave a child running when it stops.
 
 mod child;
 mod connection;
 mod control;
 mod coogle_tool;
 mod handover;
+mod operations;
 mod outbox;
 mod reaper;
 mod registry;
@@ -88,13 +89,8 @@ const FIRST_LINE_TIMEOUT: Duration = Duration::from_secs(10);
 pub struct Options {
     /// The socket to serve (already resolved from flags, config and defaults).
     pub socket: PathBuf,
-    /// Install SIGTERM/SIGINT handlers (off in tests that run the daemon in-process).
-    pub handle_signals: bool,
     /// Where the log goes, for `info`.
     pub log_file: Option<PathBuf>,
-    /// Become the parent of what children leave behind (a child subreaper), to stop it: a
-    /// daemon of its own. Off for a daemon run inside another program (tests).
-    pub reap_orphans: bool,
 }
 
 #[derive(Debug)]
@@ -114,7 +110,7 @@ pub(crate) use handover::{Inherited, Replacement, standby};
 pub enum DaemonError {
     #[error(transparent)]
     Path(#[from] paths::PathError),
-    #[error("could not open the lock file {path}: {source}")]
+    #[error("could not open the lock file {path}")]
     Lock {
         path: PathBuf,
         source: std::io::Error,
@@ -125,19 +121,19 @@ pub enum DaemonError {
     SocketInUse { path: PathBuf },
     #[error("{path} exists and is not a socket; refusing to replace it")]
     NotASocket { path: PathBuf },
-    #[error("could not remove the stale socket {path}: {source}")]
+    #[error("could not remove the stale socket {path}")]
     RemoveStale {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("could not listen on {path}: {source}")]
+    #[error("could not listen on {path}")]
     Bind {
         path: PathBuf,
         source: std::io::Error,
     },
     #[error("could not install signal handlers: {0}")]
     Signals(std::io::Error),
-    #[error("could not take over from the daemon this one replaced: {0}")]
+    #[error("could not take over from the daemon this one replaced")]
     Inherit(#[from] handover::InheritError),
     #[error("could not keep the socket for the newer coogle: {0}")]
     KeepListener(std::io::Error),
@@ -271,7 +267,7 @@ pub async fn run(
         }
     };
     crate::redact::add_known(secret_values(&config));
-    let reaper = reaper::Reaper::new(options.reap_orphans);
+    let reaper = reaper::Reaper::new();
     let upstreams = registry::Registry::new(&config, &rt, &reaper);
     let (stop, stop_rx) = watch::channel(false);
     let max_connections = connection_limit(config.max_connections, config.servers.len());
@@ -384,15 +380,9 @@ async fn serve(
     mut stop_rx: watch::Receiver<bool>,
     reaper: &Arc<reaper::Reaper>,
 ) -> Result<End, DaemonError> {
-    let (mut sigterm, mut sigint) = if shared.options.handle_signals {
-        use tokio::signal::unix::{SignalKind, signal};
-        (
-            Some(signal(SignalKind::terminate()).map_err(DaemonError::Signals)?),
-            Some(signal(SignalKind::interrupt()).map_err(DaemonError::Signals)?),
-        )
-    } else {
-        (None, None)
-    };
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut sigterm = signal(SignalKind::terminate()).map_err(DaemonError::Signals)?;
+    let mut sigint = signal(SignalKind::interrupt()).map_err(DaemonError::Signals)?;
     let mut idle_check = tokio::time::interval(Duration::from_millis(250));
     // A daemon whose socket was removed or replaced can never be reached again: stop it rather
     // than leave it (and its child) running forever.
@@ -430,8 +420,8 @@ async fn serve(
                 }
             },
             _ = stop_rx.changed() => return Ok(End::Stop),
-            _ = recv_signal(&mut sigterm) => { tracing::info!("SIGTERM: shutting down"); return Ok(End::Stop) }
-            _ = recv_signal(&mut sigint) => { tracing::info!("SIGINT: shutting down"); return Ok(End::Stop) }
+            _ = sigterm.recv() => { tracing::info!("SIGTERM: shutting down"); return Ok(End::Stop) }
+            _ = sigint.recv() => { tracing::info!("SIGINT: shutting down"); return Ok(End::Stop) }
         }
     }
 }
@@ -451,11 +441,11 @@ fn socket_identity(path: &Path) -> Option<(u64, u64)> {
         .map(|m| (m.dev(), m.ino()))
 }
 
-/// No call queued or in flight on any upstream.
+/// No request waiting or in flight on any upstream (subscription streams aside).
 async fn all_idle(shared: &Shared) -> bool {
     for u in shared.upstreams.all() {
         let s = u.status().await;
-        if s.queue > 0 || s.in_flight > 0 {
+        if s.waiting > 0 || s.requests_in_flight > 0 {
             return false;
         }
     }
@@ -469,15 +459,6 @@ async fn futures_join_all<F: std::future::Future<Output = ()>>(futs: impl Iterat
     }
     for f in set {
         f.await;
-    }
-}
-
-async fn recv_signal(sig: &mut Option<tokio::signal::unix::Signal>) {
-    match sig {
-        Some(s) => {
-            s.recv().await;
-        }
-        None => std::future::pending().await,
     }
 }
 

@@ -30,14 +30,23 @@ pub(crate) struct Proc {
 
 #[derive(Default)]
 struct Inner {
-    /// Live upstream children: leader pid → upstream.
+    /// Live upstream children: leader pid → upstream (for the log).
     leaders: HashMap<u32, String>,
-    /// Processes seen below an upstream's child: (pid, start) → upstream.
-    below: HashMap<(u32, u64), String>,
-    /// Zombies of the daemon that no child accounts for, seen by the last scan: reaped when the
-    /// next scan still finds them so. A child tokio has just spawned is a zombie of the daemon
-    /// before it is registered (one that exits at once), and must be left to tokio's wait.
-    zombies: HashSet<(u32, u64)>,
+    /// Processes seen below an upstream's child: (pid, start) → that child's pid. By child,
+    /// not by server: several instances of one server (projects, sessions) each have their own,
+    /// and one's exit must not take another's processes with it.
+    below: HashMap<(u32, u64), u32>,
+}
+
+/// Held while a child is spawned: the process table is not read meanwhile, so a child that
+/// exists but is not registered yet is never taken for an orphan (see [`Reaper::child_exited`]).
+pub(crate) struct Spawning<'a>(std::sync::MutexGuard<'a, Inner>);
+
+impl Spawning<'_> {
+    /// The child just spawned, as `upstream`'s.
+    pub fn started(mut self, upstream: &str, pid: u32) {
+        self.0.leaders.insert(pid, upstream.to_string());
+    }
 }
 
 /// The daemon's record of its children's descendants.
@@ -47,11 +56,12 @@ pub(crate) struct Reaper {
 }
 
 impl Reaper {
-    /// The reaper for this daemon; with `subreaper`, orphaned descendants become the daemon's
-    /// children (Linux; a no-op elsewhere). Tests that run a daemon in-process pass `false`.
-    pub fn new(subreaper: bool) -> Arc<Reaper> {
+    /// The reaper for this daemon, which becomes a child subreaper: orphaned descendants of its
+    /// children become its own children, so it can stop them (Linux; a no-op elsewhere). Only
+    /// a process that is a daemon of its own calls this: it changes the whole process.
+    pub fn new() -> Arc<Reaper> {
         #[cfg(target_os = "linux")]
-        if subreaper {
+        {
             // SAFETY: prctl with PR_SET_CHILD_SUBREAPER only changes this process's attribute.
             let rc = unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
             if rc != 0 {
@@ -61,8 +71,6 @@ impl Reaper {
                 );
             }
         }
-        #[cfg(not(target_os = "linux"))]
-        let _ = subreaper;
         Arc::new(Reaper::default())
     }
 
@@ -70,8 +78,9 @@ impl Reaper {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    pub fn child_started(&self, upstream: &str, pid: u32) {
-        self.lock().leaders.insert(pid, upstream.to_string());
+    /// Spawn a child while holding this (see [`Spawning`]).
+    pub fn spawning(&self) -> Spawning<'_> {
+        Spawning(self.lock())
     }
 
     /// Remember who lives below each child, and reap zombies that were reparented to us.
@@ -79,31 +88,21 @@ impl Reaper {
         let table = processes();
         let mut inner = self.lock();
         let seen = descendants_by_leader(&table, &inner.leaders);
-        for (key, upstream) in seen {
-            inner.below.insert(key, upstream);
+        for (key, leader) in seen {
+            inner.below.insert(key, leader);
         }
         let alive: HashSet<(u32, u64)> = table.iter().map(|p| (p.pid, p.start)).collect();
         inner.below.retain(|k, _| alive.contains(k));
         let me = std::process::id();
-        let mut zombies = HashSet::new();
         for p in &table {
             if p.ppid == me && p.zombie && !inner.leaders.contains_key(&p.pid) {
-                if inner.zombies.contains(&(p.pid, p.start)) {
-                    reap(p.pid);
-                } else {
-                    zombies.insert((p.pid, p.start));
-                }
+                reap(p.pid);
             }
         }
-        inner.zombies = zombies;
     }
 
-    /// A process the daemon started and waits for itself (the hand-over's candidate): neither
-    /// an orphan to stop nor a zombie to reap here, until [`Reaper::release`].
-    pub fn hold(&self, pid: u32) {
-        self.lock().leaders.insert(pid, String::new());
-    }
-
+    /// A process the daemon spawned (under [`Reaper::spawning`]) and waits for itself, the
+    /// hand-over's candidate, once that wait is over: it is no longer one of its own.
     pub fn release(&self, pid: u32) {
         self.lock().leaders.remove(&pid);
     }
@@ -119,12 +118,12 @@ impl Reaper {
             for p in &table {
                 let owner = inner.below.get(&(p.pid, p.start));
                 let orphan = p.ppid == std::process::id() && !inner.leaders.contains_key(&p.pid);
-                let owned_by_live = owner.is_some_and(|o| o != upstream);
-                if owner.is_some_and(|o| o == upstream) || (orphan && !owned_by_live) {
+                let owned_by_live = owner.is_some_and(|o| *o != pid);
+                if owner == Some(&pid) || (orphan && !owned_by_live) {
                     victims.push(*p);
                 }
             }
-            inner.below.retain(|_, o| o != upstream);
+            inner.below.retain(|_, o| *o != pid);
             victims
         };
         if !victims.is_empty() {
@@ -155,21 +154,21 @@ impl Reaper {
     }
 }
 
-/// Every process below each leader, by (pid, start).
+/// Every process below each leader, by (pid, start): the leader's pid.
 fn descendants_by_leader(
     table: &[Proc],
     leaders: &HashMap<u32, String>,
-) -> HashMap<(u32, u64), String> {
+) -> HashMap<(u32, u64), u32> {
     let mut children: HashMap<u32, Vec<&Proc>> = HashMap::new();
     for p in table {
         children.entry(p.ppid).or_default().push(p);
     }
     let mut out = HashMap::new();
-    for (leader, upstream) in leaders {
+    for leader in leaders.keys() {
         let mut stack = vec![*leader];
         while let Some(pid) = stack.pop() {
             for c in children.get(&pid).into_iter().flatten() {
-                if out.insert((c.pid, c.start), upstream.clone()).is_none() {
+                if out.insert((c.pid, c.start), *leader).is_none() {
                     stack.push(c.pid);
                 }
             }
@@ -298,28 +297,6 @@ pub(crate) fn processes() -> Vec<Proc> {
 mod tests {
     use super::*;
 
-    /// Regression: a child that exits at once is a zombie of the daemon before the upstream
-    /// registers it; a scan in between reaped it, and tokio's wait failed ("No child
-    /// processes") instead of reporting its exit status. One scan never reaps what it has not
-    /// seen before. (This test calls `scan` once only: a second would reap other tests'
-    /// zombies in this process.)
-    #[test]
-    fn a_fresh_zombie_is_left_to_whoever_spawned_it() {
-        let mut child = std::process::Command::new("sh")
-            .args(["-c", "exit 3"])
-            .spawn()
-            .unwrap();
-        let pid = child.id();
-        let zombie = || processes().iter().any(|q| q.pid == pid && q.zombie);
-        let deadline = std::time::Instant::now() + Duration::from_secs(10);
-        while !zombie() {
-            assert!(std::time::Instant::now() < deadline, "never a zombie");
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        Reaper::new(false).scan();
-        assert_eq!(child.wait().unwrap().code(), Some(3));
-    }
-
     fn p(pid: u32, ppid: u32) -> Proc {
         Proc {
             pid,
@@ -341,8 +318,8 @@ mod tests {
         ];
         let leaders = HashMap::from([(10, "a".to_string()), (20, "b".to_string())]);
         let below = descendants_by_leader(&table, &leaders);
-        assert_eq!(below.get(&(12, 120)).map(String::as_str), Some("a"));
-        assert_eq!(below.get(&(21, 210)).map(String::as_str), Some("b"));
+        assert_eq!(below.get(&(12, 120)), Some(&10));
+        assert_eq!(below.get(&(21, 210)), Some(&20));
         assert!(!below.contains_key(&(30, 300)), "not below a leader");
         assert!(
             !below.contains_key(&(10, 100)),

@@ -1,20 +1,30 @@
 //! Which child serves a session: the upstreams' instances.
 //!
-//! A server shared by everyone has one instance. A `per-project` server has one per project
-//! directory (from the session's `CLAUDE_PROJECT_DIR`, else its client's working directory), and
-//! its child runs in that directory; a `per-session` server has one per session, stopped when
-//! the session leaves. Instances are made on the first session that needs one, and each is an
-//! upstream actor of its own, so nothing crosses from one to another. Every instance of a
-//! server shares what the daemon learned of it (its cache), so a new project's first session
-//! starts as fast as any.
+//! An instance is everything that decides what its child does beyond the server's config:
+//! its scope (everyone, one project directory, one session) and the values of the server's
+//! `passEnv` it was asked with. Two sessions share a child only when all of it is equal. A
+//! server shared by everyone has one instance per set of `passEnv` values (one, without
+//! `passEnv`); a `per-project` server has one per project directory (from the session's
+//! `CLAUDE_PROJECT_DIR`, else its client's working directory), and its child runs in that
+//! directory; a `per-session` server has one per session, stopped when the session leaves.
+//! Each instance is an upstream actor of its own with its own cache, so nothing crosses from
+//! one to another: a new project's first session waits for its own child rather than being
+//! told what another project's child said.
+//!
+//! Instances are bounded by eviction, never by sharing: past `maxInstances` of a server (64), an
+//! instance nobody uses (no session, nothing waiting or running) is stopped to make room; when
+//! every one is in use, the new session is refused with a clear error. A `per-project` session is
+//! never served by another project's child, nor by one running wherever the daemon runs.
 //!
 //! It owns the daemon's server map, which `reload` may only grow: a server new in the config
 //! file is added at once, one that changed or went keeps running as it was until the next
-//! start (sessions are using it). Two locks, `servers` and `instances`, each held only for a
-//! look or an insert and never both at once, never across an await.
+//! start (sessions are using it). Two locks, `servers` and `inner`, each held only for a look
+//! or an update and never both at once, never across an await.
 
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use indexmap::IndexMap;
 
@@ -23,61 +33,156 @@ use super::reaper::Reaper;
 use super::upstream::{self, UpstreamHandle};
 use crate::config::{self, Config, ServerConfig, Sharing};
 use crate::paths::RuntimePaths;
-use crate::wire::Reloaded;
+use crate::wire::{ErrorCode, Reloaded, UpstreamStatus, WireError};
 
-/// Project instances one server may have at the most; past this the oldest idle one is not
-/// kept apart any more (a new project then gets the server's unbound instance).
-const MAX_PROJECTS: usize = 64;
+/// How long an evicted instance's child has to stop (nothing is in flight on it).
+const EVICT_GRACE: Duration = Duration::from_secs(1);
 
-/// Which instance of a server.
+/// Who shares one child of a server.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub(crate) enum Instance {
-    /// The only one (shared), or the one for requests that name no project (control).
+pub(crate) enum Scope {
+    /// Everyone (a shared server), and control requests of a shared server.
     Unbound,
     Project(PathBuf),
     Session(SessionId),
 }
 
+/// Which instance of a server: its scope and its `passEnv` values (absent ones left out).
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub(crate) struct Instance {
+    pub scope: Scope,
+    pub passed: BTreeMap<String, String>,
+}
+
+impl std::fmt::Debug for Instance {
+    /// `passEnv` values may be secrets: names only.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Instance")
+            .field("scope", &self.scope)
+            .field("passed", &self.passed.keys().collect::<Vec<_>>())
+            .finish()
+    }
+}
+
 impl Instance {
-    /// How `status` names it.
-    pub fn label(&self) -> Option<String> {
-        match self {
-            Instance::Unbound => None,
-            Instance::Project(p) => Some(p.display().to_string()),
-            Instance::Session(s) => Some(format!("session {s}")),
+    fn unbound() -> Instance {
+        Instance {
+            scope: Scope::Unbound,
+            passed: BTreeMap::new(),
         }
     }
+
+    /// How `status` names it: the project or session, and for `passEnv` the names with a
+    /// digest of the values (which may be secrets).
+    pub fn label(&self) -> Option<String> {
+        let scope = match &self.scope {
+            Scope::Unbound => None,
+            Scope::Project(p) => Some(p.display().to_string()),
+            Scope::Session(s) => Some(format!("session {s}")),
+        };
+        let passed = (!self.passed.is_empty()).then(|| {
+            let names: Vec<&str> = self.passed.keys().map(String::as_str).collect();
+            format!(
+                "{} #{}",
+                names.join(","),
+                digest(&self.values_text())[..8].to_owned()
+            )
+        });
+        match (scope, passed) {
+            (None, None) => None,
+            (Some(s), None) | (None, Some(s)) => Some(s),
+            (Some(s), Some(p)) => Some(format!("{s} ({p})")),
+        }
+    }
+
+    fn values_text(&self) -> String {
+        self.passed
+            .iter()
+            .map(|(k, v)| format!("{}:{k}={}:{v}", k.len(), v.len()))
+            .collect()
+    }
+
+    /// The instance's cache file key: the server's, and what sets this instance apart. `None`
+    /// for a session's instance, whose cache lives in memory only.
+    fn cache_key(&self, server: &ServerConfig) -> Option<String> {
+        use std::os::unix::ffi::OsStrExt;
+        let base = server.cache_key();
+        let mut apart = String::new();
+        match &self.scope {
+            Scope::Session(_) => return None,
+            Scope::Unbound => {}
+            Scope::Project(p) => {
+                apart.push_str("project:");
+                apart.push_str(&String::from_utf8_lossy(p.as_os_str().as_bytes()));
+                apart.push('\n');
+            }
+        }
+        if !self.passed.is_empty() {
+            apart.push_str("passed:");
+            apart.push_str(&self.values_text());
+        }
+        if apart.is_empty() {
+            return Some(base);
+        }
+        Some(format!("{base}-{}", &digest(&apart)[..16]))
+    }
+}
+
+/// What the asker of an instance brings: a session's hello, or a control request.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct Asker<'a> {
+    /// Its project directory (absolute), if it named one.
+    pub project: Option<&'a Path>,
+    /// Its environment, for the server's `passEnv`.
+    pub env: Option<&'a BTreeMap<String, String>>,
+}
+
+struct Slot {
+    handle: UpstreamHandle,
+    /// Sessions served by it now.
+    sessions: usize,
+}
+
+#[derive(Default)]
+struct Inner {
+    instances: IndexMap<(String, Instance), Slot>,
+    /// Which instance each session is served by.
+    session_of: HashMap<SessionId, (String, Instance)>,
 }
 
 pub(crate) struct Registry {
     /// The servers the daemon serves, in config order; `reload` appends.
     servers: Mutex<IndexMap<String, ServerConfig>>,
-    instances: Mutex<IndexMap<(String, Instance), UpstreamHandle>>,
+    inner: Mutex<Inner>,
     runtime: RuntimePaths,
     max_line: usize,
+    /// Instances one server may have besides its unbound one (`maxInstances`).
+    max_instances: usize,
     coogle_tool: bool,
     reaper: Arc<Reaper>,
 }
 
 impl Registry {
-    /// Every server's unbound instance is made at once (its child still starts on demand).
+    /// Every shared server's unbound instance is made at once (its child still starts on
+    /// demand), so `status` lists it; other instances are made on first need.
     pub fn new(config: &Config, runtime: &RuntimePaths, reaper: &Arc<Reaper>) -> Registry {
         let r = Registry {
             servers: Mutex::new(config.servers.clone()),
-            instances: Mutex::new(IndexMap::new()),
+            inner: Mutex::new(Inner::default()),
             runtime: runtime.clone(),
             max_line: config.max_line_bytes.saturating_mul(4),
+            max_instances: config.max_instances,
             coogle_tool: config.coogle_tool,
             reaper: reaper.clone(),
         };
-        for name in config.servers.keys() {
-            r.get_or_start(name, Instance::Unbound);
+        for (name, server) in &config.servers {
+            r.make_unbound(name, server);
         }
         r
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, IndexMap<(String, Instance), UpstreamHandle>> {
-        self.instances.lock().unwrap_or_else(|p| p.into_inner())
+    fn inner(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     fn servers(&self) -> std::sync::MutexGuard<'_, IndexMap<String, ServerConfig>> {
@@ -90,9 +195,9 @@ impl Registry {
         config::pick_server(&self.servers(), name).map(|s| s.name.clone())
     }
 
-    /// Take in a freshly loaded config: its new servers are served from now on (their
-    /// unbound instance made, the child still on demand); changed and removed ones are only
-    /// reported, since sessions may be in the middle of calls on them.
+    /// Take in a freshly loaded config: its new servers are served from now on (the child
+    /// still on demand); changed and removed ones are only reported, since sessions may be in
+    /// the middle of calls on them.
     pub fn reload(&self, fresh: &Config) -> Reloaded {
         let mut done = Reloaded {
             file: fresh.file.clone(),
@@ -116,109 +221,255 @@ impl Registry {
                 servers.insert(name.clone(), fresh.servers[name].clone());
             }
         }
-        // With the server map released: making an instance takes the instances lock.
+        // With the server map released: making an instance takes the other lock.
         for name in &done.added {
-            self.get_or_start(name, Instance::Unbound);
+            self.make_unbound(name, &fresh.servers[name]);
         }
         done
     }
 
-    /// The instance of `server` a session with `project` (and id `session`) is served by.
+    fn make_unbound(&self, name: &str, server: &ServerConfig) {
+        if server.sharing == Sharing::Shared {
+            let _ = self.instance(name, Instance::unbound(), None);
+        }
+    }
+
+    /// The instance of `server` that serves session `session`, counted as serving it until
+    /// [`Registry::session_ended`].
     pub fn for_session(
         &self,
         server: &str,
-        project: Option<&Path>,
+        asker: Asker<'_>,
         session: SessionId,
-    ) -> Option<UpstreamHandle> {
-        let sharing = self.servers().get(server)?.sharing;
-        let instance = match (sharing, project) {
-            (Sharing::Shared, _) | (Sharing::PerProject, None) => Instance::Unbound,
-            (Sharing::PerProject, Some(p)) => {
-                let key = (server.to_string(), Instance::Project(p.to_path_buf()));
-                let projects = self
-                    .lock()
-                    .keys()
-                    .filter(|(s, i)| s == server && matches!(i, Instance::Project(_)))
-                    .count();
-                if projects >= MAX_PROJECTS && !self.lock().contains_key(&key) {
-                    Instance::Unbound
-                } else {
-                    Instance::Project(p.to_path_buf())
-                }
-            }
-            (Sharing::PerSession, _) => Instance::Session(session),
+    ) -> Result<UpstreamHandle, WireError> {
+        let instance = self.instance_of(server, asker, Some(session))?;
+        self.instance(server, instance, Some(session))
+    }
+
+    /// The instance a control request (which belongs to no session) goes to.
+    pub fn for_control(&self, server: &str, asker: Asker<'_>) -> Result<UpstreamHandle, WireError> {
+        let instance = self.instance_of(server, asker, None)?;
+        self.instance(server, instance, None)
+    }
+
+    /// Which instance of `server` an asker belongs to.
+    fn instance_of(
+        &self,
+        server: &str,
+        asker: Asker<'_>,
+        session: Option<SessionId>,
+    ) -> Result<Instance, WireError> {
+        let (sharing, pass_env) = {
+            let servers = self.servers();
+            let s = servers.get(server).ok_or_else(|| not_found(server))?;
+            (s.sharing, s.pass_env.clone())
         };
-        Some(self.get_or_start(server, instance))
+        let scope = match sharing {
+            Sharing::Shared => Scope::Unbound,
+            Sharing::PerProject => match asker.project.filter(|p| p.is_absolute()) {
+                Some(p) => Scope::Project(p.to_path_buf()),
+                None => {
+                    return Err(WireError::new(
+                        ErrorCode::InvalidRequest,
+                        format!(
+                            "the `{server}` server runs one child per project, and this request names no project directory (a session gives it in its hello, a control request as params.project)"
+                        ),
+                    ));
+                }
+            },
+            Sharing::PerSession => match session {
+                Some(s) => Scope::Session(s),
+                None => {
+                    return Err(WireError::new(
+                        ErrorCode::InvalidRequest,
+                        format!(
+                            "the `{server}` server runs one child per session; reach it from an agent session (coogle mcp, coogle tools, coogle call)"
+                        ),
+                    ));
+                }
+            },
+        };
+        let passed = pass_env
+            .iter()
+            .filter_map(|name| {
+                let value = asker.env?.get(name)?;
+                Some((name.clone(), value.clone()))
+            })
+            .collect();
+        Ok(Instance { scope, passed })
     }
 
-    /// The unbound instance of `server` (control requests, which name no project).
-    pub fn unbound(&self, server: &str) -> Option<UpstreamHandle> {
-        if let Some(h) = self.lock().get(&(server.to_string(), Instance::Unbound)) {
-            return Some(h.clone());
-        }
-        // A server `reload` has just added may not have its instance yet: make it here.
-        let known = self.servers().contains_key(server);
-        known.then(|| self.get_or_start(server, Instance::Unbound))
-    }
-
-    /// `server` must be one of `servers` (they are never removed).
-    fn get_or_start(&self, server: &str, instance: Instance) -> UpstreamHandle {
+    /// The instance, made if it does not exist; counts `session` as served by it.
+    fn instance(
+        &self,
+        server: &str,
+        instance: Instance,
+        session: Option<SessionId>,
+    ) -> Result<UpstreamHandle, WireError> {
         let key = (server.to_string(), instance);
-        if let Some(h) = self.lock().get(&key) {
-            return h.clone();
-        }
-        let base = self.servers()[server].clone();
-        let mut config = base.clone();
-        let record = match &key.1 {
-            Instance::Unbound => self.runtime.child_record(server),
-            other => {
-                if let Instance::Project(dir) = other {
-                    config.cwd = Some(dir.clone());
-                }
-                self.runtime
-                    .child_record(&format!("{server}@{}", short_hash(other)))
+        let base = self
+            .servers()
+            .get(server)
+            .cloned()
+            .ok_or_else(|| not_found(server))?;
+        let mut inner = self.inner();
+        if !inner.instances.contains_key(&key) {
+            let extra = key.1 != Instance::unbound();
+            if extra {
+                make_room(&mut inner, server, self.max_instances)?;
             }
+            let handle = self.start(&base, &key.1);
+            inner.instances.insert(
+                key.clone(),
+                Slot {
+                    handle,
+                    sessions: 0,
+                },
+            );
+        }
+        let slot = inner
+            .instances
+            .get_mut(&key)
+            .expect("the instance was just found or made");
+        let handle = slot.handle.clone();
+        if let Some(s) = session {
+            slot.sessions += 1;
+            inner.session_of.insert(s, key);
+        }
+        Ok(handle)
+    }
+
+    fn start(&self, base: &ServerConfig, instance: &Instance) -> UpstreamHandle {
+        let mut config = base.clone();
+        if let Scope::Project(dir) = &instance.scope {
+            config.cwd = Some(dir.clone());
+        }
+        let record = if *instance == Instance::unbound() {
+            self.runtime.child_record(&base.name)
+        } else {
+            let id = format!("{:?}{}", instance.scope, instance.values_text());
+            self.runtime
+                .child_record(&format!("{}@{}", base.name, &digest(&id)[..8]))
         };
-        let handle = upstream::start(upstream::Start {
+        upstream::start(upstream::Start {
+            cache_key: instance.cache_key(base),
+            passed_env: instance.passed.clone(),
             config,
-            cache_key: base.cache_key(),
-            instance: key.1.label(),
+            instance: instance.label(),
             record_path: record,
             max_line: self.max_line,
             coogle_tool: self.coogle_tool,
             reaper: self.reaper.clone(),
-        });
-        self.lock().entry(key).or_insert(handle).clone()
+        })
     }
 
-    /// A session left: its own instances (per-session servers) go with it.
+    /// A session left: it no longer counts for its instance, and a session's own instance
+    /// (a per-session server's) goes with it; returned to be stopped.
     pub fn session_ended(&self, session: SessionId) -> Vec<UpstreamHandle> {
-        let mut instances = self.lock();
-        let gone: Vec<(String, Instance)> = instances
-            .keys()
-            .filter(|(_, i)| *i == Instance::Session(session))
-            .cloned()
-            .collect();
-        gone.iter()
-            .filter_map(|k| instances.shift_remove(k))
-            .collect()
+        let mut inner = self.inner();
+        let Some(key) = inner.session_of.remove(&session) else {
+            return Vec::new();
+        };
+        if let Some(slot) = inner.instances.get_mut(&key) {
+            slot.sessions = slot.sessions.saturating_sub(1);
+        }
+        if key.1.scope == Scope::Session(session) {
+            return inner
+                .instances
+                .shift_remove(&key)
+                .map(|s| s.handle)
+                .into_iter()
+                .collect();
+        }
+        Vec::new()
     }
 
-    /// Every instance, servers in config order.
+    /// Every instance, servers in the order they were made.
     pub fn all(&self) -> Vec<UpstreamHandle> {
-        self.lock().values().cloned().collect()
+        self.inner()
+            .instances
+            .values()
+            .map(|s| s.handle.clone())
+            .collect()
     }
 
     pub fn server_names(&self) -> Vec<String> {
         self.servers().keys().cloned().collect()
     }
+
+    /// What `status` says of servers with no instance yet (per project or per session, before
+    /// any session used them): their settings, and that nothing runs.
+    pub fn without_instances(&self) -> Vec<UpstreamStatus> {
+        let with: std::collections::HashSet<String> = self
+            .inner()
+            .instances
+            .keys()
+            .map(|(s, _)| s.clone())
+            .collect();
+        self.servers()
+            .values()
+            .filter(|s| !with.contains(&s.name))
+            .map(|s| UpstreamStatus {
+                name: s.name.clone(),
+                sharing: Some(s.sharing.as_str().to_string()),
+                command: super::child::display_command(s),
+                max_concurrent: s.max_concurrent,
+                call_timeout_ms: s.call_timeout.as_millis() as u64,
+                state: crate::wire::UpstreamState::Idle,
+                ..UpstreamStatus::stopped(&s.name)
+            })
+            .collect()
+    }
 }
 
-/// A short, stable name for an instance in file names.
-fn short_hash(instance: &Instance) -> String {
+/// Below the bound of instances of `server`, or make it so by dropping unused ones.
+fn make_room(inner: &mut Inner, server: &str, max: usize) -> Result<(), WireError> {
+    let extra = |inner: &Inner| {
+        inner
+            .instances
+            .keys()
+            .filter(|(s, i)| s == server && *i != Instance::unbound())
+            .count()
+    };
+    if extra(inner) < max {
+        return Ok(());
+    }
+    let unused: Vec<(String, Instance)> = inner
+        .instances
+        .iter()
+        .filter(|((s, i), slot)| {
+            s == server
+                && *i != Instance::unbound()
+                && slot.sessions == 0
+                && slot.handle.is_unused()
+        })
+        .map(|(k, _)| k.clone())
+        .collect();
+    for key in unused {
+        if let Some(slot) = inner.instances.shift_remove(&key) {
+            tracing::debug!(upstream = %server, instance = ?key.1, "dropped an unused instance");
+            tokio::spawn(async move { slot.handle.shutdown(EVICT_GRACE).await });
+        }
+    }
+    if extra(inner) < max {
+        return Ok(());
+    }
+    Err(WireError::new(
+        ErrorCode::UpstreamUnavailable,
+        format!(
+            "the `{server}` server already runs {max} separate instances (projects, sessions or passEnv values), all in use; close some agent sessions and retry, or raise maxInstances in the config"
+        ),
+    ))
+}
+
+fn not_found(server: &str) -> WireError {
+    WireError::new(ErrorCode::NotFound, format!("no upstream named {server:?}"))
+}
+
+/// The hex SHA-256 of `text`: names files and labels without revealing what it is of.
+fn digest(text: &str) -> String {
     use sha2::{Digest, Sha256};
-    let text = format!("{instance:?}");
-    Sha256::digest(text.as_bytes())[..4]
+    Sha256::digest(text.as_bytes())
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect()

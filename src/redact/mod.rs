@@ -53,6 +53,12 @@ pub(crate) fn is_secret_name(name: &str) -> bool {
         || lower.contains("credential")
 }
 
+/// `line` with what looks like a credential taken out, `known` values first (for text that
+/// is not a child's stderr line: an API's error, say).
+pub(crate) fn redact(line: &str, known: &[String]) -> String {
+    Redactor::new(known.iter().cloned()).child_line(line)
+}
+
 /// The known values, ready to search for.
 #[derive(Default)]
 pub(crate) struct Redactor {

@@ -1,7 +1,9 @@
 //! The Gemini `generateContent` call with Google Search grounding: one reqwest client, the key
 //! in the `x-goog-api-key` header (never in a URL, so never in a log line), a per-request
 //! timeout, errors sorted into categories an agent can act on, and retries with exponential
-//! backoff for transient failures only.
+//! backoff for transient failures only. What the API or the network says is shown to the agent
+//! and logged, so it is redacted first: the key itself, should an error quote it, and anything
+//! else shaped like a credential.
 
 use std::time::Duration;
 
@@ -77,6 +79,9 @@ pub fn categorize(status: u16, message: &str) -> Failure {
     }
 }
 
+/// The most of an error text (the API's message, a network error) an error shows.
+const MAX_SHOWN: usize = 2000;
+
 /// The Gemini client, built once per server.
 pub struct Gemini {
     http: reqwest::Client,
@@ -141,6 +146,19 @@ impl Gemini {
         unreachable!("the last attempt returns")
     }
 
+    /// `text` without the key, wherever it is: one pass over all of it, before anything is cut
+    /// short, so no part of the key survives a cut.
+    fn without_key(&self, text: &str) -> String {
+        text.replace(self.key.as_str(), "[redacted]")
+    }
+
+    /// What of `text` becomes part of an error (shown to the agent and logged): without the
+    /// key, at most `max` characters, and without anything else shaped like a credential.
+    fn shown(&self, text: &str, max: usize) -> String {
+        let cut: String = self.without_key(text).chars().take(max).collect();
+        crate::redact::redact(&cut, &[])
+    }
+
     async fn once(&self, model: &str, body: &Value) -> Result<Value, Failure> {
         let url = format!("{}/models/{model}:generateContent", self.base);
         let timed_out = || Failure {
@@ -153,7 +171,10 @@ impl Gemini {
         };
         let unreachable = |e: reqwest::Error| Failure {
             category: Category::Api,
-            message: format!("could not reach {}: {}", self.base, error_chain(&e)),
+            message: self.shown(
+                &format!("could not reach {}: {}", self.base, error_chain(&e)),
+                MAX_SHOWN,
+            ),
             transient: true,
         };
         let response = self
@@ -180,14 +201,15 @@ impl Gemini {
             }
         })?;
         if !(200..300).contains(&status) {
-            return Err(categorize(status, &error_message(&text)));
+            let message = error_message(&self.without_key(&text));
+            return Err(categorize(status, &self.shown(&message, MAX_SHOWN)));
         }
         // A 200 whose body is not JSON is not a blip a retry would fix; it is reported.
         serde_json::from_str(&text).map_err(|e| Failure {
             category: Category::Api,
             message: format!(
                 "Gemini answered with malformed JSON ({e}); the body began: {}",
-                text.chars().take(120).collect::<String>()
+                self.shown(&text, 120)
             ),
             transient: false,
         })

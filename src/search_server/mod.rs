@@ -10,6 +10,7 @@
 
 pub mod answer;
 pub mod gemini;
+mod output_file;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -44,9 +45,9 @@ and release notes, library and API documentation, error messages, prices, news, 
 dates. Ask one precise, self-contained question (include versions, platforms, names). The \
 answer is terse and ends with its numbered sources and the searches performed. model: pro \
 (default; best for hard or multi-part questions), flash (faster), flash-lite (fastest, \
-simple facts). output_file: also write the answer to this file; give an absolute path, since \
-the server is shared by every session and relative paths resolve from its own working \
-directory, not your project's.";
+simple facts). output_file: also write the answer to this file, given as an absolute path (the \
+server is shared by every session, so a relative path is refused); an existing file is only \
+replaced with overwrite: true, and a symbolic link is never written through.";
 
 /// Serve `ask_google` on stdio until the client goes away.
 pub async fn run(config_path: Option<PathBuf>) -> ExitCode {
@@ -150,7 +151,12 @@ impl SearchServer {
                 },
                 "output_file": {
                     "type": "string",
-                    "description": "Optional: also write the answer to this file, preferably an absolute path (parents are created)."
+                    "description": "Optional: also write the answer to this file, an absolute path (parents are created; an existing file is kept unless overwrite is true)."
+                },
+                "overwrite": {
+                    "type": "boolean",
+                    "default": false,
+                    "description": "With output_file: replace the file if it exists (never through a symbolic link)."
                 }
             },
             "required": ["question"],
@@ -203,7 +209,7 @@ impl SearchServer {
         let text = match &request.output_file {
             None => text,
             Some(path) => {
-                let note = write_answer(path, &text);
+                let note = write_answer(path, &text, request.overwrite);
                 format!("{text}\n\n{note}")
             }
         };
@@ -221,6 +227,8 @@ pub struct AskRequest {
     pub question: String,
     pub model: &'static str,
     pub output_file: Option<PathBuf>,
+    /// Replace `output_file` if it exists.
+    pub overwrite: bool,
 }
 
 /// Check the arguments by hand (clients may not validate against the schema), with one clear
@@ -269,7 +277,11 @@ pub fn validate(arguments: Option<&Map<String, Value>>) -> Result<AskRequest, St
     };
     let output_file = match args.get("output_file") {
         None | Some(Value::Null) => None,
-        Some(Value::String(p)) if !p.trim().is_empty() => Some(PathBuf::from(p.trim())),
+        Some(Value::String(p)) if !p.trim().is_empty() => {
+            let path = PathBuf::from(p.trim());
+            output_file::check_path(&path)?;
+            Some(path)
+        }
         Some(Value::String(_)) => {
             return Err("output_file is empty: give a file path or leave it out".into());
         }
@@ -280,18 +292,29 @@ pub fn validate(arguments: Option<&Map<String, Value>>) -> Result<AskRequest, St
             ));
         }
     };
+    let overwrite = match args.get("overwrite") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(b)) => *b,
+        Some(other) => {
+            return Err(format!(
+                "overwrite must be true or false, not {}",
+                json_type(other)
+            ));
+        }
+    };
     if let Some(unknown) = args
         .keys()
-        .find(|k| !["question", "model", "output_file"].contains(&k.as_str()))
+        .find(|k| !["question", "model", "output_file", "overwrite"].contains(&k.as_str()))
     {
         return Err(format!(
-            "unknown argument {unknown:?}: the arguments are question, model and output_file"
+            "unknown argument {unknown:?}: the arguments are question, model, output_file and overwrite"
         ));
     }
     Ok(AskRequest {
         question: question.trim().to_owned(),
         model,
         output_file,
+        overwrite,
     })
 }
 
@@ -306,34 +329,26 @@ fn json_type(v: &Value) -> &'static str {
     }
 }
 
-/// Write the answer to `path` (relative to this process's working directory), creating parent
-/// directories. Returns the line appended to the answer: where it was saved, or why not (the
-/// answer itself is never lost to a write error).
-fn write_answer(path: &Path, text: &str) -> String {
-    let target = if path.is_absolute() {
-        path.to_path_buf()
-    } else {
-        std::env::current_dir()
-            .unwrap_or_else(|_| PathBuf::from("."))
-            .join(path)
-    };
-    let result = (|| {
-        if let Some(parent) = target.parent() {
-            std::fs::create_dir_all(parent)?;
-        }
-        std::fs::write(&target, format!("{text}\n"))
-    })();
-    match result {
-        Ok(()) => {
+/// Write the answer to `path` (see [`output_file`]). Returns the line appended to the answer:
+/// where it was saved, or why not (the answer itself is never lost to a write error).
+fn write_answer(path: &Path, text: &str, overwrite: bool) -> String {
+    match output_file::write(path, text, overwrite) {
+        Ok(target) => {
             tracing::info!(path = %target.display(), "wrote the answer to output_file");
-            format!("[saved to {}]", target.display())
+            if target == path {
+                format!("[saved to {}]", target.display())
+            } else {
+                // Through a symbolic link to a directory, or `..`: say where it really went.
+                format!(
+                    "[saved to {}, the real path of {}]",
+                    target.display(),
+                    path.display()
+                )
+            }
         }
         Err(e) => {
-            tracing::warn!(path = %target.display(), "could not write output_file: {e}");
-            format!(
-                "[output_file error] could not write {}: {e}",
-                target.display()
-            )
+            tracing::warn!(path = %path.display(), "output_file not written: {e}");
+            format!("[output_file error] {e}")
         }
     }
 }
@@ -435,15 +450,24 @@ mod tests {
         assert!(
             err(json!({"question": "q", "extra": 1})).starts_with("unknown argument \"extra\"")
         );
+        assert!(
+            err(json!({"question": "q", "output_file": "a/b.md"}))
+                .starts_with("output_file must be an absolute path")
+        );
+        assert_eq!(
+            err(json!({"question": "q", "output_file": "/a.md", "overwrite": "yes"})),
+            "overwrite must be true or false, not a string"
+        );
         assert_eq!(
             validate(Some(&args(
-                json!({"question": " why? ", "model": "flash-lite", "output_file": "a/b.md"})
+                json!({"question": " why? ", "model": "flash-lite", "output_file": "/a/b.md", "overwrite": true})
             )))
             .unwrap(),
             AskRequest {
                 question: "why?".into(),
                 model: "flash-lite",
-                output_file: Some("a/b.md".into())
+                output_file: Some("/a/b.md".into()),
+                overwrite: true
             }
         );
     }

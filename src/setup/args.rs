@@ -126,6 +126,9 @@ pub struct UnshareArgs {
     /// Do not ask: the named ones, or all when none is named
     #[arg(long, short = 'y')]
     pub yes: bool,
+    /// Show what would be given back, change nothing
+    #[arg(long)]
+    pub dry_run: bool,
 }
 
 #[derive(Debug, Clone, clap::Args)]
@@ -143,9 +146,19 @@ pub struct UninstallArgs {
     /// Also remove coogle's config.json
     #[arg(long)]
     pub remove_config: bool,
-    /// Leave the service installed
+    /// Leave the service installed (and its daemon running)
     #[arg(long)]
     pub keep_service: bool,
+    /// Go on while agent sessions use the daemon, ending their coogle connections
+    #[arg(long)]
+    pub force: bool,
+    /// Also remove what coogle leaves: the backups it took, its cache, its logs, and the
+    /// directories setup created for the service when they are empty
+    #[arg(long)]
+    pub purge: bool,
+    /// Show what would be undone and removed, change nothing
+    #[arg(long)]
+    pub dry_run: bool,
 }
 
 impl From<ClientKind> for ClientChoice {

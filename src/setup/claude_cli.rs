@@ -13,7 +13,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::claude_config::{self, Change, ClientKind, Patched, Plan, Shim};
+use super::claude_config::{self, Change, ClientKind, Intent, Journal, Patched, Plan, Shim};
+use crate::crash_point;
 use crate::fsutil::{self, FsError, Mode, Written};
 use crate::process::{RunError, run_bounded};
 
@@ -84,14 +85,21 @@ impl ClaudeCli {
 /// Point Claude Code at coogle: user-scope changes through `cli`, the rest (per-project
 /// entries) directly. Falls back to [`claude_config::patch_file`] for everything when the CLI
 /// fails before it changed anything; when it fails halfway, the removed entry is put back
-/// first. An unparsable file is refused untouched, as by the direct patch.
-pub fn patch(path: &Path, shim: &Shim, cli: &ClaudeCli) -> Result<Patched, FsError> {
+/// first. An unparsable file is refused untouched, as by the direct patch. `journal` is told
+/// what each write is about to change before it happens.
+pub fn patch(
+    path: &Path,
+    shim: &Shim,
+    cli: &ClaudeCli,
+    journal: &mut Journal<'_>,
+) -> Result<Patched, FsError> {
     let kind = ClientKind::ClaudeCode;
     apply(
         path,
         &|doc| claude_config::patch(doc, kind, shim),
         &|stored| shim.is_exact(stored),
         cli,
+        journal,
     )
 }
 
@@ -103,10 +111,11 @@ pub fn apply(
     plan: &Plan<'_>,
     stored_ok: &dyn Fn(&Value) -> bool,
     cli: &ClaudeCli,
+    journal: &mut Journal<'_>,
 ) -> Result<Patched, FsError> {
     let target = fsutil::resolve(path);
     let Some(bytes) = fsutil::read_optional(&target)? else {
-        return claude_config::apply_file(path, plan);
+        return claude_config::apply_file(path, plan, journal);
     };
     let doc = fsutil::parse_json(&bytes, &target)?;
     let (_, planned) = plan(&doc);
@@ -123,12 +132,22 @@ pub fn apply(
             .is_some_and(|e| !e.is_empty())
     };
     if user_scope.is_empty() || user_scope.iter().any(has_env) {
-        return claude_config::apply_file(path, plan);
+        return claude_config::apply_file(path, plan, journal);
     }
+    // A lock a killed coogle left would make the CLI wait out Claude Code's stale time.
+    fsutil::sweep(&target);
     let mode = std::fs::metadata(&target)
         .map(|m| std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o777)
         .unwrap_or(0o600);
     let backup = fsutil::backup(&target, &bytes, mode)?;
+    if let Err(e) = journal(Intent {
+        changes: &user_scope,
+        backup: Some(&backup),
+        via_cli: true,
+    }) {
+        let _ = std::fs::remove_file(&backup);
+        return Err(e);
+    }
     let (mut done, mut failure) = run_changes(path, &user_scope, cli)?;
     // Record what the CLI actually stored (it may normalize the entry), so a revert matches.
     let now = fsutil::parse_json(&std::fs::read(&target).unwrap_or_default(), &target)?;
@@ -143,7 +162,7 @@ pub fn apply(
         }
     }
     // Per-project entries (and whatever the CLI did not do) are patched directly.
-    let rest = claude_config::apply_file(path, plan)?;
+    let rest = claude_config::apply_file(path, plan, journal)?;
     let mut changes = done;
     changes.extend(rest.changes);
     Ok(Patched {
@@ -165,10 +184,11 @@ fn run_changes(
     let mut done: Vec<Change> = Vec::new();
     for change in user_scope {
         let name = &change.location[1];
-        if change.original.is_some()
-            && let Err(e) = cli.remove(name)
-        {
-            return Ok((done, Some(e)));
+        if change.original.is_some() {
+            if let Err(e) = cli.remove(name) {
+                return Ok((done, Some(e)));
+            }
+            crash_point::reached("cli-removed");
         }
         if let Err(e) = cli.add_json(name, &change.written) {
             if let Some(original) = &change.original {
@@ -176,13 +196,14 @@ fn run_changes(
             }
             return Ok((done, Some(e)));
         }
+        crash_point::reached("cli-added");
         done.push(change.clone());
     }
     Ok((done, None))
 }
 
 /// Put an entry the CLI removed back where it was, directly (the CLI could not add ours).
-fn put_back(path: &Path, location: &[String], original: &Value) -> Result<(), FsError> {
+pub(super) fn put_back(path: &Path, location: &[String], original: &Value) -> Result<(), FsError> {
     fsutil::update_json(
         path,
         Mode::KeepOr(0o600),

@@ -346,6 +346,9 @@ pub fn patch(doc: &Value, kind: ClientKind, shim: &Shim) -> (Value, Vec<Change>)
 pub enum Reverted {
     Restored(String),
     Removed(String),
+    /// The entry already holds its original (a run that died after giving it back, before
+    /// recording that): nothing to do.
+    AlreadyBack(String),
     /// The entry is no longer what coogle wrote (someone edited it): left alone.
     Skipped(String),
 }
@@ -357,8 +360,13 @@ pub fn revert(doc: &Value, changes: &[Change]) -> (Value, Vec<Reverted>) {
     let mut report = Vec::new();
     for change in changes.iter().rev() {
         let what = describe(&change.location);
-        if get_path(&new, &change.location) != Some(&change.written) {
-            report.push(Reverted::Skipped(what));
+        let now = get_path(&new, &change.location);
+        if now != Some(&change.written) {
+            report.push(if now == change.original.as_ref() {
+                Reverted::AlreadyBack(what)
+            } else {
+                Reverted::Skipped(what)
+            });
             continue;
         }
         let (parent_loc, key) = change.location.split_at(change.location.len() - 1);
@@ -413,7 +421,7 @@ pub fn patch_file_with_hook(
     shim: &Shim,
     hook: &mut dyn FnMut(fsutil::Moment, &Path),
 ) -> Result<Patched, FsError> {
-    apply_file_with_hook(path, &|doc| patch(doc, kind, shim), hook)
+    apply_file_journaled(path, &|doc| patch(doc, kind, shim), &mut |_| Ok(()), hook)
 }
 
 /// A document edit that says what it changed: `(new document, changes)`, no changes meaning
@@ -421,14 +429,30 @@ pub fn patch_file_with_hook(
 /// since [`fsutil::update_with_hook`] may ask again after a concurrent write.
 pub type Plan<'a> = dyn Fn(&Value) -> (Value, Vec<Change>) + 'a;
 
-/// [`patch_file_with_hook`] for any [`Plan`]: `coogle share` rewrites entries with it.
-pub fn apply_file_with_hook(
+/// What a write of a client file is about to change, told to its [`Journal`] before the file
+/// changes.
+#[derive(Debug, Clone, Copy)]
+pub struct Intent<'a> {
+    pub changes: &'a [Change],
+    /// The backup of the file taken for this write.
+    pub backup: Option<&'a Path>,
+    /// Made through `claude mcp remove` and `add-json` rather than one atomic write.
+    pub via_cli: bool,
+}
+
+/// Records an [`Intent`] before the write; an error stops the write, nothing changed.
+pub type Journal<'a> = dyn FnMut(Intent<'_>) -> Result<(), FsError> + 'a;
+
+/// [`patch_file_with_hook`] for any [`Plan`], with a [`Journal`] told each round's changes
+/// before the file changes: `coogle share` rewrites entries with it.
+pub fn apply_file_journaled(
     path: &Path,
     plan: &Plan<'_>,
+    journal: &mut Journal<'_>,
     hook: &mut dyn FnMut(fsutil::Moment, &Path),
 ) -> Result<Patched, FsError> {
-    let mut changes = Vec::new();
-    let written = fsutil::update_json_with_hook(
+    let changes = std::cell::RefCell::new(Vec::new());
+    let written = fsutil::update_json_journaled(
         path,
         Mode::KeepOr(0o600),
         CLIENT_LOCK,
@@ -440,11 +464,19 @@ pub fn apply_file_with_hook(
                 // this means our change is in theirs, and the changes already recorded hold.
                 return Ok(None);
             }
-            changes = c;
+            *changes.borrow_mut() = c;
             Ok(Some(new))
+        },
+        &mut |backup| {
+            journal(Intent {
+                changes: &changes.borrow(),
+                backup,
+                via_cli: false,
+            })
         },
         hook,
     )?;
+    let mut changes = changes.into_inner();
     if written == Written::Unchanged {
         changes.clear();
     }
@@ -457,12 +489,28 @@ pub fn apply_file_with_hook(
     })
 }
 
-pub fn apply_file(path: &Path, plan: &Plan<'_>) -> Result<Patched, FsError> {
-    apply_file_with_hook(path, plan, &mut |_, _| {})
+/// Apply `plan` to a client file, telling `journal` first.
+pub fn apply_file(
+    path: &Path,
+    plan: &Plan<'_>,
+    journal: &mut Journal<'_>,
+) -> Result<Patched, FsError> {
+    apply_file_journaled(path, plan, journal, &mut |_, _| {})
 }
 
+/// Point a client file at coogle's `shim`, telling `journal` first.
+pub fn patch_file_journaled(
+    path: &Path,
+    kind: ClientKind,
+    shim: &Shim,
+    journal: &mut Journal<'_>,
+) -> Result<Patched, FsError> {
+    apply_file(path, &|doc| patch(doc, kind, shim), journal)
+}
+
+/// [`patch_file_journaled`] with nobody to tell.
 pub fn patch_file(path: &Path, kind: ClientKind, shim: &Shim) -> Result<Patched, FsError> {
-    patch_file_with_hook(path, kind, shim, &mut |_, _| {})
+    patch_file_journaled(path, kind, shim, &mut |_| Ok(()))
 }
 
 /// The lock around writes of a client config: Claude Code's mkdir lock. Claude Desktop and
@@ -508,6 +556,19 @@ pub fn revert_file(
         Ok(Some(fsutil::to_json_bytes(&new)))
     })?;
     Ok((written, report))
+}
+
+/// What [`revert_file`] would do with `changes`, changing nothing.
+pub fn preview_revert(path: &Path, changes: &[Change]) -> Result<Vec<Reverted>, FsError> {
+    let target = fsutil::resolve(path);
+    let Some(bytes) = fsutil::read_optional(&target)? else {
+        return Ok(changes
+            .iter()
+            .map(|c| Reverted::Skipped(describe(&c.location)))
+            .collect());
+    };
+    let doc = fsutil::parse_json(&bytes, &target)?;
+    Ok(revert(&doc, changes).1)
 }
 
 #[cfg(test)]

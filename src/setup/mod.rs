@@ -12,6 +12,7 @@ mod claude_cli;
 pub mod claude_config;
 mod config_write;
 pub(crate) mod doctor;
+mod journal;
 mod launch;
 mod search_path;
 mod service;

@@ -25,6 +25,7 @@ use std::path::PathBuf;
 
 use super::args::ShareArgs;
 use super::claude_config::ClientKind;
+use super::journal;
 use super::ui::{self, Ui};
 use crate::config::GlobalPaths;
 use crate::error::InstallError;
@@ -116,29 +117,43 @@ pub fn share(paths: &GlobalPaths, args: &ShareArgs) -> ExitCode {
     }
 }
 
-/// Share what `opts` selects; setup's step calls this too.
+/// Share what `opts` selects; setup's step calls this too. A client file that cannot be read
+/// or parsed is a failure (said once, exit 1), and is never written; the other files go on.
 pub fn run(ui: &Ui, paths: &GlobalPaths, opts: &ShareOptions) -> Result<Outcome, InstallError> {
+    let files: Vec<PathBuf> = opts.files.iter().map(|(_, p)| p.clone()).collect();
+    // What an interrupted run left is settled first, so what is shared is what the files say.
+    let mut state = journal::load(ui, &files, opts.dry_run)?;
     let found = scan::scan(&opts.files);
+    let mut outcome = Outcome::default();
     for (kind, e) in &found.refused {
-        ui.warn(&format!("{}: {e}; left untouched", kind.label()));
+        ui.fail(&format!("{}: {e}", kind.label()));
         ui.info("hint: fix the file (or restore a backup), then run `coogle share` again");
+        outcome.failed = true;
     }
     for (what, why) in &found.unsupported {
         ui.warn(&format!("{what} {why}; left alone"));
     }
     if found.candidates.is_empty() {
-        ui.ok(&format!(
-            "nothing to share ({} already shared, {} not stdio)",
+        let counts = format!(
+            "{} already shared, {} not stdio",
             found.already_shared, found.not_stdio
-        ));
-        return Ok(Outcome::default());
+        );
+        if outcome.failed {
+            ui.info(&format!("nothing else to share ({counts})"));
+        } else {
+            ui.ok(&format!("nothing to share ({counts})"));
+        }
+        return Ok(outcome);
     }
     let chosen = choose(ui, &opts.select, &found.candidates)?;
     if chosen.is_empty() {
         ui.ok("nothing chosen; nothing changed");
-        return Ok(Outcome::default());
+        return Ok(outcome);
     }
-    apply::apply(ui, paths, opts, &chosen)
+    let done = apply::apply(ui, paths, opts, &chosen, &mut state)?;
+    outcome.summary = done.summary;
+    outcome.failed |= done.failed;
+    Ok(outcome)
 }
 
 /// The candidates `select` picks, in file order.

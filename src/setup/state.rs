@@ -1,15 +1,19 @@
 //! The state file: what setup changed in client configs and which service file it installed,
 //! so `uninstall` can undo exactly that and nothing else. It holds original entries, which may
 //! hold secrets, so it is written 0600 and never printed.
+//!
+//! A client-file change is recorded twice: as [`Pending`] before the file changes, and as done
+//! once it has (see `journal`), so a run that dies in between leaves a record the next run
+//! finishes from what the file holds.
 
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::claude_config::{Change, ClientKind, Patched};
+use super::claude_config::{Change, ClientKind};
 use crate::config;
-use crate::fsutil::{self, FsError, Written};
+use crate::fsutil::{self, FsError};
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -18,6 +22,10 @@ pub struct State {
     pub clients: Vec<ClientState>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub service: Option<PathBuf>,
+    /// Directories setup created for the service file (outermost first): `uninstall --purge`
+    /// removes each that is empty again.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub created_dirs: Vec<PathBuf>,
     /// Entries `coogle share` moved behind the daemon, oldest first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub shared: Vec<SharedEntry>,
@@ -25,6 +33,36 @@ pub struct State {
     /// when no shared entry uses it any more and it is still as written.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub shared_upstreams: Vec<AddedUpstream>,
+    /// Client-file changes under way: recorded before the write, settled after it (or by the
+    /// next run, when this one died in between).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pending: Vec<Pending>,
+}
+
+/// A write of one client file about to be made.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Pending {
+    pub kind: ClientKind,
+    pub path: PathBuf,
+    pub changes: Vec<PendingChange>,
+    /// The backup taken before the write.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backup: Option<PathBuf>,
+    /// Made with `claude mcp remove` and `add-json`: an entry that is gone afterwards was
+    /// removed by a run that died before it could add coogle's.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub via_cli: bool,
+}
+
+/// One change of a [`Pending`] write, and whose it is once done.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PendingChange {
+    pub change: Change,
+    /// The upstream it runs behind, for `coogle share`; none for setup's own entries.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upstream: Option<String>,
 }
 
 /// One client entry `coogle share` rewrote: where, the original and what was written
@@ -60,7 +98,7 @@ pub struct ClientState {
 }
 
 /// `setup-state.json` beside the default config.json.
-fn state_path() -> PathBuf {
+pub fn state_path() -> PathBuf {
     config::default_path().with_file_name("setup-state.json")
 }
 
@@ -83,11 +121,7 @@ impl State {
     /// Write it (0600), or remove the file when nothing is left to undo.
     pub fn save(&self) -> Result<(), FsError> {
         let path = state_path();
-        if self.clients.is_empty()
-            && self.service.is_none()
-            && self.shared.is_empty()
-            && self.shared_upstreams.is_empty()
-        {
+        if self.is_empty() {
             fsutil::remove_optional(&path)?;
             return Ok(());
         }
@@ -95,24 +129,13 @@ impl State {
         fsutil::write_own(&path, &fsutil::to_json_bytes(&value), 0o600)
     }
 
-    /// Add what a patch changed (and the backup it took) to the record of its file.
-    pub fn record(&mut self, kind: ClientKind, p: &Patched) {
-        let idx = match self.clients.iter().position(|c| c.path == p.path) {
-            Some(i) => i,
-            None => {
-                self.clients.push(ClientState {
-                    kind,
-                    path: p.path.clone(),
-                    backups: Vec::new(),
-                    changes: Vec::new(),
-                });
-                self.clients.len() - 1
-            }
-        };
-        let entry = &mut self.clients[idx];
-        if let Written::Replaced { backup } = &p.written {
-            entry.backups.push(backup.clone());
-        }
-        entry.changes.extend(p.changes.iter().cloned());
+    /// Nothing recorded: no file is kept.
+    pub fn is_empty(&self) -> bool {
+        self.clients.is_empty()
+            && self.service.is_none()
+            && self.created_dirs.is_empty()
+            && self.shared.is_empty()
+            && self.shared_upstreams.is_empty()
+            && self.pending.is_empty()
     }
 }

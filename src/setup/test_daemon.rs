@@ -51,9 +51,9 @@ enum Cause {
     Exited(std::process::ExitStatus),
     #[error("no socket within {} s", TEST_TIMEOUT.as_secs())]
     NoSocket,
-    #[error("status: {0}")]
+    #[error("status: {}", crate::causes::one_line(.0))]
     Status(ClientError),
-    #[error("list_tools ({name}): {error}")]
+    #[error("list_tools ({name}): {}", crate::causes::one_line(error))]
     ListTools { name: String, error: ClientError },
 }
 

@@ -121,13 +121,18 @@ fn confirmed(exe: &Path, version: &str) -> Result<bool, InstallError> {
             exe: exe.to_path_buf(),
         });
     }
-    Ok(dialoguer::Confirm::new()
+    crate::terminal::guard();
+    match dialoguer::Confirm::new()
         .with_prompt(format!(
-            "Update coogle {} → {version} at {}?",
+            "Update coogle {} → {version} at {}? (esc cancels)",
             wire::VERSION,
             exe.display()
         ))
         .default(true)
-        .interact()
-        .unwrap_or(false))
+        .interact_opt()
+    {
+        Ok(Some(yes)) => Ok(yes),
+        // Esc: cancelled, as Ctrl-C is, with the terminal given back.
+        Ok(None) | Err(_) => crate::terminal::cancel(),
+    }
 }

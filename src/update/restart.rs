@@ -75,7 +75,7 @@ fn replace_directly(
         log_file: paths::log_file(),
     };
     match starter.spawn() {
-        Ok(()) => {
+        Ok(_started) => {
             let deadline = Instant::now() + Duration::from_secs(20);
             while Instant::now() < deadline {
                 if let Ok(i) = rt.block_on(client::info(socket))
@@ -95,7 +95,8 @@ fn replace_directly(
             );
         }
         Err(e) => output::warn(&format!(
-            "could not start the new daemon: {e}; the next `coogle mcp` starts it"
+            "{}; the next `coogle mcp` starts it",
+            crate::causes::one_line(&e)
         )),
     }
 }

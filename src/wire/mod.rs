@@ -36,8 +36,9 @@ pub fn version_newer(a: &str, b: &str) -> bool {
     }
 }
 
-/// The hello line a client sends first to open an mcp-mode connection.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+/// The hello line a client sends first to open an mcp-mode connection. Its `Debug` shows
+/// the names of `env`, never the values.
+#[derive(Clone, Serialize, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct Hello {
     pub coogle: u32,
@@ -48,8 +49,13 @@ pub struct Hello {
     pub version: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pid: Option<u32>,
+    /// Claude Code's session id, for the log: it grants nothing (it is in the shim's
+    /// environment, where any local process may read it), and `status` does not show it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub claude_session_id: Option<String>,
+    /// The shim process's secret (see [`SessionToken`]); absent from older shims.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_token: Option<SessionToken>,
     /// What the client is, when it is not an agent's shim (`cli`, `setup`, `bench`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client: Option<String>,
@@ -57,6 +63,29 @@ pub struct Hello {
     /// servers shared per project.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub project_dir: Option<std::path::PathBuf>,
+    /// The client's environment, from which the daemon takes only what a server's `passEnv`
+    /// names (the rest is dropped on arrival: it must never reach a child).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub env: Option<std::collections::BTreeMap<String, String>>,
+}
+
+impl std::fmt::Debug for Hello {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Hello")
+            .field("coogle", &self.coogle)
+            .field("mode", &self.mode)
+            .field("server", &self.server)
+            .field("version", &self.version)
+            .field("pid", &self.pid)
+            .field("claude_session_id", &self.claude_session_id)
+            .field("client", &self.client)
+            .field("project_dir", &self.project_dir)
+            .field(
+                "env",
+                &self.env.as_ref().map(|e| e.keys().collect::<Vec<_>>()),
+            )
+            .finish()
+    }
 }
 
 impl Hello {
@@ -70,13 +99,87 @@ impl Hello {
             claude_session_id: std::env::var("CLAUDE_CODE_SESSION_ID")
                 .ok()
                 .filter(|s| !s.is_empty()),
+            session_token: Some(SessionToken::of_this_process().clone()),
             client: None,
-            project_dir: std::env::var_os("CLAUDE_PROJECT_DIR")
-                .filter(|d| !d.is_empty())
-                .map(std::path::PathBuf::from)
-                .filter(|d| d.is_absolute())
-                .or_else(|| std::env::current_dir().ok()),
+            project_dir: own_project_dir(),
+            env: Some(own_env()),
         }
+    }
+}
+
+/// This process's project, as a client names it to the daemon: `CLAUDE_PROJECT_DIR` (what
+/// Claude Code sets), else the working directory (where every client runs a project's servers).
+pub fn own_project_dir() -> Option<std::path::PathBuf> {
+    std::env::var_os("CLAUDE_PROJECT_DIR")
+        .filter(|d| !d.is_empty())
+        .map(std::path::PathBuf::from)
+        .filter(|d| d.is_absolute())
+        .or_else(|| std::env::current_dir().ok())
+}
+
+/// This process's environment as a client sends it (for servers' `passEnv`); variables that
+/// are not Unicode are left out.
+pub fn own_env() -> std::collections::BTreeMap<String, String> {
+    std::env::vars_os()
+        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+        .collect()
+}
+
+/// A secret a client makes up once per process and sends in every hello it says, the first and
+/// each reconnect's: what the daemon keeps the session's own state by (its background
+/// operations) across a reconnect. Nothing shows it, in `status`, a log line or `Debug`, so
+/// holding it means being that process; unlike `CLAUDE_CODE_SESSION_ID`, which any local
+/// process can read from the shim's environment.
+#[derive(Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct SessionToken(String);
+
+impl SessionToken {
+    /// The shortest and longest tokens taken: long enough not to be guessed, short enough to
+    /// cost nothing.
+    pub const MIN_LEN: usize = 32;
+    pub const MAX_LEN: usize = 128;
+
+    pub fn new(token: &str) -> Result<SessionToken, String> {
+        let ok_len = (Self::MIN_LEN..=Self::MAX_LEN).contains(&token.len());
+        let ok_chars = token
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+        if ok_len && ok_chars {
+            Ok(SessionToken(token.to_owned()))
+        } else {
+            Err(format!(
+                "sessionToken must be {} to {} characters of A-Z, a-z, 0-9, - and _",
+                Self::MIN_LEN,
+                Self::MAX_LEN
+            ))
+        }
+    }
+
+    /// This process's token, made once (122 random bits from the OS) and the same for every
+    /// hello it says.
+    pub fn of_this_process() -> &'static SessionToken {
+        static TOKEN: std::sync::OnceLock<SessionToken> = std::sync::OnceLock::new();
+        TOKEN.get_or_init(|| SessionToken(uuid::Uuid::new_v4().simple().to_string()))
+    }
+}
+
+impl TryFrom<String> for SessionToken {
+    type Error = String;
+    fn try_from(s: String) -> Result<Self, String> {
+        SessionToken::new(&s)
+    }
+}
+
+impl From<SessionToken> for String {
+    fn from(t: SessionToken) -> String {
+        t.0
+    }
+}
+
+impl fmt::Debug for SessionToken {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("SessionToken(…)")
     }
 }
 
@@ -451,6 +554,42 @@ mod tests {
         let e = parse_first_line(br#"{"coogle":9,"mode":"mcp","version":"x"}"#).unwrap_err();
         assert_eq!(e.code, ErrorCode::InvalidRequest);
         assert!(parse_first_line(b"garbage").is_err());
+    }
+
+    /// Every hello of a process carries the same token (a reconnect's too); it never shows in
+    /// `Debug`; an older hello without one still reads, and a weak or malformed one is refused
+    /// without being echoed.
+    #[test]
+    fn the_session_token_is_per_process_and_never_shown() {
+        let first = Hello::mcp(None);
+        let again = Hello::mcp(Some("google".into()));
+        let token = first.session_token.clone().unwrap();
+        assert_eq!(again.session_token.as_ref(), Some(&token));
+        let secret: String = token.clone().into();
+        assert_eq!(secret.len(), SessionToken::MIN_LEN);
+        assert!(!format!("{first:?}").contains(&secret));
+        let line = to_line(&first);
+        assert!(String::from_utf8_lossy(&line).contains(&format!("\"sessionToken\":\"{secret}\"")));
+        match parse_first_line(line.trim_ascii_end()).unwrap() {
+            FirstLine::Hello(h) => assert_eq!(h.session_token, Some(token)),
+            other => panic!("expected hello, got {other:?}"),
+        }
+        match parse_first_line(br#"{"coogle":1,"mode":"mcp","version":"0.0.1"}"#).unwrap() {
+            FirstLine::Hello(h) => assert_eq!(h.session_token, None),
+            other => panic!("expected hello, got {other:?}"),
+        }
+        for bad in [
+            "short-secret",
+            &"x".repeat(129),
+            &format!("{}!", "a".repeat(40)),
+        ] {
+            let line =
+                format!(r#"{{"coogle":1,"mode":"mcp","version":"0.1.0","sessionToken":"{bad}"}}"#);
+            let e = parse_first_line(line.as_bytes()).unwrap_err();
+            assert_eq!(e.code, ErrorCode::InvalidRequest);
+            assert!(e.message.contains("sessionToken must be"), "{e}");
+            assert!(!e.message.contains(bad), "{e}");
+        }
     }
 
     #[test]

@@ -111,8 +111,14 @@ pub struct UpstreamStatus {
     pub last_error: Option<String>,
     /// Calls waiting for a free slot.
     pub queue: usize,
+    /// Requests not with the child yet, whatever they wait for: a free slot, the child to be
+    /// ready, its era, or a session's input.
+    pub waiting: usize,
     /// Calls the child is working on.
     pub in_flight: usize,
+    /// Requests of sessions and control connections the child is working on (calls and the
+    /// rest; a subscription stream is not one).
+    pub requests_in_flight: usize,
     pub max_concurrent: usize,
     pub call_timeout_ms: u64,
     /// How many tools the child lists (first page), once known.
@@ -170,8 +176,6 @@ pub struct SessionStatus {
     pub id: u64,
     /// The client's `clientInfo`, as it sent it in `initialize`.
     pub client_info: Option<Value>,
-    /// Claude Code's session id, from the shim's environment.
-    pub claude_session_id: Option<String>,
     /// The shim's pid.
     pub pid: Option<u32>,
     /// What the client is when it is not an agent's shim (`cli`, `setup`).
@@ -183,7 +187,10 @@ pub struct SessionStatus {
     pub era: Option<Era>,
     pub connected_at_ms: u64,
     pub uptime_ms: u64,
+    /// Its calls waiting for a free slot.
     pub queued: usize,
+    /// Its requests not with the child yet, whatever they wait for.
+    pub waiting: usize,
     pub in_flight: usize,
     /// Notifications (logs, progress, list changes) not delivered because the session was not
     /// reading; its answers are never dropped.
@@ -245,7 +252,6 @@ mod tests {
         for key in [
             "id",
             "clientInfo",
-            "claudeSessionId",
             "pid",
             "client",
             "version",

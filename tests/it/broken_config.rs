@@ -76,9 +76,13 @@ fn an_unparsable_config_does_not_cut_sessions_off_a_running_daemon() {
     };
     let socket = runtime.join("coogle/coogle.sock");
     let _d = Serve::spawn(default_cmd());
-    wait_for("the default daemon", Duration::from_secs(20), || {
-        control(&socket, "ping", Value::Null).is_ok()
-    });
+    wait_control(
+        &socket,
+        "ping",
+        "the default daemon",
+        Duration::from_secs(20),
+        |_| true,
+    );
     std::fs::write(&env.config, unparsable()).unwrap();
     a_session_works(&env, default_cmd());
     status_warns(&env, default_cmd(), "at line 4 column 3");

@@ -118,9 +118,12 @@ fn a_writer_rewriting_continuously_under_the_lock_loses_nothing() {
         .spawn()
         .unwrap();
     // Let it get going, then run setup in the middle of its writes.
-    support::wait_for("the writer's first write", Duration::from_secs(10), || {
-        patched(&claude).get("writerCounter").is_some()
-    });
+    support::wait_file(
+        "the writer's first write",
+        &claude,
+        Duration::from_secs(10),
+        |t| serde_json::from_str::<Value>(t).is_ok_and(|v| v.get("writerCounter").is_some()),
+    );
     let out = run_setup(&env);
     // A few more rounds of the writer after setup finished.
     std::thread::sleep(Duration::from_millis(300));
@@ -273,4 +276,117 @@ fn a_write_undone_by_another_rename_is_never_reported_as_done() {
     assert!(is_coogle(&doc) && doc["merged"] == true, "{doc}");
     assert_eq!(p.changes.len(), 2);
     assert!(matches!(p.written, Written::Replaced { .. }));
+}
+
+/// A world with one user-scope stdio entry to share.
+fn share_env() -> (Env, std::path::PathBuf) {
+    let env = Env::new();
+    env.write_fake_config(json!({}));
+    let claude = env.home.join(".claude.json");
+    let fake = support::fake_mcp();
+    let doc = json!({"mcpServers": {"memory": {"type": "stdio", "command": fake,
+                                               "args": ["memory"], "env": {}}}});
+    fs::write(&claude, serde_json::to_vec_pretty(&doc).unwrap()).unwrap();
+    (env, claude)
+}
+
+/// `coogle share` killed while it holds `~/.claude.json.lock`: the lock stays, with coogle's
+/// record of who made it beside it.
+fn kill_while_locked(env: &Env, claude: &Path) {
+    let mut cmd = env.cmd();
+    cmd.env("COOGLE_CRASH_AT", "locked");
+    let out = Output::of(cmd, &["share", "--all", "--yes"]);
+    assert_eq!(out.status, None, "killed while holding the lock: {out}");
+    assert!(lock_dir(claude).is_dir(), "{out}");
+    assert!(
+        claude
+            .with_file_name(".claude.json.lock.coogle-owner")
+            .exists()
+    );
+}
+
+/// Regression: a SIGKILLed coogle left `~/.claude.json.lock` behind, and every later write
+/// (coogle's own, Claude Code's) waited out the 10 s stale time. The next coogle proves the
+/// lock is its own dead process's and takes it over at once.
+#[test]
+fn a_lock_a_killed_coogle_left_is_taken_over_at_once() {
+    let (env, claude) = share_env();
+    kill_while_locked(&env, &claude);
+    let started = Instant::now();
+    let out = env.run(&["share", "--all", "--yes"]);
+    let took = started.elapsed();
+    assert_eq!(out.status, Some(0), "{out}");
+    assert!(
+        took < Duration::from_secs(5),
+        "took {took:?}: the lock was waited out instead of taken over\n{out}"
+    );
+    assert!(
+        out.stdout.contains("removed the lock"),
+        "the takeover is said: {out}"
+    );
+    assert_eq!(
+        patched(&claude)["mcpServers"]["memory"]["command"],
+        support::COOGLE
+    );
+    assert!(!lock_dir(&claude).exists());
+}
+
+/// The same with Claude Code's own CLI doing the writes (`claude mcp remove`, `add-json`):
+/// coogle clears its dead process's lock before it runs the CLI, so Claude Code, which waits
+/// its stale time (10 s and more) for any lock it finds, is not held up. Each `claude`
+/// invocation is timed by a wrapper.
+#[test]
+fn a_killed_coogles_lock_does_not_hold_up_claude_mcp_add_json() {
+    let Some(claude_bin) = support::claude_cli() else {
+        return;
+    };
+    let (env, claude) = share_env();
+    kill_while_locked(&env, &claude);
+    let times = env.path("claude-times");
+    let wrapper = env.path("claude-timed");
+    fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\nstart=$(date +%s%N)\n'{}' \"$@\"\nrc=$?\necho \"$1 $2 $(( ($(date +%s%N) - start) / 1000000 ))\" >> '{}'\nexit $rc\n",
+            claude_bin.display(),
+            times.display()
+        ),
+    )
+    .unwrap();
+    fs::set_permissions(
+        &wrapper,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let mut cmd = env.cmd();
+    cmd.env("COOGLE_CLAUDE_CLI", &wrapper);
+    let out = Output::of(cmd, &["share", "--all", "--yes"]);
+    assert_eq!(out.status, Some(0), "{out}");
+    assert!(
+        out.stdout.contains("claude mcp add-json --scope user"),
+        "{out}"
+    );
+    let log = fs::read_to_string(&times).unwrap();
+    let calls: Vec<(String, u64)> = log
+        .lines()
+        .map(|l| {
+            let (what, ms) = l.rsplit_once(' ').unwrap();
+            (what.to_owned(), ms.parse().unwrap())
+        })
+        .collect();
+    assert!(
+        calls.iter().any(|(w, _)| w == "mcp add-json"),
+        "{log}\n{out}"
+    );
+    for (what, ms) in &calls {
+        // Claude Code waits 10 s and more for a lock it finds; a cold start takes a second or
+        // two, more on a loaded machine.
+        assert!(
+            *ms < 8_000,
+            "`claude {what}` took {ms} ms: held up by the lock\n{log}"
+        );
+    }
+    let stored = &patched(&claude)["mcpServers"]["memory"];
+    assert_eq!(stored["command"], support::COOGLE, "{stored}");
+    assert!(!lock_dir(&claude).exists());
 }

@@ -48,10 +48,7 @@ fn status_tools_and_call_through_a_running_daemon() {
     assert_eq!(out.status, Some(0), "{out}");
     let out = env.run(&["status"]);
     assert_eq!(out.status, Some(2), "{out}");
-    assert!(
-        out.stderr.contains("no coogle daemon is answering"),
-        "{out}"
-    );
+    assert!(out.stderr.contains("no coogle daemon is running"), "{out}");
     assert!(out.stderr.contains("hint:"), "{out}");
 
     let out = env.run(&["logs", "-n", "5"]);
@@ -167,4 +164,56 @@ fn logs_follow_prints_new_lines_and_survives_rotation() {
     assert_eq!(line, long);
     let _ = child.kill();
     let _ = child.wait();
+}
+
+/// Regression (issue 20, item 12): `--server` had an empty description in `tools`, `call` and
+/// `restart`. Every option of every command says what it is.
+#[test]
+fn every_option_is_described() {
+    let env = Env::new();
+    let commands = [
+        "serve",
+        "mcp",
+        "status",
+        "tools",
+        "call",
+        "restart",
+        "reload",
+        "stop",
+        "setup",
+        "doctor",
+        "uninstall",
+        "share",
+        "unshare",
+        "self-update",
+        "logs",
+    ];
+    for command in commands {
+        let out = env.run(&[command, "-h"]);
+        assert_eq!(out.status, Some(0), "{out}");
+        let options = out
+            .stdout
+            .split("Options:")
+            .nth(1)
+            .unwrap_or_else(|| panic!("no options: {out}"));
+        let lines: Vec<&str> = options.lines().collect();
+        for (i, line) in lines.iter().enumerate() {
+            let trimmed = line.trim_start();
+            if !trimmed.starts_with('-') {
+                continue;
+            }
+            // `--name <VALUE>  What it is`, or (clap wraps long help) the description on the
+            // next, deeper-indented line.
+            let same_line = trimmed.split("  ").filter(|s| !s.trim().is_empty()).count() > 1;
+            let indent = line.len() - trimmed.len();
+            let next_line = lines.get(i + 1).is_some_and(|n| {
+                let t = n.trim_start();
+                !t.is_empty() && !t.starts_with('-') && n.len() - t.len() > indent
+            });
+            assert!(
+                same_line || next_line,
+                "`coogle {command}`: {trimmed:?} has no description:\n{out}"
+            );
+        }
+    }
 }

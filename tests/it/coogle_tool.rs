@@ -1,6 +1,6 @@
 //! The `coogle` tool an agent sees beside the server's own: status and info, restart of a
 //! wedged child, and the async escape hatch (start a slow call, fetch its result later by
-//! operation id, even from another session).
+//! operation id).
 
 use crate::support;
 
@@ -62,11 +62,9 @@ fn a_slow_call_runs_in_the_background_and_is_fetched_later() {
         now["result"]["structuredContent"]["status"], "running",
         "{now}"
     );
-    // The same agent on a new connection (a shim restarted) waits for it and gets the tool's
-    // own result; an operation belongs to its agent, not to whoever learns its id.
-    let mut again = env.shim_of_claude_session("agent-a");
-    again.initialize();
-    let done = again.call(
+    // Waiting for it gets the tool's own result (an operation belongs to the shim that
+    // started it, not to whoever learns its id: see operation_ownership.rs).
+    let done = a.call(
         "coogle",
         json!({"action": "wait", "operation": op, "wait_ms": 10000}),
     );

@@ -218,3 +218,174 @@ fn a_command_only_this_shell_finds_is_crossed() {
         "{out}"
     );
 }
+
+/// A stand-in for the service manager that says the service is loaded and running (systemd's
+/// `is-active` succeeds, launchd prints `state = running`) while nothing serves.
+fn manager_saying_running(env: &Env) -> std::path::PathBuf {
+    let manager = env.path("manager");
+    fs::write(
+        &manager,
+        "#!/bin/sh\ncase \"$*\" in\n'print gui/'*) echo 'state = running' ;;\nesac\nexit 0\n",
+    )
+    .unwrap();
+    fs::set_permissions(&manager, fs::Permissions::from_mode(0o755)).unwrap();
+    manager
+}
+
+/// Every fix doctor printed: none may tie up the terminal (`coogle serve` runs in the
+/// foreground until stopped).
+fn assert_fixes_return(out: &support::Output) {
+    for fix in out
+        .stdout
+        .lines()
+        .filter(|l| l.trim_start().starts_with("fix:"))
+    {
+        assert!(
+            !fix.contains("coogle serve"),
+            "a fix that ties up the terminal: {out}"
+        );
+    }
+}
+
+/// Regression (issue 20, item 6): with the unit file written but no systemd running (a
+/// container, WSL), doctor said ✗ "no daemon answers … start the service, or run `coogle
+/// serve`" and exited 1, while without a unit file the same state was a `!`. In both, the
+/// first session starts the daemon: a `!`. A service the manager says runs while nothing
+/// answers is a ✗, with a fix that returns.
+#[test]
+fn a_daemon_started_on_demand_is_not_a_problem() {
+    let env = installed_env();
+    // Setup's last step ran the client entry, which started a daemon on demand: none now.
+    assert_eq!(env.run(&["stop"]).status, Some(0));
+    let unit = env.service_file();
+    let unit_text = fs::read(&unit).expect("setup wrote the service file");
+    for with_unit in [true, false] {
+        let out = env.run(&["doctor"]);
+        assert_eq!(out.status, Some(0), "with unit file: {with_unit}: {out}");
+        assert!(!out.stdout.contains('✗'), "{out}");
+        assert!(
+            out.stdout.contains("! no daemon answers on")
+                && out.stdout.contains("(it starts on demand)"),
+            "{out}"
+        );
+        assert_fixes_return(&out);
+        if with_unit {
+            fs::remove_file(&unit).unwrap();
+        }
+    }
+
+    fs::write(&unit, unit_text).unwrap();
+    let manager = manager_saying_running(&env);
+    let mut cmd = env.cmd();
+    cmd.env("COOGLE_SYSTEMCTL", &manager)
+        .env("COOGLE_LAUNCHCTL", &manager);
+    let out = support::Output::of(cmd, &["doctor"]);
+    assert_eq!(out.status, Some(1), "{out}");
+    assert!(
+        out.stdout
+            .contains("✗ the service runs, but no daemon answers on"),
+        "{out}"
+    );
+    assert!(out.stdout.contains("`coogle logs` says why"), "{out}");
+    assert_fixes_return(&out);
+}
+
+/// Regression (issue 20, item 12): doctor before setup crossed what setup would do, and named
+/// an entry "coogle" in `~/.claude.json` that the person never made (the built-in defaults'
+/// credentials source). Before setup it says so, once, and exits 0.
+#[test]
+fn before_setup_doctor_says_to_run_setup() {
+    let env = Env::new();
+    fs::write(
+        env.home.join(".claude.json"),
+        serde_json::to_vec(&json!({"mcpServers": {"fs": {"command": "npx", "args": ["x"]}}}))
+            .unwrap(),
+    )
+    .unwrap();
+    let mut cmd = env.cmd();
+    cmd.env_remove("COOGLE_CONFIG");
+    let out = support::Output::of(cmd, &["doctor"]);
+    assert_eq!(out.status, Some(0), "{out}");
+    assert!(!out.stdout.contains('✗'), "{out}");
+    assert!(!out.stdout.contains("\"coogle\""), "{out}");
+    assert!(
+        out.stdout
+            .trim_end()
+            .ends_with("coogle is not set up yet: `coogle setup` does it."),
+        "{out}"
+    );
+}
+
+/// Regression (issue 20, item 5): typos in config.json (`idelStopMs`, `servers.x.comand`) were
+/// a raw `WARN coogle::config::read` line on every command, with no suggestion, and doctor said
+/// "✓ config loads" and "Everything looks right". Doctor now names each with a `!` and the key
+/// it most likely meant; other commands say nothing about them.
+#[test]
+fn config_typos_are_named_with_a_suggestion() {
+    let env = Env::new();
+    env.write_config(&json!({
+        "idelStopMs": 60000,
+        "servers": {"google": {"command": fake_mcp(), "comand": "x",
+                               "credentials": {"source": "none"}}}
+    }));
+    let out = env.run(&["doctor"]);
+    assert!(
+        out.stdout
+            .contains("! config: unknown key idelStopMs (did you mean idleStopMs?)"),
+        "{out}"
+    );
+    assert!(
+        out.stdout
+            .contains("! config: unknown key servers.google.comand (did you mean command?)"),
+        "{out}"
+    );
+    assert!(out.stdout.contains("fix: rename it to idleStopMs"), "{out}");
+    assert!(!out.stdout.contains("Everything looks right"), "{out}");
+    for args in [&["status"][..], &["tools"], &["stop"]] {
+        let out = env.run(args);
+        assert!(
+            !out.stderr.contains("unknown") && !out.stderr.contains("WARN"),
+            "{out}"
+        );
+    }
+}
+
+/// Regression (issue 20, items 10 and 12): an upstream whose command is missing read "✗
+/// upstream x is failed could not start … `coogle doctor` says how to fix it", inside doctor;
+/// and a server that has nothing to do with Google got "no Google sign-in pending".
+#[test]
+fn a_failed_upstream_reads_well_and_only_google_signs_in() {
+    let env = Env::new();
+    env.write_config(&json!({"servers": {
+        "time": {"command": fake_mcp(), "credentials": {"source": "none"}},
+        "gone": {"command": "no-such-mcp-server-9f3a", "credentials": {"source": "none"}},
+    }}));
+    let _d = env.daemon();
+    support::demand_start(&env.socket, Some("time"));
+    support::demand_start(&env.socket, Some("gone"));
+    support::wait_for(
+        "both upstreams to settle",
+        std::time::Duration::from_secs(30),
+        || {
+            support::control(&env.socket, "status", serde_json::Value::Null).is_ok_and(|s| {
+                s["upstreams"][0]["state"] == "ready" && s["upstreams"][1]["state"] == "failed"
+            })
+        },
+    );
+    let out = env.run(&["doctor"]);
+    assert_eq!(out.status, Some(1), "{out}");
+    assert!(out.stdout.contains("✓ upstream time connected"), "{out}");
+    assert!(
+        out.stdout
+            .contains("✗ upstream gone (failed): could not start `no-such-mcp-server-9f3a`"),
+        "{out}"
+    );
+    assert!(!out.stdout.contains("`coogle doctor` says"), "{out}");
+    assert!(!out.stdout.contains("is failed"), "{out}");
+    assert!(!out.stdout.contains("Google sign-in"), "{out}");
+    assert!(
+        out.stdout
+            .contains("`coogle restart --server gone` retries"),
+        "{out}"
+    );
+}

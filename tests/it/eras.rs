@@ -200,15 +200,21 @@ fn both_eras_share_one_child_each_getting_only_its_own() {
     );
     legacy.send(&json!({"jsonrpc": "2.0", "id": "s", "method": "tools/call",
         "params": {"name": "sleep", "arguments": {"ms": 10000}}}));
-    wait_for("both sleeps at the child", Duration::from_secs(10), || {
-        count_events(&events, "tools/call") >= 4
-    });
+    wait_file(
+        "both sleeps at the child",
+        &events,
+        Duration::from_secs(10),
+        |t| count_prefixed(t, "tools/call") >= 4,
+    );
     let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "s"}});
     modern.shim.send(&cancel);
     legacy.send(&cancel);
-    wait_for("both cancels at the child", Duration::from_secs(10), || {
-        count_events(&events, "notifications/cancelled") == 2
-    });
+    wait_file(
+        "both cancels at the child",
+        &events,
+        Duration::from_secs(10),
+        |t| count_prefixed(t, "notifications/cancelled") == 2,
+    );
     let cancelled: Vec<String> = read_lines(&events)
         .into_iter()
         .filter(|l| l.starts_with("notifications/cancelled"))

@@ -5,7 +5,7 @@ use crate::support;
 
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
+use serde_json::json;
 use support::*;
 
 #[test]
@@ -23,16 +23,20 @@ fn a_burst_from_one_session_does_not_delay_another_sessions_call() {
     }
     // Let the burst reach the queue, and see it there.
     let mut queued = 0;
-    wait_for("A's burst to be queued", Duration::from_secs(5), || {
-        let s = control(&env.socket, "status", Value::Null).unwrap();
-        let sessions = s["upstreams"][0]["sessions"].as_array().unwrap().clone();
-        queued = sessions
-            .iter()
-            .map(|s| s["queued"].as_u64().unwrap())
-            .max()
-            .unwrap();
-        queued >= BURST / 2
-    });
+    wait_status(
+        &env.socket,
+        "A's burst to be queued",
+        Duration::from_secs(5),
+        |s| {
+            let sessions = s["upstreams"][0]["sessions"].as_array().unwrap().clone();
+            queued = sessions
+                .iter()
+                .map(|s| s["queued"].as_u64().unwrap())
+                .max()
+                .unwrap();
+            queued >= BURST / 2
+        },
+    );
     let t = Instant::now();
     let r = b.call("echo", json!({"text": "my turn"}));
     let waited = t.elapsed();

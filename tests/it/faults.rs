@@ -17,11 +17,18 @@ fn a_crash_loop_backs_off_and_status_says_so() {
     );
     let _d = env.daemon();
     env.demand_start();
-    let mut last = Value::Null;
-    wait_for("two failed starts", Duration::from_secs(20), || {
-        last = control(&env.socket, "status", Value::Null).unwrap()["upstreams"][0].clone();
-        last["consecutiveFailures"].as_u64().unwrap_or(0) >= 2
-    });
+    let last = wait_status(
+        &env.socket,
+        "two failed starts",
+        Duration::from_secs(20),
+        |s| {
+            s["upstreams"][0]["consecutiveFailures"]
+                .as_u64()
+                .unwrap_or(0)
+                >= 2
+        },
+    )["upstreams"][0]
+        .clone();
     assert_eq!(last["state"], "failed", "{last}");
     assert!(
         last["lastError"]

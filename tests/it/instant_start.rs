@@ -32,8 +32,8 @@ fn sessions_are_answered_from_the_cache_while_a_slow_child_starts() {
         let mut d = env.daemon();
         env.wait_upstream_ready();
         // The tool list (and with it the cache) arrives just after the child is ready.
-        wait_for("the tool list", Duration::from_secs(10), || {
-            control(&env.socket, "status", Value::Null).unwrap()["upstreams"][0]["tools"].is_u64()
+        wait_status(&env.socket, "the tool list", Duration::from_secs(10), |s| {
+            s["upstreams"][0]["tools"].is_u64()
         });
         let (code, _) = d.signal_and_wait(libc::SIGTERM);
         assert_eq!(code, Some(0));

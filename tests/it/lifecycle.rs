@@ -80,9 +80,7 @@ fn the_shim_starts_a_daemon_when_none_runs() {
         .unwrap() as u32;
     let out = env.run(&["stop"]);
     assert_eq!(out.status, Some(0), "{out}");
-    wait_for("the daemon to exit", Duration::from_secs(10), || {
-        !pid_alive(daemon_pid)
-    });
+    wait_gone("the daemon to exit", &[daemon_pid], Duration::from_secs(10));
     assert!(!pid_alive(child_pid));
     assert!(!env.socket.exists());
     // Its output went to the log file, not to the shim's stdout.
@@ -154,20 +152,20 @@ fn sigkilled_daemon_leaves_no_child_behind_after_the_next_start() {
     // PR_SET_PDEATHSIG takes the direct child down with the daemon. macOS has no such thing:
     // there the next daemon reaps the child with the rest of its group, below.
     #[cfg(target_os = "linux")]
-    wait_for(
+    wait_gone(
         "the child to die with the daemon",
+        &[child],
         Duration::from_secs(5),
-        || !pid_alive(child),
     );
     // The shim answers the in-flight call with an error, reconnects (starting a new daemon),
     // and the new daemon reaps the grandchild the old group left behind.
     let failed = s.response(&json!("inflight"), Duration::from_secs(10));
     assert_eq!(failed["result"]["isError"], true, "{failed}");
     assert_eq!(text(&s.call("echo", json!({"text": "again"}))), "again");
-    wait_for(
+    wait_gone(
         "the old group to be reaped",
+        &[grandchild, child],
         Duration::from_secs(10),
-        || !pid_alive(grandchild) && !pid_alive(child),
     );
     // Closed first: a shim still connected would start a new daemon once this one is gone.
     drop(s);
@@ -195,23 +193,22 @@ fn a_detached_grandchild_outlives_neither_its_child_nor_the_daemon() {
     assert!(pid_alive(early) && pid_alive(late));
     s.send(&json!({"jsonrpc":"2.0","id":"boom","method":"tools/call","params":{"name":"crash","arguments":{}}}));
     s.response(&json!("boom"), Duration::from_secs(10));
-    wait_for(
+    wait_gone(
         "the detached grandchildren to go with their child",
+        &[early, late],
         Duration::from_secs(10),
-        || !pid_alive(early) && !pid_alive(late),
     );
     // The daemon stops: what the new child detached goes too.
-    wait_for("the respawn", Duration::from_secs(15), || {
-        control(&env.socket, "status", Value::Null)
-            .is_ok_and(|st| st["upstreams"][0]["state"] == "ready")
+    wait_status(&env.socket, "the respawn", Duration::from_secs(15), |st| {
+        st["upstreams"][0]["state"] == "ready"
     });
     let orphan = detached(&mut s);
     let out = env.run(&["stop"]);
     assert_eq!(out.status, Some(0), "{out}");
-    wait_for(
+    wait_gone(
         "the detached grandchild to go with the daemon",
+        &[orphan],
         Duration::from_secs(10),
-        || !pid_alive(orphan),
     );
 }
 
@@ -309,12 +306,10 @@ fn stopping_with_live_sessions_panics_nowhere() {
         assert!(hello.contains("\"ok\":true"), "{hello}");
         sessions.push((conn, reader));
     }
-    wait_for("six sessions", Duration::from_secs(10), || {
-        control(&env.socket, "status", Value::Null).is_ok_and(|s| {
-            s["upstreams"][0]["sessions"]
-                .as_array()
-                .is_some_and(|a| a.len() == 6)
-        })
+    wait_status(&env.socket, "six sessions", Duration::from_secs(10), |s| {
+        s["upstreams"][0]["sessions"]
+            .as_array()
+            .is_some_and(|a| a.len() == 6)
     });
     let out = env.run(&["stop"]);
     assert_eq!(out.status, Some(0), "{out}");
@@ -332,9 +327,15 @@ fn a_deleted_home_is_not_recreated_by_the_tool_cache() {
     let _d = env.daemon();
     env.wait_upstream_ready();
     // The daemon may be writing in there right now: retry until the tree is gone.
-    wait_for("HOME removed", Duration::from_secs(10), || {
-        std::fs::remove_dir_all(&env.home).is_ok() && !env.home.exists()
-    });
+    wait_until(
+        "HOME removed",
+        Duration::from_secs(10),
+        || match std::fs::remove_dir_all(&env.home) {
+            Ok(()) if !env.home.exists() => Ok(()),
+            Ok(()) => Err("it was back after its removal".into()),
+            Err(e) => Err(format!("removing it: {e}")),
+        },
+    );
     control(&env.socket, "restart_child", Value::Null).unwrap();
     std::thread::sleep(Duration::from_millis(300));
     env.wait_upstream_ready();

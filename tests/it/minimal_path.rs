@@ -13,24 +13,20 @@ use std::process::Command;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use support::{Env, control, fake_mcp, wait_for};
+use support::{Env, control, fake_mcp, wait_status, wait_until};
 
 /// The daemon's view of the upstream once it has settled (ready, or failed to start).
 fn settled(env: &Env) -> Value {
-    let mut last = Value::Null;
-    wait_for(
+    let s = wait_status(
+        &env.socket,
         "the upstream to settle",
         Duration::from_secs(30),
-        || match control(&env.socket, "status", Value::Null) {
-            Ok(s) => {
-                let state = s["upstreams"][0]["state"].as_str().unwrap_or("").to_owned();
-                last = s["upstreams"][0].clone();
-                state == "ready" || (state == "failed" || !last["lastError"].is_null())
-            }
-            Err(_) => false,
+        |s| {
+            let u = &s["upstreams"][0];
+            u["state"] == "ready" || u["state"] == "failed" || !u["lastError"].is_null()
         },
     );
-    last
+    s["upstreams"][0].clone()
 }
 
 #[test]
@@ -106,9 +102,14 @@ fn a_shim_with_a_gui_apps_path_starts_the_upstream() {
     assert_eq!(upstream["state"], "ready", "{upstream:#}");
     drop(shim);
     env.run(&["stop"]);
-    wait_for("the daemon to stop", Duration::from_secs(20), || {
-        control(&env.socket, "ping", Value::Null).is_err()
-    });
+    wait_until(
+        "the daemon to stop",
+        Duration::from_secs(20),
+        || match control(&env.socket, "ping", Value::Null) {
+            Ok(v) => Err(format!("it still answers ping: {v}")),
+            Err(_) => Ok(()),
+        },
+    );
 
     // The same start without the recorded PATH: the upstream cannot be found, and the status
     // says where it was looked for and where the fix is.

@@ -49,10 +49,11 @@ fn list_changed_reaches_every_session_and_log_levels_are_per_session() {
     // B asks for debug: the child is asked for debug (the most verbose wanted), A stays quiet.
     b.request("logging/setLevel", json!({"level": "debug"}));
     let set_levels = || count_events(&events, "logging/setLevel");
-    wait_for(
+    wait_file(
         "the child to get setLevel error, then debug",
+        &events,
         Duration::from_secs(5),
-        || set_levels() == 2,
+        |t| count_prefixed(t, "logging/setLevel") == 2,
     );
     // Setting a less verbose level than the child already has changes nothing upstream.
     a.request("logging/setLevel", json!({"level": "warning"}));
@@ -99,10 +100,11 @@ fn resource_updates_reach_subscribers_only_and_the_child_is_subscribed_once() {
 
     // B, the last subscriber, disconnects: now the child is unsubscribed.
     drop(b);
-    wait_for(
+    wait_file(
         "the child to be unsubscribed",
+        &events,
         Duration::from_secs(5),
-        || count("resources/unsubscribe") == 1,
+        |t| count_prefixed(t, "resources/unsubscribe") == 1,
     );
 }
 

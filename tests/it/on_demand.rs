@@ -28,8 +28,8 @@ fn no_child_runs_until_a_request_needs_it_and_it_stops_when_idle() {
     {
         let mut d = env.daemon();
         env.wait_upstream_ready();
-        wait_for("the cache", Duration::from_secs(10), || {
-            state(&env)["tools"].is_u64()
+        wait_status(&env.socket, "the cache", Duration::from_secs(10), |s| {
+            s["upstreams"][0]["tools"].is_u64()
         });
         d.signal_and_wait(libc::SIGTERM);
     }
@@ -52,12 +52,13 @@ fn no_child_runs_until_a_request_needs_it_and_it_stops_when_idle() {
     // Without sessions or calls for idleStopMs, it stops ...
     let child = state(&env)["pid"].as_u64().unwrap() as u32;
     drop(s);
-    wait_for("the idle child to stop", Duration::from_secs(10), || {
-        state(&env)["state"] == "idle"
-    });
-    wait_for("its process to be gone", Duration::from_secs(5), || {
-        !pid_alive(child)
-    });
+    wait_status(
+        &env.socket,
+        "the idle child to stop",
+        Duration::from_secs(10),
+        |s| s["upstreams"][0]["state"] == "idle",
+    );
+    wait_gone("its process to be gone", &[child], Duration::from_secs(5));
     // ... and starts again on the next demand.
     let mut s = env.shim();
     s.initialize();
@@ -90,9 +91,12 @@ fn a_child_slower_to_start_than_idle_stop_is_not_stopped_while_someone_waits() {
     let pid = started.expect("start_child answers once the child is ready")["pid"].as_u64();
     assert!(pid.is_some_and(|p| pid_alive(p as u32)), "{pid:?}");
     // Nobody needs it afterwards: it stops as usual.
-    wait_for("the idle child to stop", Duration::from_secs(10), || {
-        state(&env)["state"] == "idle"
-    });
+    wait_status(
+        &env.socket,
+        "the idle child to stop",
+        Duration::from_secs(10),
+        |s| s["upstreams"][0]["state"] == "idle",
+    );
     // A call made from a cold start is answered too, not cut off by the idle clock.
     let mut s = env.shim();
     s.initialize();
@@ -117,9 +121,12 @@ fn a_call_during_an_idle_stop_waits_for_the_next_child() {
         s.initialize();
         assert_eq!(text(&s.call("echo", json!({"text": "first"}))), "first");
     }
-    wait_for("the idle stop to begin", Duration::from_secs(10), || {
-        state(&env)["state"] == "stopping"
-    });
+    wait_status(
+        &env.socket,
+        "the idle stop to begin",
+        Duration::from_secs(10),
+        |s| s["upstreams"][0]["state"] == "stopping",
+    );
     let mut s = env.shim();
     s.initialize();
     let r = s.call("sleep", json!({"ms": 300}));
@@ -143,15 +150,10 @@ fn sessions_that_hang_up_at_once_leave_no_per_session_instance() {
         let mut c = connect_patiently(&env.socket).unwrap();
         let _ = c.write_all(hello.as_bytes());
     }
-    let instances = || {
-        control(&env.socket, "status", Value::Null).unwrap()["upstreams"]
-            .as_array()
-            .unwrap()
-            .len()
-    };
-    wait_for(
+    wait_status(
+        &env.socket,
         "the sessions' instances to go",
         Duration::from_secs(20),
-        || instances() <= 1,
+        |s| s["upstreams"].as_array().unwrap().len() <= 1,
     );
 }

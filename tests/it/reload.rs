@@ -34,10 +34,12 @@ fn start_long_call(env: &Env, shim: &mut Shim) -> Value {
     let id = json!("long");
     shim.send(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
                       "params": {"name": "sleep", "arguments": {"ms": 3000}}}));
-    wait_for("the call to be in flight", Duration::from_secs(20), || {
-        control(&env.socket, "status", Value::Null)
-            .is_ok_and(|s| s["upstreams"][0]["inFlight"] == 1)
-    });
+    wait_status(
+        &env.socket,
+        "the call to be in flight",
+        Duration::from_secs(20),
+        |s| s["upstreams"][0]["inFlight"] == 1,
+    );
     id
 }
 
@@ -105,6 +107,9 @@ fn a_config_that_does_not_load_is_an_error_and_changes_nothing() {
         out.stderr.contains("did not reload") && out.stderr.contains("could not parse"),
         "{out}"
     );
+    // Regression (issue 20, item 10): the parse error was printed three times (a warning
+    // before asking, the daemon's answer, and that answer's cause).
+    assert_eq!(out.stderr.matches("could not parse").count(), 1, "{out}");
 
     // A file that loads but is invalid is refused too, naming the key.
     env.write_config(&json!({"servers": {"google": fake_server(json!({})),
@@ -173,4 +178,30 @@ fn names_resolve_over_the_added_servers() {
     assert_eq!(tools["server"], "other", "{tools}");
     let tools = control(&env.socket, "list_tools", Value::Null).unwrap();
     assert_eq!(tools["server"], "google", "{tools}");
+}
+
+/// Regression (issue 20, item 5): a typo in config.json was silently ignored by `reload`.
+/// Each unknown key is named after reloading, with the key it most likely meant.
+#[test]
+fn reload_names_unknown_keys() {
+    let env = Env::new();
+    env.write_config(&json!({"servers": {"google": fake_server(json!({}))}}));
+    let _d = env.daemon();
+    env.write_config(&json!({"idelStopMs": 5000,
+        "servers": {"google": fake_server(json!({})), "time": fake_server(json!({"comand": "x"}))}}));
+    let out = env.run(&["reload"]);
+    assert_eq!(out.status, Some(0), "{out}");
+    assert!(out.stdout.contains("added: time"), "{out}");
+    for key in [
+        "unknown key idelStopMs (did you mean idleStopMs?)",
+        "unknown key servers.time.comand (did you mean command?)",
+    ] {
+        assert!(
+            out.stderr.contains(&format!(
+                "warning: {}: {key}; it is ignored",
+                env.config.display()
+            )),
+            "{out}"
+        );
+    }
 }

@@ -2,7 +2,8 @@
 //! the grounded answer's format (duplicate, empty and too many sources; capped queries), no
 //! grounding, each error category (401, 403, 429, 500 then success, a slow answer, malformed
 //! JSON, an unreachable API) with its retry policy and backoff, the date in the system
-//! instruction, output_file (relative, absolute, unwritable), the models, where the API key comes
+//! instruction, output_file (absolute, unwritable, never over a file or through a link unless
+//! told, relative refused), the key redacted from errors, the models, where the API key comes
 //! from, and every validation message.
 
 use crate::support;
@@ -255,45 +256,119 @@ fn malformed_json_is_an_api_error() {
 }
 
 #[test]
-fn output_file_relative_absolute_and_unwritable() {
+fn output_file_absolute_and_unwritable() {
     let mock = GeminiMock::start(vec![Reply::answer("Saved answer.", None)]);
     let mut s = start(&mock, json!({}));
-    // Relative: from the server's working directory, parents created.
+    // Absolute, parents created.
+    let abs = s.env.path("elsewhere/deep/a.md");
     let (is_error, text) = ask(
-        &mut s,
-        json!({"question": "q", "output_file": "notes/deep/answer.md"}),
-    );
-    assert!(!is_error, "{text}");
-    let rel = s.env.path("work/notes/deep/answer.md");
-    assert_eq!(fs::read_to_string(&rel).unwrap(), "Saved answer.\n");
-    assert!(text.starts_with("Saved answer.\n\n[saved to "), "{text}");
-    assert!(text.contains(&rel.display().to_string()), "{text}");
-    // Absolute.
-    let abs = s.env.path("elsewhere/a.md");
-    let (_, text) = ask(
         &mut s,
         json!({"question": "q", "output_file": abs.display().to_string()}),
     );
+    assert!(!is_error, "{text}");
     assert_eq!(fs::read_to_string(&abs).unwrap(), "Saved answer.\n");
-    assert!(
-        text.contains(&format!("[saved to {}]", abs.display())),
-        "{text}"
+    assert_eq!(
+        text,
+        format!("Saved answer.\n\n[saved to {}]", abs.display())
     );
     // Unwritable (its parent is a file): the answer is kept, the error appended.
     let blocker = s.env.path("work/file");
     fs::write(&blocker, "x").unwrap();
     let (is_error, text) = ask(
         &mut s,
-        json!({"question": "q", "output_file": "file/answer.md"}),
+        json!({"question": "q", "output_file": blocker.join("answer.md").display().to_string()}),
     );
     assert!(
         !is_error,
         "the answer is good; only the write failed: {text}"
     );
     assert!(
-        text.starts_with("Saved answer.\n\n[output_file error] could not write "),
+        text.starts_with("Saved answer.\n\n[output_file error] could not create "),
         "{text}"
     );
+}
+
+/// Regression (issue 18): `output_file` overwrote an existing file, through a symbolic link
+/// too, and a relative path landed in the server's working directory (shared by every
+/// session: the daemon's, not the caller's project). Now a relative path is refused before
+/// Gemini is asked; an existing file is kept unless `overwrite: true`; a link is never written
+/// through.
+#[test]
+fn output_file_never_overwrites_unless_told_nor_follows_a_link() {
+    let mock = GeminiMock::start(vec![Reply::answer("Answer.", None)]);
+    let mut s = start(&mock, json!({}));
+    // Relative: refused, nothing asked, nothing written in the server's directory.
+    let (is_error, text) = ask(
+        &mut s,
+        json!({"question": "q", "output_file": "notes/answer.md"}),
+    );
+    assert!(is_error, "{text}");
+    assert!(
+        text.starts_with("Invalid input: output_file must be an absolute path"),
+        "{text}"
+    );
+    assert!(mock.seen().is_empty());
+    assert!(!s.env.path("work/notes").exists());
+
+    let precious = s.env.path("precious.txt");
+    fs::write(&precious, "keep me").unwrap();
+    // An existing file is kept.
+    let (is_error, text) = ask(
+        &mut s,
+        json!({"question": "q", "output_file": precious.display().to_string()}),
+    );
+    assert!(!is_error, "{text}");
+    assert!(
+        text.contains("already exists") && text.contains("overwrite"),
+        "{text}"
+    );
+    assert_eq!(fs::read_to_string(&precious).unwrap(), "keep me");
+    // A link planted where the answer goes is not written through, told to overwrite or not.
+    let link = s.env.path("work/answer.md");
+    std::os::unix::fs::symlink(&precious, &link).unwrap();
+    for overwrite in [false, true] {
+        let (is_error, text) = ask(
+            &mut s,
+            json!({"question": "q", "output_file": link.display().to_string(), "overwrite": overwrite}),
+        );
+        assert!(!is_error, "{text}");
+        assert!(text.contains("symbolic link"), "{overwrite}: {text}");
+        assert_eq!(fs::read_to_string(&precious).unwrap(), "keep me");
+    }
+    // Told to, it replaces a regular file.
+    let (is_error, text) = ask(
+        &mut s,
+        json!({"question": "q", "output_file": precious.display().to_string(), "overwrite": true}),
+    );
+    assert!(!is_error, "{text}");
+    assert_eq!(fs::read_to_string(&precious).unwrap(), "Answer.\n");
+}
+
+/// Regression (issue 18): an error text from the API that quoted the key was shown to the
+/// agent and logged verbatim. It is redacted everywhere, whole or cut short.
+#[test]
+fn an_api_error_that_quotes_the_key_is_redacted() {
+    let json_error = Reply::error(
+        400,
+        "INVALID_ARGUMENT",
+        &format!("API key not valid: {KEY}. Please pass a valid API key."),
+    );
+    // A non-JSON body cut at 200 characters with the key across the cut, and a malformed 200.
+    let plain = Reply::raw(502, &format!("{}{KEY} upstream said", "e".repeat(180)));
+    let malformed = Reply::raw(200, &format!("{{\"candidates\": [{KEY}"));
+    for reply in [json_error, plain, malformed] {
+        let mock = GeminiMock::start(vec![reply.clone()]);
+        let mut s = start(&mock, json!({"maxRetries": 0}));
+        let (is_error, text) = ask(&mut s, json!({"question": "q"}));
+        assert!(is_error, "{text}");
+        assert!(
+            !text.contains(&KEY[..12]),
+            "{reply:?}: the key was shown: {text}"
+        );
+        assert!(text.contains("[redacted]"), "{text}");
+        let log = log(s);
+        assert!(!log.contains(&KEY[..12]), "the key was logged: {log}");
+    }
 }
 
 #[test]
@@ -469,8 +544,11 @@ fn a_cancelled_call_makes_no_more_attempts() {
     s.shim
         .send(&json!({"jsonrpc": "2.0", "id": 41, "method": "tools/call",
                         "params": {"name": "ask_google", "arguments": {"question": "q"}}}));
-    support::wait_for("the first attempt", Duration::from_secs(5), || {
-        mock.seen().len() == 1
+    support::wait_until("the first attempt", Duration::from_secs(5), || {
+        match mock.seen().len() {
+            1 => Ok(()),
+            n => Err(format!("the mock saw {n} requests")),
+        }
     });
     s.shim.send(
         &json!({"jsonrpc": "2.0", "method": "notifications/cancelled",

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::os::unix::fs::PermissionsExt;
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde_json::json;
 use support::serve::Serve;
 use support::*;
 
@@ -80,29 +80,29 @@ fn each_child_inherits_only_its_own_secrets() {
     let _d = Serve::spawn(cmd);
     // The Gemini key adds the built-in `search` upstream.
     let mut pids = HashMap::new();
-    wait_for("the daemon to answer", Duration::from_secs(20), || {
-        control(&env.socket, "ping", Value::Null).is_ok()
-    });
+    env.wait_ready();
     for server in ["google", "other", "search"] {
         support::demand_start(&env.socket, Some(server));
     }
-    wait_for("three upstreams ready", Duration::from_secs(30), || {
-        let Ok(status) = control(&env.socket, "status", Value::Null) else {
-            return false;
-        };
-        let ups = status["upstreams"].as_array().cloned().unwrap_or_default();
-        pids = ups
-            .iter()
-            .filter(|u| u["state"] == "ready")
-            .map(|u| {
-                (
-                    u["name"].as_str().unwrap().to_owned(),
-                    u["pid"].as_u64().unwrap(),
-                )
-            })
-            .collect();
-        pids.len() == 3
-    });
+    wait_status(
+        &env.socket,
+        "three upstreams ready",
+        Duration::from_secs(30),
+        |status| {
+            let ups = status["upstreams"].as_array().cloned().unwrap_or_default();
+            pids = ups
+                .iter()
+                .filter(|u| u["state"] == "ready")
+                .map(|u| {
+                    (
+                        u["name"].as_str().unwrap().to_owned(),
+                        u["pid"].as_u64().unwrap(),
+                    )
+                })
+                .collect();
+            pids.len() == 3
+        },
+    );
     let has = |who: &str, var: &str| environ(pids[who]).contains_key(var);
     let oauth = &secrets[..3];
     let gemini = &secrets[3..];

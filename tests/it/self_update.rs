@@ -232,10 +232,13 @@ fn an_installed_service_is_restarted_through_the_service_manager() {
     let calls = fs::read_to_string(&calls).unwrap();
     assert!(calls.lines().any(|l| l == restart), "{calls}");
     // The daemon the service manager started came from the new file (it logs each call).
-    support::wait_for("the restarted daemon", Duration::from_secs(20), || {
-        support::control(&w.env.socket, "info", serde_json::Value::Null)
-            .is_ok_and(|i| i["pid"].as_u64() != Some(u64::from(old_pid)))
-    });
+    support::wait_control(
+        &w.env.socket,
+        "info",
+        "the restarted daemon",
+        Duration::from_secs(20),
+        |i| i["pid"].as_u64() != Some(u64::from(old_pid)),
+    );
     let ran = fs::read_to_string(&w.log).unwrap();
     assert!(ran.lines().any(|l| l == "serve"), "{ran}");
 }

@@ -1,5 +1,6 @@
-//! Each session is known by its client, its Claude Code session id and pid, with its own call
-//! counts and latency; several upstreams each run with their own child and queue.
+//! Each session is known by its client and pid (never by an id someone could present as its
+//! own), with its own call counts and latency; several upstreams each run with their own child
+//! and queue.
 
 use crate::support;
 
@@ -25,8 +26,11 @@ fn status_knows_each_session() {
     assert!(s["connectedAtMs"].as_u64().unwrap() > 1_700_000_000_000);
 }
 
+/// The Claude Code session id travels in the hello (the daemon logs it) but `status` does not
+/// show it: it used to be what a session's background operations belonged to, so showing it
+/// let anyone claim them (see operation_ownership.rs).
 #[test]
-fn the_claude_code_session_id_is_carried_in_the_hello() {
+fn the_claude_code_session_id_is_not_shown_in_status() {
     let env = Env::with_fake(json!({}));
     let _d = env.daemon();
     let mut child = env
@@ -37,13 +41,22 @@ fn the_claude_code_session_id_is_carried_in_the_hello() {
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    wait_for(
+    let pid = child.id();
+    let status = wait_status(
+        &env.socket,
         "the session to appear",
         std::time::Duration::from_secs(10),
-        || {
-            let status = control(&env.socket, "status", Value::Null).unwrap();
-            status["upstreams"][0]["sessions"][0]["claudeSessionId"] == "claude-session-42"
-        },
+        |status| status["upstreams"][0]["sessions"][0]["pid"] == pid,
+    );
+    assert!(
+        !status.to_string().contains("claude-session-42"),
+        "{status}"
+    );
+    assert!(
+        status["upstreams"][0]["sessions"][0]
+            .get("claudeSessionId")
+            .is_none(),
+        "{status}"
     );
     drop(child.stdin.take());
     let _ = child.wait();
@@ -83,7 +96,8 @@ fn several_upstreams_each_with_their_own_child() {
     assert_eq!(ups[1]["name"], "other");
     let out = env.run(&["tools", "--server", "other"]);
     assert!(out.stdout.contains("special"), "{out}");
+    // An upstream name the daemon does not have is a bad argument: exit 2.
     let bad = env.run(&["tools", "--server", "nope"]);
-    assert_eq!(bad.status, Some(1), "{bad}");
+    assert_eq!(bad.status, Some(2), "{bad}");
     assert!(bad.stderr.contains("nope"), "{bad}");
 }

@@ -17,7 +17,7 @@ fn fake_claude() -> PathBuf {
 }
 
 fn setup_env() -> (Env, PathBuf, Vec<u8>, PathBuf) {
-    support::require_program("python3").expect("python3 runs the stand-in claude CLI");
+    support::find_program("python3").expect("python3 runs the stand-in claude CLI");
     let env = Env::new();
     env.write_config(&json!({"servers": {"google": {"command": fake_mcp()}}}));
     let original = support::client_fixture("claude.json");

@@ -251,6 +251,15 @@ fn corrupt_claude_json_is_refused_and_untouched() {
     assert!(out.stdout.contains("could not parse"), "{out}");
     assert!(out.stdout.contains("left unchanged"), "{out}");
     assert!(!out.stdout.contains("GOCSPX-corrupt"), "{out}");
+    // Regression: after the ✗ at step 6, the last step said "Done ✓ nothing needed
+    // changing". The failure is said once, at its step, and the end says setup did not finish.
+    assert_eq!(
+        out.stdout.matches("could not parse").count(),
+        1,
+        "said once: {out}"
+    );
+    assert!(!out.stdout.contains("nothing needed changing"), "{out}");
+    assert!(out.stdout.contains("✗ setup did not finish"), "{out}");
     assert_eq!(fs::read(&claude).unwrap(), corrupt);
     let stray: Vec<_> = fs::read_dir(&env.home)
         .unwrap()
@@ -499,4 +508,43 @@ fn repeated_runs_keep_the_credentials_they_wrote() {
         after["servers"]["google"]["credentials"],
         json!({"source": "env"})
     );
+}
+
+/// Regression (issue 20, item 12): "✓ uvx uvx 0.13.9"; "changed: config …" listed twice in
+/// Done when the share step wrote config.json after the config step; `--no-service`, which the
+/// person asked for, shown as a `!` warning.
+#[test]
+fn setup_says_each_thing_once_and_plainly() {
+    let (env, claude, _) = setup_env();
+    // Another stdio server in Claude Code's config, for `--share-all` to move behind coogle.
+    let mut doc: serde_json::Value = serde_json::from_slice(&fs::read(&claude).unwrap()).unwrap();
+    doc["mcpServers"]["notes"] = json!({"type": "stdio", "command": fake_mcp(), "args": ["notes"]});
+    fs::write(&claude, serde_json::to_vec_pretty(&doc).unwrap()).unwrap();
+    let out = run_setup(
+        &env,
+        &[
+            "--no-service",
+            "--share-all",
+            "--skip-test",
+            "--skip-verify",
+        ],
+    );
+    assert_eq!(out.status, Some(0), "{out}");
+    for line in out.stdout.lines() {
+        for program in ["uvx", "node", "npx"] {
+            assert!(
+                !line.contains(&format!("{program} {program} ")),
+                "the program named twice: {line}\n{out}"
+            );
+        }
+    }
+    assert!(
+        out.stdout
+            .contains("✓ not installed (--no-service): `coogle mcp` starts the daemon on demand"),
+        "{out}"
+    );
+    assert!(!out.stdout.contains("! not installed"), "{out}");
+    let done = out.stdout.split("Done").nth(1).unwrap_or_default();
+    let config = format!("changed: config {}", env.config.display());
+    assert_eq!(done.matches(&config).count(), 1, "{out}");
 }

@@ -15,8 +15,9 @@ const TOKEN: &str = "sk-live-very-secret-token-1234";
 const NOTES_KEY: &str = "notes-secret-key-5678";
 
 /// A Claude Code user with user-scope entries (a stdio server with a secret, one named like
-/// a project's, an http one) and two projects naming the same `notes` server with the same env.
-fn claude_json(fake: &str) -> Value {
+/// a project's, an http one) and two projects naming the same `notes` server with the same env
+/// (two programs all the same: each runs in its own project).
+fn claude_json(fake: &str, alpha: &str, beta: &str) -> Value {
     json!({
         "numStartups": 42,
         "installMethod": "native",
@@ -27,12 +28,12 @@ fn claude_json(fake: &str) -> Value {
                        "env": {"API_TOKEN": TOKEN}},
         },
         "projects": {
-            "/home/ada/alpha": {
+            alpha: {
                 "allowedTools": [],
                 "mcpServers": {"notes": {"type": "stdio", "command": fake, "args": ["notes"],
                                          "env": {"NOTES_KEY": NOTES_KEY}}},
             },
-            "/home/ada/beta": {
+            beta: {
                 "allowedTools": ["Bash"],
                 "mcpServers": {
                     "notes": {"type": "stdio", "command": fake, "args": ["notes"],
@@ -46,38 +47,53 @@ fn claude_json(fake: &str) -> Value {
 }
 
 struct Files {
+    /// The two projects' directories, as `~/.claude.json` names them.
+    alpha: String,
+    beta: String,
     claude: PathBuf,
     desktop: PathBuf,
     cursor: PathBuf,
     state: PathBuf,
 }
 
-/// Write the client files: Claude Code's, an unparsable Claude Desktop one, and Cursor's with
-/// the same launch as Claude Code's `tokens`.
+/// Write the client files: Claude Code's and Cursor's with the same launch as Claude Code's
+/// `tokens` (Claude Desktop's is not there; [`break_desktop`] writes an unparsable one).
 fn write_clients(env: &Env) -> Files {
     let fake = fake_mcp().to_string_lossy().into_owned();
     let claude = env.home.join(".claude.json");
     let desktop = env.home.join(".config/Claude/claude_desktop_config.json");
     let cursor = env.home.join(".cursor/mcp.json");
-    std::fs::create_dir_all(desktop.parent().unwrap()).unwrap();
     std::fs::create_dir_all(cursor.parent().unwrap()).unwrap();
-    std::fs::write(&claude, pretty(&claude_json(&fake))).unwrap();
-    std::fs::write(
-        &desktop,
-        b"{\"mcpServers\": {\"x\": {\"command\": \"y\",}\n",
-    )
-    .unwrap();
+    let project = |name: &str| {
+        let dir = env.path(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir.to_string_lossy().into_owned()
+    };
+    let (alpha, beta) = (project("alpha"), project("beta"));
+    std::fs::write(&claude, pretty(&claude_json(&fake, &alpha, &beta))).unwrap();
     let cursor_doc = json!({"mcpServers": {"api": {"command": fake, "args": ["tokens"],
                                                    "env": {"API_TOKEN": TOKEN}}}});
     // Written compactly, unlike coogle's own output: only a restore of the exact bytes gives
     // this file back.
     std::fs::write(&cursor, serde_json::to_vec(&cursor_doc).unwrap()).unwrap();
     Files {
+        alpha,
+        beta,
         claude,
         desktop,
         cursor,
         state: env.home.join(".config/coogle/setup-state.json"),
     }
+}
+
+/// An unparsable Claude Desktop config, which every command must refuse and leave untouched.
+fn break_desktop(f: &Files) {
+    std::fs::create_dir_all(f.desktop.parent().unwrap()).unwrap();
+    std::fs::write(
+        &f.desktop,
+        b"{\"mcpServers\": {\"x\": {\"command\": \"y\",}\n",
+    )
+    .unwrap();
 }
 
 fn pretty(v: &Value) -> Vec<u8> {
@@ -94,20 +110,31 @@ fn ok(out: &Output) {
     assert_eq!(out.status, Some(0), "{out}");
 }
 
+/// The unparsable Claude Desktop file is a failure, said once (exit 1), and left untouched;
+/// the other files are shared all the same.
 #[test]
 fn share_all_gives_one_upstream_per_launch_and_unshare_gives_the_bytes_back() {
     let env = Env::new();
     let f = write_clients(&env);
+    break_desktop(&f);
     let (claude0, desktop0, cursor0) = (
         std::fs::read(&f.claude).unwrap(),
         std::fs::read(&f.desktop).unwrap(),
         std::fs::read(&f.cursor).unwrap(),
     );
     let out = env.run(&["share", "--all"]);
-    ok(&out);
+    assert_eq!(out.status, Some(1), "{out}");
     assert!(
-        out.stdout.contains("Claude Desktop") && out.stdout.contains("left untouched"),
+        out.stdout.contains("✗ Claude Desktop: could not parse")
+            && out.stdout.contains("it was left unchanged"),
         "{out}"
+    );
+    // Regression (issue 20, item 10): "…; it was left unchanged; left untouched".
+    assert!(!out.stdout.contains("left untouched"), "said twice: {out}");
+    assert_eq!(
+        out.stdout.matches("left unchanged").count(),
+        1,
+        "said once: {out}"
     );
     assert_eq!(
         std::fs::read(&f.desktop).unwrap(),
@@ -115,14 +142,19 @@ fn share_all_gives_one_upstream_per_launch_and_unshare_gives_the_bytes_back() {
         "refused file untouched"
     );
 
-    // config.json: one upstream per distinct launch, google kept, secrets there, 0600.
+    // config.json: one upstream per distinct launch (the same text in two projects is two
+    // launches, each in its project), google kept, secrets there, 0600.
     let config = read_json(&env.config);
     let names: Vec<&String> = config["servers"].as_object().unwrap().keys().collect();
     assert_eq!(
         names,
-        ["google", "memory", "tokens", "notes", "memory-2"],
+        ["google", "memory", "tokens", "notes", "notes-2", "memory-2"],
         "{config}"
     );
+    assert_eq!(config["servers"]["notes"]["cwd"], f.alpha.as_str());
+    assert_eq!(config["servers"]["notes-2"]["cwd"], f.beta.as_str());
+    assert_eq!(config["servers"]["memory-2"]["cwd"], f.beta.as_str());
+    assert!(config["servers"]["memory"].get("cwd").is_none());
     let servers = &config["servers"];
     assert_eq!(servers["tokens"]["env"]["API_TOKEN"], TOKEN);
     assert_eq!(servers["notes"]["env"]["NOTES_KEY"], NOTES_KEY);
@@ -142,21 +174,21 @@ fn share_all_gives_one_upstream_per_launch_and_unshare_gives_the_bytes_back() {
     assert_eq!(user["memory"]["command"], COOGLE);
     assert_eq!(user["memory"]["args"], shim("memory"));
     assert_eq!(user["tokens"]["args"], shim("tokens"));
-    assert_eq!(user["remote"], claude_json("x")["mcpServers"]["remote"]);
-    let alpha = &doc["projects"]["/home/ada/alpha"]["mcpServers"]["notes"];
-    let beta = &doc["projects"]["/home/ada/beta"]["mcpServers"];
+    assert_eq!(
+        user["remote"],
+        claude_json("x", "a", "b")["mcpServers"]["remote"]
+    );
+    let alpha = &doc["projects"][&f.alpha]["mcpServers"]["notes"];
+    let beta = &doc["projects"][&f.beta]["mcpServers"];
     assert_eq!(alpha["args"], shim("notes"));
     assert_eq!(
         beta["notes"]["args"],
-        shim("notes"),
-        "the duplicate shares one upstream"
+        shim("notes-2"),
+        "the look-alike in another project is another program"
     );
     assert_eq!(beta["memory"]["args"], shim("memory-2"));
     assert_eq!(doc["numStartups"], 42);
-    assert_eq!(
-        doc["projects"]["/home/ada/beta"]["allowedTools"],
-        json!(["Bash"])
-    );
+    assert_eq!(doc["projects"][&f.beta]["allowedTools"], json!(["Bash"]));
     assert_eq!(
         read_json(&f.cursor)["mcpServers"]["api"]["args"],
         shim("tokens")
@@ -173,6 +205,7 @@ fn share_all_gives_one_upstream_per_launch_and_unshare_gives_the_bytes_back() {
         std::fs::read(&f.cursor).unwrap(),
         std::fs::read(&env.config).unwrap(),
     );
+    std::fs::remove_file(&f.desktop).unwrap();
     let again = env.run(&["share", "--all"]);
     ok(&again);
     assert!(again.stdout.contains("nothing to share"), "{again}");
@@ -207,8 +240,8 @@ fn a_shared_entry_runs_its_server_through_the_daemon() {
             .map(|a| a.as_str().unwrap().to_owned())
             .collect()
     };
-    let notes = entry(&doc["projects"]["/home/ada/alpha"]["mcpServers"]["notes"]);
-    let memory2 = entry(&doc["projects"]["/home/ada/beta"]["mcpServers"]["memory"]);
+    let notes = entry(&doc["projects"][&f.alpha]["mcpServers"]["notes"]);
+    let memory2 = entry(&doc["projects"][&f.beta]["mcpServers"]["memory"]);
     let mut a = env.stdio_server(
         env.cmd(),
         &notes.iter().map(|s| s.as_str()).collect::<Vec<_>>(),
@@ -261,13 +294,11 @@ fn share_reloads_a_running_daemon_and_no_call_is_lost() {
         &json!({"jsonrpc": "2.0", "id": long, "method": "tools/call",
                    "params": {"name": "sleep", "arguments": {"ms": 3000}}}),
     );
-    wait_for(
+    wait_status(
+        &env.socket,
         "the call to be in flight",
         std::time::Duration::from_secs(20),
-        || {
-            control(&env.socket, "status", Value::Null)
-                .is_ok_and(|s| s["upstreams"][0]["inFlight"] == 1)
-        },
+        |s| s["upstreams"][0]["inFlight"] == 1,
     );
 
     let out = env.run(&["share", "--all"]);
@@ -278,7 +309,7 @@ fn share_reloads_a_running_daemon_and_no_call_is_lost() {
     );
     assert!(
         out.stdout
-            .contains("added: memory, tokens, notes, memory-2"),
+            .contains("added: memory, tokens, notes, notes-2, memory-2"),
         "{out}"
     );
     let r = g.response(&long, std::time::Duration::from_secs(20));
@@ -287,7 +318,7 @@ fn share_reloads_a_running_daemon_and_no_call_is_lost() {
     assert_eq!(pid(&env), Some(d.pid() as u64), "the same daemon serves on");
 
     let doc = read_json(&f.claude);
-    let args: Vec<String> = doc["projects"]["/home/ada/alpha"]["mcpServers"]["notes"]["args"]
+    let args: Vec<String> = doc["projects"][&f.alpha]["mcpServers"]["notes"]["args"]
         .as_array()
         .unwrap()
         .iter()
@@ -307,11 +338,70 @@ fn share_reloads_a_running_daemon_and_no_call_is_lost() {
     ok(&out);
     assert!(
         out.stdout
-            .contains("removed: memory, tokens, notes, memory-2"),
+            .contains("removed: memory, tokens, notes, notes-2, memory-2"),
         "{out}"
     );
     assert_eq!(pid(&env), Some(d.pid() as u64));
     assert_eq!(text(&g.call("echo", json!({"text": "on"}))), "on");
+}
+
+/// Regression: `share --all --yes` on an unparsable `~/.claude.json` said "✓ nothing to
+/// share" and exited 0. The failure is said once, the exit is 1, and the file is untouched.
+#[test]
+fn share_on_an_unparsable_claude_json_fails_and_says_it_once() {
+    let env = Env::new();
+    let f = write_clients(&env);
+    std::fs::remove_file(&f.cursor).unwrap();
+    let broken = b"{\"mcpServers\": {\"memory\": {\"command\": \"x\",}}\n";
+    std::fs::write(&f.claude, broken).unwrap();
+    let out = env.run(&["share", "--all", "--yes"]);
+    assert_eq!(out.status, Some(1), "{out}");
+    assert!(!out.stdout.contains("✓ nothing to share"), "{out}");
+    assert_eq!(out.stdout.matches("could not parse").count(), 1, "{out}");
+    assert!(out.stdout.contains("✗ Claude Code"), "{out}");
+    assert_eq!(std::fs::read(&f.claude).unwrap(), broken);
+    let strays: Vec<_> = std::fs::read_dir(&env.home)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().contains(".coogle-"))
+        .collect();
+    assert!(strays.is_empty(), "{strays:?}");
+}
+
+/// `unshare --dry-run` says what it would give back and what config.json would lose, and
+/// changes nothing.
+#[test]
+fn unshare_dry_run_changes_nothing() {
+    let env = Env::new();
+    let f = write_clients(&env);
+    ok(&env.run(&["share", "--all"]));
+    let before = |f: &Files| {
+        (
+            std::fs::read(&f.claude).unwrap(),
+            std::fs::read(&f.cursor).unwrap(),
+            std::fs::read(&env.config).unwrap(),
+            std::fs::read(&f.state).unwrap(),
+        )
+    };
+    let was = before(&f);
+    let out = env.run(&["unshare", "--all", "--dry-run"]);
+    ok(&out);
+    assert!(
+        out.stdout.contains(&format!(
+            "would give back projects[\"{}\"].mcpServers.notes",
+            f.alpha
+        )),
+        "{out}"
+    );
+    assert!(
+        out.stdout.contains("would remove upstream memory-2"),
+        "{out}"
+    );
+    assert!(out.stdout.contains("dry run: nothing changed"), "{out}");
+    assert!(was == before(&f), "a dry run changed a file: {out}");
+    let out = env.run(&["unshare", "--all"]);
+    ok(&out);
+    assert!(!f.state.exists(), "{out}");
 }
 
 #[test]
@@ -354,7 +444,7 @@ fn unshare_leaves_an_edited_entry_and_its_upstream() {
         doc["mcpServers"]["memory"]["command"],
         fake_mcp().to_str().unwrap()
     );
-    doc["projects"]["/home/ada/alpha"]["mcpServers"]["notes"]["timeout"] = json!(5000);
+    doc["projects"][&f.alpha]["mcpServers"]["notes"]["timeout"] = json!(5000);
     std::fs::write(&f.claude, pretty(&doc)).unwrap();
     let out = env.run(&["unshare", "--all"]);
     ok(&out);
@@ -364,14 +454,14 @@ fn unshare_leaves_an_edited_entry_and_its_upstream() {
         "{out}"
     );
     let doc = read_json(&f.claude);
-    let original = claude_json(fake_mcp().to_str().unwrap());
+    let original = claude_json(fake_mcp().to_str().unwrap(), &f.alpha, &f.beta);
     assert_eq!(
-        doc["projects"]["/home/ada/alpha"]["mcpServers"]["notes"]["timeout"],
+        doc["projects"][&f.alpha]["mcpServers"]["notes"]["timeout"],
         5000
     );
     assert_eq!(
-        doc["projects"]["/home/ada/beta"]["mcpServers"]["notes"],
-        original["projects"]["/home/ada/beta"]["mcpServers"]["notes"]
+        doc["projects"][&f.beta]["mcpServers"]["notes"],
+        original["projects"][&f.beta]["mcpServers"]["notes"]
     );
     assert_eq!(
         doc["mcpServers"]["tokens"],
@@ -382,6 +472,7 @@ fn unshare_leaves_an_edited_entry_and_its_upstream() {
         config["servers"]["notes"].is_object(),
         "still used: {config}"
     );
+    assert!(config["servers"].get("notes-2").is_none(), "{config}");
     assert!(config["servers"].get("tokens").is_none(), "{config}");
 }
 
@@ -491,7 +582,7 @@ fn setup_shares_with_share_all_and_doctor_checks_the_upstreams() {
     assert_eq!(doctor.status, Some(1), "{doctor}");
     assert!(
         doctor.stdout.contains(
-            "projects[\"/home/ada/beta\"].mcpServers.notes runs upstream notes, which config.json does not have"
+            &format!("projects[\"{}\"].mcpServers.notes runs upstream notes, which config.json does not have", f.alpha)
         ),
         "{doctor}"
     );

@@ -1,5 +1,5 @@
 //! After `coogle share --all`, the children follow each server's sharing: none runs before the
-//! first request the cache cannot answer; then one for a shared server, one per project for a
+//! first request its instance's own cache cannot answer; then one for a shared server, one per project for a
 //! per-project one, one per session for a per-session one (ended with its session); an idle
 //! child stops and starts again on demand; and `unshare --all` gives the original bytes back.
 
@@ -45,7 +45,12 @@ fn status(env: &Env) -> Value {
 
 /// The running children of `server`, by instance.
 fn running(env: &Env, server: &str) -> Vec<u64> {
-    status(env)["upstreams"]
+    ready_pids(&status(env), server)
+}
+
+/// The children of `server` a `status` answer shows running.
+fn ready_pids(status: &Value, server: &str) -> Vec<u64> {
+    status["upstreams"]
         .as_array()
         .unwrap()
         .iter()
@@ -100,7 +105,10 @@ fn after_share_all_children_follow_each_servers_sharing() {
         d.signal_and_wait(libc::SIGTERM);
     }
 
-    // Today: two sessions in alpha and one in beta open every server; no child starts.
+    // Today: two sessions in alpha and one in beta open every server. The shared server and
+    // alpha's project instance answer from their caches without a start; beta's project and
+    // each session's browser have none of their own yet, so each waits for its own child
+    // (never another instance's answers).
     let _d = env.daemon();
     let mut sessions = Vec::new();
     for project in [&alpha, &alpha, &beta] {
@@ -111,13 +119,15 @@ fn after_share_all_children_follow_each_servers_sharing() {
             sessions.push((server, s));
         }
     }
-    for arg in ["notes", "server-filesystem", "playwright"] {
-        assert_eq!(
-            starts(&env, arg),
-            1,
-            "{arg} started without a request needing it"
-        );
-    }
+    assert_eq!(
+        (
+            starts(&env, "notes"),
+            starts(&env, "server-filesystem"),
+            starts(&env, "playwright")
+        ),
+        (1, 2, 4),
+        "only instances with no cache of their own started"
+    );
     // Each session calls: one shared child, one per project, one per session.
     for (_, s) in sessions.iter_mut() {
         assert_eq!(text(&s.call("echo", json!({"text": "hi"}))), "hi");
@@ -138,24 +148,30 @@ fn after_share_all_children_follow_each_servers_sharing() {
     let browsers = running(&env, "browser");
     let i = sessions.iter().position(|(s, _)| *s == "browser").unwrap();
     drop(sessions.remove(i));
-    wait_for(
+    wait_status(
+        &env.socket,
         "the session's browser child to go",
         Duration::from_secs(10),
-        || running(&env, "browser").len() == 2,
+        |s| ready_pids(s, "browser").len() == 2,
     );
     let gone: Vec<u64> = browsers
         .into_iter()
         .filter(|p| !running(&env, "browser").contains(p))
         .collect();
-    wait_for("its process to exit", Duration::from_secs(5), || {
-        !pid_alive(gone[0] as u32)
-    });
+    wait_gone(
+        "its process to exit",
+        &[gone[0] as u32],
+        Duration::from_secs(5),
+    );
 
     // Everyone leaves: the shared child stops after idleStopMs, and starts again on demand.
     sessions.clear();
-    wait_for("the idle children to stop", Duration::from_secs(15), || {
-        running(&env, "notes").is_empty() && running(&env, "files").is_empty()
-    });
+    wait_status(
+        &env.socket,
+        "the idle children to stop",
+        Duration::from_secs(15),
+        |s| ready_pids(s, "notes").is_empty() && ready_pids(s, "files").is_empty(),
+    );
     let mut s = session(&env, "notes", &beta);
     s.initialize();
     assert_eq!(text(&s.call("echo", json!({"text": "again"}))), "again");

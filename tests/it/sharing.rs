@@ -65,10 +65,10 @@ fn per_session_servers_give_each_session_its_own_child_and_stop_it_with_the_sess
     let p2: u32 = text(&two.call("pid", json!({}))).parse().unwrap();
     assert_ne!(p1, p2);
     drop(one);
-    wait_for(
+    wait_gone(
         "the session's child to stop with it",
+        &[p1],
         Duration::from_secs(10),
-        || !pid_alive(p1),
     );
     assert!(pid_alive(p2));
     assert_eq!(text(&two.call("echo", json!({"text": "mine"}))), "mine");

@@ -47,11 +47,11 @@ fn lone_coogle(env: &Env) -> PathBuf {
         std::fs::copy(COOGLE, &exe).unwrap();
         // A process another test forks while the copy is open for writing holds that fd
         // until it execs, and exec of the copy fails meanwhile (ETXTBSY): wait that out.
-        support::wait_for("the copy to run", Duration::from_secs(10), || {
+        support::wait_until("the copy to run", Duration::from_secs(10), || {
             std::process::Command::new(&exe)
                 .arg("--version")
                 .output()
-                .is_ok()
+                .map_err(|e| format!("running it: {e}"))
         });
     }
     exe
@@ -118,8 +118,11 @@ fn a_missing_or_foreign_small_shim_leaves_the_session_to_coogle() {
     // Closing stdin ends either shim at once.
     for mut s in [shim, alone] {
         s.close_stdin();
-        support::wait_for("the shim to exit", Duration::from_secs(10), || {
-            s.child.try_wait().unwrap().is_some()
+        support::wait_until("the shim to exit", Duration::from_secs(10), || {
+            match s.child.try_wait().unwrap() {
+                Some(_) => Ok(()),
+                None => Err(support::describe_process(s.child.id())),
+            }
         });
     }
 }

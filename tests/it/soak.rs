@@ -79,12 +79,12 @@ fn a_thousand_dropped_connections_do_not_grow_the_daemon() {
             }
         }
         // Let the daemon notice every close.
-        wait_for("sessions to close", Duration::from_secs(10), || {
-            control(&env.socket, "status", Value::Null).unwrap()["upstreams"][0]["sessions"]
-                .as_array()
-                .unwrap()
-                .is_empty()
-        });
+        wait_status(
+            &env.socket,
+            "sessions to close",
+            Duration::from_secs(10),
+            |s| s["upstreams"][0]["sessions"].as_array().unwrap().is_empty(),
+        );
     };
     // The allocator's high-water mark wanders by most of a MiB from one burst to the next, so
     // compare the highest RSS of three bursts after warm-up with that of three more: a leak

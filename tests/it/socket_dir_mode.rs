@@ -7,7 +7,7 @@ use crate::support;
 use std::os::unix::fs::PermissionsExt;
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde_json::json;
 use support::serve::Serve;
 use support::*;
 
@@ -32,13 +32,20 @@ fn a_socket_path_in_home_leaves_homes_mode_alone() {
     std::fs::set_permissions(&env.home, std::fs::Permissions::from_mode(0o755)).unwrap();
 
     let daemon = Serve::spawn(cmd());
-    wait_for("the daemon to answer", Duration::from_secs(20), || {
-        control(&socket, "ping", Value::Null).is_ok()
-    });
+    wait_control(
+        &socket,
+        "ping",
+        "the daemon to answer",
+        Duration::from_secs(20),
+        |_| true,
+    );
     support::demand_start(&socket, None);
-    wait_for("the upstream to be ready", Duration::from_secs(20), || {
-        control(&socket, "status", Value::Null).is_ok_and(|s| s["upstreams"][0]["state"] == "ready")
-    });
+    wait_status(
+        &socket,
+        "the upstream to be ready",
+        Duration::from_secs(20),
+        |s| s["upstreams"][0]["state"] == "ready",
+    );
     assert_eq!(mode(&env.home), 0o755, "the daemon changed $HOME's mode");
     // Clients accept it as it is (theirs, not writable by others) and change nothing either.
     let out = Output::of(cmd(), &["status"]);

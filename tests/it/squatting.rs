@@ -176,10 +176,19 @@ fn a_squatter_receives_nothing_and_every_client_refuses() {
             assert!(stderr.contains("XDG_RUNTIME_DIR"), "the hint: {what}");
             assert!(!stderr.contains("the secret argument"), "{what}");
         }
-        assert_eq!(
-            read(dir, &format!("{case}.mcp.out")),
-            "",
-            "{case}: mcp stdout"
+        // The agent's client is told too, as the answer to its initialize: nothing else.
+        let mcp_out = read(dir, &format!("{case}.mcp.out"));
+        let answers: Vec<serde_json::Value> = mcp_out
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert!(
+            answers.len() == 1
+                && answers[0]["id"] == 1
+                && answers[0]["error"]["message"].as_str().is_some_and(|m| m
+                    .contains("refusing to use the daemon socket")
+                    && m.contains(refusal)),
+            "{case}: mcp stdout: {mcp_out}"
         );
         let doctor = read(dir, &format!("{case}.doctor.out"));
         assert_eq!(

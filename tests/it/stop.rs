@@ -36,10 +36,12 @@ fn stop_then_serve_with_a_call_in_flight_leaves_a_running_daemon() {
             .unwrap(),
         )
     });
-    wait_for("the call to be in flight", Duration::from_secs(10), || {
-        control(&env.socket, "status", Value::Null)
-            .is_ok_and(|s| s["upstreams"][0]["inFlight"] == 1)
-    });
+    wait_status(
+        &env.socket,
+        "the call to be in flight",
+        Duration::from_secs(10),
+        |s| s["upstreams"][0]["inFlight"] == 1,
+    );
 
     let out = env.run(&["stop"]);
     assert_eq!(out.status, Some(0), "{out}");
@@ -53,13 +55,16 @@ fn stop_then_serve_with_a_call_in_flight_leaves_a_running_daemon() {
     let _ = call.join();
 
     let mut new = Serve::spawn(env.cmd());
-    wait_for("the new daemon to answer", Duration::from_secs(20), || {
+    wait_until("the new daemon to answer", Duration::from_secs(20), || {
         assert!(
             !new.exited(),
             "`coogle serve` after `coogle stop` exited: the old daemon still held the socket"
         );
-        control(&env.socket, "info", Value::Null)
-            .is_ok_and(|i| i["pid"].as_u64() == Some(u64::from(new.pid())))
+        match control(&env.socket, "info", Value::Null) {
+            Ok(i) if i["pid"].as_u64() == Some(u64::from(new.pid())) => Ok(()),
+            Ok(i) => Err(format!("info: {i}")),
+            Err(e) => Err(format!("info failed: {e}")),
+        }
     });
 }
 

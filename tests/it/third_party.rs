@@ -1,7 +1,7 @@
 //! The same multi-session checks against real servers nobody here wrote:
 //! `@modelcontextprotocol/server-everything` (npm) and `workspace-mcp` (PyPI).
 //!
-//! `.ci/run` installs both and sets `COOGLE_REQUIRE_THIRD_PARTY=1`, which turns a missing
+//! `.ci/run` installs both and sets `COOGLE_TEST_REQUIRE_ALL=1`, which turns a missing
 //! server into a failure; locally a missing server is skipped with a message saying so.
 
 #![allow(clippy::print_stderr)]
@@ -214,6 +214,11 @@ fn with_no_config_at_all_the_default_upstream_is_workspace_mcp() {
     let env = Env::new();
     assert!(!env.config.exists());
     // No config file anywhere: the defaults apply (the original coogle's uvx workspace-mcp).
+    // A daemon of its own, since `tools` stops one it had to start.
+    let mut serve = env.cmd();
+    serve.env_remove("COOGLE_CONFIG");
+    let _d = support::serve::Serve::spawn(serve);
+    env.wait_ready();
     let out = env
         .cmd()
         .env_remove("COOGLE_CONFIG")

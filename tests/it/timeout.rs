@@ -22,10 +22,11 @@ fn a_stuck_call_times_out_and_is_cancelled_upstream() {
     assert!(text(&r).contains("timed out after 0.5 s"), "{r}");
 
     // The child received a cancel naming the id it saw for the call.
-    wait_for(
+    wait_file(
         "the cancel to reach the child",
+        &events,
         Duration::from_secs(5),
-        || count_events(&events, "notifications/cancelled") > 0,
+        |t| count_prefixed(t, "notifications/cancelled") > 0,
     );
     let lines = read_lines(&events);
     let call_id = lines
@@ -70,10 +71,11 @@ fn client_cancel_frees_the_slot_and_reaches_the_child() {
         "B's call is served within 100 ms of the cancel: {:?}",
         t.elapsed()
     );
-    wait_for(
+    wait_file(
         "the cancel to reach the child",
+        &events,
         Duration::from_secs(5),
-        || count_events(&events, "notifications/cancelled") > 0,
+        |t| count_prefixed(t, "notifications/cancelled") > 0,
     );
     // A gets no answer for the cancelled request.
     assert!(a.recv(Duration::from_millis(300)).is_none());

@@ -36,6 +36,9 @@ pub(super) fn prove(
     let path = standby_path(&rt)?;
     let _ = std::fs::remove_file(&path);
     use std::os::unix::process::CommandExt;
+    // Registered with the reaper as it is spawned: the daemon's own child, not an orphan to
+    // stop when an upstream's child exits, nor a zombie for the reaper to collect.
+    let spawning = reaper.spawning();
     // In a process group of its own, so whatever it starts goes with it when it is stopped.
     let mut child = Command::new(exe)
         .args(own_args(socket, &["--standby".into(), path.clone().into()]))
@@ -45,7 +48,7 @@ pub(super) fn prove(
         .stderr(Stdio::piped())
         .spawn()
         .map_err(|e| format!("it could not be started: {e}"))?;
-    reaper.hold(child.id());
+    spawning.started("the hand-over's candidate", child.id());
     let stderr = drain(child.stderr.take());
     let result = check(&mut child, &path, id, version);
     // A proven candidate exits once the connection closes (done by `check`); any other is

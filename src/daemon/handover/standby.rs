@@ -28,7 +28,7 @@ pub(crate) enum StandbyError {
     Path(#[from] paths::PathError),
     #[error("the standby socket {path} must be beside the daemon's socket, in {dir}")]
     NotBeside { path: PathBuf, dir: PathBuf },
-    #[error("could not listen on {path}: {source}")]
+    #[error("could not listen on {path}")]
     Listen {
         path: PathBuf,
         source: std::io::Error,

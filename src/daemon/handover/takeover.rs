@@ -91,7 +91,7 @@ pub(crate) enum InheritError {
     OtherSocket { socket: PathBuf },
     #[error("the inherited lock is not {lock}, or is not held")]
     NotTheLock { lock: PathBuf },
-    #[error("could not use an inherited descriptor: {0}")]
+    #[error("could not use an inherited descriptor")]
     Io(#[from] std::io::Error),
 }
 

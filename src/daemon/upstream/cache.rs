@@ -91,6 +91,8 @@ impl Tools {
 
 pub(super) struct Cache {
     path: PathBuf,
+    /// Whether it is kept on disk at all (an instance of one session keeps it in memory).
+    persist: bool,
     upstream: String,
     pub era: Option<Era>,
     /// A handshake-era child's answer to `initialize`.
@@ -123,6 +125,7 @@ impl Cache {
     pub fn new(upstream: &str, cache_key: &str) -> Cache {
         Cache {
             path: crate::paths::cache_dir().join(format!("upstream-{upstream}-{cache_key}.json")),
+            persist: true,
             upstream: upstream.to_string(),
             era: None,
             init_result: None,
@@ -135,6 +138,12 @@ impl Cache {
         }
     }
 
+    /// A cache that lives in memory only.
+    pub fn without_disk(mut self) -> Cache {
+        self.persist = false;
+        self
+    }
+
     /// Whether the child is known to exit when probed, recently enough to be believed.
     pub fn probe_kills(&self) -> bool {
         self.probe_kills_since
@@ -142,6 +151,9 @@ impl Cache {
     }
 
     pub fn load(&mut self, config_capabilities_key: &str, config_capabilities: &Value) {
+        if !self.persist {
+            return;
+        }
         let bytes = match read_private(&self.path) {
             Ok(Some(bytes)) => bytes,
             Ok(None) => return,
@@ -268,6 +280,9 @@ impl Cache {
 
     /// Write down what is known; a failure costs only speed.
     pub fn save(&self) {
+        if !self.persist {
+            return;
+        }
         let file = CacheFile {
             version: wire::VERSION.to_string(),
             era: self.era,

@@ -82,7 +82,6 @@ pub(super) fn attach(spawned: Spawned, wiring: Wiring) -> Result<ChildHandle, St
         reaper,
     } = wiring;
     let pid = spawned.pid;
-    reaper.child_started(&upstream, pid);
     // The child's stdin as a non-blocking pipe, so the actor can write without a hop.
     let stdin = spawned
         .stdin

@@ -13,7 +13,8 @@ use super::status::status_text;
 use super::{Origin, Upstream};
 use crate::daemon::SessionId;
 use crate::daemon::child;
-use crate::daemon::coogle_tool::{self, Action, WaitOutcome, Waiter};
+use crate::daemon::coogle_tool::{self, Action};
+use crate::daemon::operations::{self, Owner, WaitOutcome, Waiter};
 use crate::daemon::stats::Outcome;
 use crate::wire::{self, Message, raw, response_line};
 
@@ -80,8 +81,9 @@ impl Upstream {
                     WaitOutcome::Waiting => return,
                     WaitOutcome::Running => coogle_tool::running(&operation),
                     WaitOutcome::Unknown => wire::tool_error_result(&format!(
-                        "coogle: no operation {operation:?} of this session (results are kept {} minutes after they finish)",
-                        coogle_tool::RETENTION.as_secs() / 60
+                        "coogle: no operation {operation:?} of this session (results are kept {} minutes after they finish, the newest {} of a session)",
+                        operations::RETENTION.as_secs() / 60,
+                        operations::MAX_FINISHED_PER_OWNER
                     )),
                 }
             }
@@ -113,22 +115,33 @@ impl Upstream {
         coogle_tool::result(&text, info)
     }
 
-    /// Who a session's operations belong to: its Claude Code session when the shim knows it
-    /// (it outlives a reconnect), else the connection.
-    fn owner_of(&self, sid: SessionId) -> coogle_tool::Owner {
-        match self
-            .sessions
-            .get(&sid)
-            .and_then(|s| s.hello.claude_session_id.as_deref())
-        {
-            Some(claude) => format!("claude:{claude}"),
-            None => format!("session:{sid}"),
+    /// Who a session's operations belong to: its shim process, by the secret token of its
+    /// hello (the same after a reconnect), else the connection (see `operations`).
+    fn owner_of(&self, sid: SessionId) -> Owner {
+        match self.sessions.get(&sid) {
+            Some(s) => Owner::of(sid, &s.hello),
+            None => Owner::Connection(sid),
+        }
+    }
+
+    /// A session left. Operations its connection owned can never be asked for again: they go,
+    /// and those still running are cancelled upstream. A shim's (by its token) stay for its
+    /// reconnect, within their bounds.
+    pub(super) fn forget_operations_of(&mut self, owner: &Owner) {
+        if !matches!(owner, Owner::Connection(_)) {
+            return;
+        }
+        for op in self.ops.forget_owner(owner) {
+            let is_op = |p: &super::inflight::Pending| matches!(&p.origin, Origin::Operation(x) if *x == op);
+            if let Some(uid) = self.inflight.find(is_op) {
+                self.abandon(uid, "the client disconnected", Outcome::Cancelled);
+            }
         }
     }
 
     /// `status` for one session: everything about the server, this session's own details, and
     /// the others only as counts (their clients, pids and calls are theirs).
-    fn status_result(&self, sid: SessionId, owner: &coogle_tool::Owner) -> Value {
+    fn status_result(&self, sid: SessionId, owner: &Owner) -> Value {
         let mut status = self.status();
         let others = status.sessions.iter().filter(|s| s.id != sid).count();
         status.sessions.retain(|s| s.id == sid);
@@ -144,12 +157,7 @@ impl Upstream {
 
     /// A restart ends every call the child is working on. Refused, unless forced, while other
     /// sessions have calls queued or in flight, with what it would do to them.
-    fn restart_refusal(
-        &self,
-        sid: SessionId,
-        owner: &coogle_tool::Owner,
-        force: bool,
-    ) -> Option<Value> {
+    fn restart_refusal(&self, sid: SessionId, owner: &Owner, force: bool) -> Option<Value> {
         if force {
             return None;
         }
@@ -172,7 +180,7 @@ impl Upstream {
     fn start_operation(
         &mut self,
         sid: SessionId,
-        owner: &coogle_tool::Owner,
+        owner: &Owner,
         tool: &str,
         arguments: Value,
     ) -> Value {
@@ -182,6 +190,12 @@ impl Upstream {
         if let Ok(msg) = Message::parse(line.trim_ascii_end()) {
             self.forward(sid, Origin::Operation(op.clone()), Request::classify(msg));
         }
+        // Refused at once (the queue is full, the daemon is stopping): nothing was started, so
+        // nothing is kept, and the refusal is the answer.
+        if let Err(refusal) = self.ops.started(&op) {
+            return serde_json::from_str(refusal.get())
+                .unwrap_or_else(|_| wire::tool_error_result("coogle: the call was refused"));
+        }
         coogle_tool::result(
             &format!(
                 "Started operation {op} (`{tool}`); fetch its result with action `wait` and operation \"{op}\"."
@@ -190,19 +204,17 @@ impl Upstream {
         )
     }
 
-    fn cancel_operation(
-        &mut self,
-        sid: SessionId,
-        owner: &coogle_tool::Owner,
-        operation: &str,
-    ) -> Value {
+    fn cancel_operation(&mut self, sid: SessionId, owner: &Owner, operation: &str) -> Value {
         if self.ops.is_running(operation, owner) != Some(true) {
             return wire::tool_error_result(&format!(
                 "coogle: operation {operation:?} of this session is not running"
             ));
         }
         let is_op = |o: &Origin| matches!(o, Origin::Operation(x) if x == operation);
-        if self.queue.remove_first(sid, |q| is_op(&q.origin)).is_none()
+        if self
+            .waiting
+            .remove_call(sid, |w| is_op(&w.origin))
+            .is_none()
             && let Some(uid) = self.inflight.find(|p| is_op(&p.origin))
         {
             self.abandon(uid, "cancelled with the coogle tool", Outcome::Cancelled);

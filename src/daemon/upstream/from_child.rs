@@ -313,16 +313,16 @@ impl Upstream {
         }
     }
 
-    /// A 2026-07-28 child's log message names no request: it belongs to the one session with
-    /// requests in flight that asked for logs at that level. When more than one did, it cannot
-    /// be told whose it is, and no session gets it (logs are not worth another's leaking).
+    /// A 2026-07-28 child's log message names no request: it belongs to the one session that
+    /// may own it (see [`super::inflight::InFlight::log_owner`]). When that cannot be told, no
+    /// session gets it (logs are not worth another's leaking).
     fn route_request_log(&mut self, level: u8, line: &[u8]) {
-        match self.inflight.log_listeners(level).as_slice() {
-            [sid] => self.notify_session(*sid, line.to_vec(), false),
-            [] => {}
-            _ => {
+        match self.inflight.log_owner(level, std::time::Instant::now()) {
+            Ok(sid) => self.notify_session(sid, line.to_vec(), false),
+            Err(0) => {}
+            Err(_) => {
                 self.unattributed_logs += 1;
-                tracing::debug!(upstream = %self.name, "dropped a log message that more than one session could have asked for");
+                tracing::debug!(upstream = %self.name, "dropped a log message that more than one request, or a call nobody waits for, could own");
             }
         }
     }

@@ -21,7 +21,8 @@ use super::listen::ListenFilter;
 use super::request::{Method, Request};
 use super::server_requests::Target;
 use super::tasks::TaskRole;
-use super::{Origin, Queued, Upstream, log_level};
+use super::waiting::{Full, MAX_CALLS_PER_SESSION, MAX_WAITING, Waiting, WaitsFor};
+use super::{Origin, Upstream, log_level};
 use crate::daemon::SessionId;
 use crate::daemon::coogle_tool;
 use crate::daemon::scheduler::QueueKey;
@@ -30,13 +31,6 @@ use crate::wire::{
     self, ErrorCode, Kind, Message, error_line, id_key, raw, response_error_line, response_line,
     rpc_code,
 };
-
-/// Calls one session may have waiting for a free slot; past this, a call is answered at once
-/// with an error instead of growing the daemon without bound.
-const MAX_QUEUED_PER_SESSION: usize = 256;
-
-/// Requests (of all sessions) that may wait for a child that is not ready yet.
-const MAX_WAITING: usize = 4096;
 
 /// The methods whose answer a 2026-07-28 child may make `input_required`.
 const ASKS_FOR_INPUT: [&str; 3] = ["tools/call", "prompts/get", "resources/read"];
@@ -267,31 +261,7 @@ impl Upstream {
             return;
         }
         if req.method == Method::ToolsCall {
-            if self.queue.len_of(key) >= MAX_QUEUED_PER_SESSION {
-                let text = format!(
-                    "coogle: this session already has {MAX_QUEUED_PER_SESSION} calls waiting for the `{}` server; wait for some to finish",
-                    self.name
-                );
-                self.count_session_outcome(&origin, Outcome::Error, Duration::ZERO);
-                self.reply_error(origin, true, ErrorCode::UpstreamUnavailable, &text);
-                return;
-            }
-            // Tagged with the session's id for it, so a cancel finds it without a scan.
-            let tag = match &origin {
-                Origin::Session { client_id, .. } => Some(id_key(client_id)),
-                _ => None,
-            };
-            let enqueued = Instant::now();
-            self.queue.push_tagged(
-                key,
-                tag,
-                Queued {
-                    origin,
-                    req,
-                    enqueued,
-                },
-            );
-            self.demand();
+            self.wait(WaitsFor::Slot, Waiting::new(key, origin, req));
             self.pump();
             return;
         }
@@ -312,37 +282,46 @@ impl Upstream {
         }
         if self.life.is_ready() {
             self.dispatch(origin, req);
-        } else if self.held.len() >= MAX_WAITING {
-            let is_call = req.method == Method::ToolsCall;
-            let text = self.too_much_waiting();
-            self.reply_error(origin, is_call, ErrorCode::UpstreamUnavailable, &text);
         } else {
-            self.held.push_back((key, origin, req));
-            self.demand();
+            self.wait(WaitsFor::Child, Waiting::new(key, origin, req));
         }
     }
 
-    fn too_much_waiting(&self) -> String {
-        format!(
-            "coogle: the `{}` server is starting and {MAX_WAITING} requests already wait for it; retry shortly",
-            self.name
-        )
+    /// Let a request wait (and the child start, if it must), or refuse it at once when too
+    /// much waits already.
+    fn wait(&mut self, what: WaitsFor, w: Waiting) {
+        match self.waiting.admit(w.key, what) {
+            Ok(()) => {
+                self.waiting.push(what, w);
+                self.demand();
+            }
+            Err(full) => {
+                let is_call = w.req.method == Method::ToolsCall;
+                let text = match full {
+                    Full::Session => format!(
+                        "coogle: this session already has {MAX_CALLS_PER_SESSION} calls waiting for the `{}` server; wait for some to finish",
+                        self.name
+                    ),
+                    Full::Upstream => format!(
+                        "coogle: {MAX_WAITING} requests already wait for the `{}` server; retry shortly",
+                        self.name
+                    ),
+                };
+                if is_call {
+                    self.count_session_outcome(&w.origin, Outcome::Error, Duration::ZERO);
+                }
+                self.reply_error(w.origin, is_call, ErrorCode::UpstreamUnavailable, &text);
+            }
+        }
     }
 
     /// Keep a session's request until the child's era is known (a first start).
     fn wait_for_era(&mut self, sid: SessionId, req: Request) {
-        if self.waiting_era.len() >= MAX_WAITING {
-            let text = self.too_much_waiting();
-            let is_call = req.method == Method::ToolsCall;
-            let origin = Origin::Session {
-                id: sid,
-                client_id: req.id,
-            };
-            self.reply_error(origin, is_call, ErrorCode::UpstreamUnavailable, &text);
-            return;
-        }
-        self.waiting_era.push_back((sid, req));
-        self.demand();
+        let origin = Origin::Session {
+            id: sid,
+            client_id: req.id.clone(),
+        };
+        self.wait(WaitsFor::Era, Waiting::new(sid, origin, req));
     }
 
     /// The capabilities the child sees for a request, and the cache key they give: a
@@ -472,12 +451,12 @@ impl Upstream {
             return;
         }
         while self.inflight.calls() < self.config.max_concurrent {
-            let Some((_, q)) = self.queue.pop() else {
+            let Some(q) = self.waiting.next_call() else {
                 break;
             };
             // A call that was already waiting when the upstream asked this account to sign in
             // gets that same sign-in: forwarding it would only start another flow.
-            if let Some(url) = self.sign_ins.answer_for(&q.req.account, q.enqueued) {
+            if let Some(url) = self.sign_ins.answer_for(&q.req.account, q.since) {
                 let text = super::sign_in::call_text(&self.name, url);
                 self.count_session_outcome(&q.origin, Outcome::Error, Duration::ZERO);
                 self.reply_error_verbatim(q.origin, true, ErrorCode::UpstreamError, &text);
@@ -518,25 +497,11 @@ impl Upstream {
     /// Cancel one of a session's requests wherever it is: queued, held, waiting for input or
     /// in flight.
     fn cancel(&mut self, sid: SessionId, key: &str, reason: &str) {
-        if let Some(q) = self.queue.remove_tagged(sid, key) {
-            self.count_session_outcome(&q.origin, Outcome::Cancelled, Duration::ZERO);
-            self.stats.record(Outcome::Cancelled, Duration::ZERO);
-            return;
-        }
-        if let Some(pos) = self
-            .held
-            .iter()
-            .position(|(_, o, _)| o.matches_client(sid, key))
-        {
-            self.held.remove(pos);
-            return;
-        }
-        if let Some(pos) = self
-            .waiting_era
-            .iter()
-            .position(|(s, r)| *s == sid && id_key(&r.id) == key)
-        {
-            self.waiting_era.remove(pos);
+        if let Some((what, w)) = self.waiting.cancel(sid, key) {
+            if what == WaitsFor::Slot {
+                self.count_session_outcome(&w.origin, Outcome::Cancelled, Duration::ZERO);
+                self.stats.record(Outcome::Cancelled, Duration::ZERO);
+            }
             return;
         }
         if self.cancel_round(sid, key) {

@@ -66,11 +66,20 @@ pub(super) struct Retry {
     pub rounds: u32,
 }
 
+/// A request nobody waits for that the child may still be working on.
+struct Abandoned {
+    caller: Caller,
+    since: Instant,
+    /// The log level it asked for (a 2026-07-28 child logs for it on its stream).
+    log_level: Option<u8>,
+}
+
 pub(super) struct InFlight {
     pending: HashMap<u64, Pending>,
     /// Requests nobody waits for any more (timed out, cancelled, their session gone) that the
-    /// child may still be working on: a request the child sends meanwhile may be theirs.
-    abandoned: BTreeMap<u64, (Caller, Instant)>,
+    /// child may still be working on: a request or a log the child sends meanwhile may be
+    /// theirs.
+    abandoned: BTreeMap<u64, Abandoned>,
     /// More were abandoned than are remembered: who caused a child's request cannot be known.
     abandoned_overflow: bool,
     deadlines: BTreeSet<(Instant, u64)>,
@@ -153,8 +162,14 @@ impl InFlight {
             self.abandoned_overflow = true;
             return;
         }
-        self.abandoned
-            .insert(uid, (p.origin.session(), Instant::now()));
+        self.abandoned.insert(
+            uid,
+            Abandoned {
+                caller: p.origin.session(),
+                since: Instant::now(),
+                log_level: p.log_level,
+            },
+        );
     }
 
     /// The child answered `uid` after all: it is done with it.
@@ -168,12 +183,7 @@ impl InFlight {
     /// Everyone the child may be working for: the callers of requests in flight and of
     /// abandoned ones it may still be on. `None` when that cannot be known (too many abandoned).
     pub fn callers(&mut self, now: Instant) -> Option<BTreeSet<Caller>> {
-        self.abandoned
-            .retain(|_, (_, at)| now.duration_since(*at) < ABANDONED_WATCH);
-        if self.abandoned.is_empty() {
-            self.abandoned_overflow = false;
-        }
-        if self.abandoned_overflow {
+        if !self.watch_abandoned(now) {
             return None;
         }
         let live = self
@@ -182,9 +192,20 @@ impl InFlight {
             .filter(|p| !matches!(p.origin, Origin::Internal(_)))
             .map(|p| p.origin.session());
         Some(
-            live.chain(self.abandoned.values().map(|(c, _)| *c))
+            live.chain(self.abandoned.values().map(|a| a.caller))
                 .collect(),
         )
+    }
+
+    /// Forget abandoned requests past the watch; false when who they were cannot be known
+    /// (more were abandoned than are remembered).
+    fn watch_abandoned(&mut self, now: Instant) -> bool {
+        self.abandoned
+            .retain(|_, a| now.duration_since(a.since) < ABANDONED_WATCH);
+        if self.abandoned.is_empty() {
+            self.abandoned_overflow = false;
+        }
+        !self.abandoned_overflow
     }
 
     /// Everything, for a child that is gone.
@@ -254,23 +275,49 @@ impl InFlight {
         self.calls
     }
 
+    /// Requests of anyone but the daemon that the child works on, calls and the rest, but not
+    /// subscription streams (which last as long as their session wants).
+    pub fn requests(&self) -> usize {
+        self.pending
+            .values()
+            .filter(|p| !matches!(p.origin, Origin::Internal(_)) && p.listen.is_none())
+            .count()
+    }
+
     pub fn of_session_count(&self, session: SessionId) -> usize {
         self.per_session.get(&session).copied().unwrap_or(0)
     }
 
-    /// The sessions with a request in flight that asked for log messages at or below `level`
-    /// (2026-07-28: a child logs only for requests that asked, on the request's stream, with
-    /// nothing in the message to say which request it was).
-    pub fn log_listeners(&self, level: u8) -> Vec<SessionId> {
-        let mut out: Vec<SessionId> = self
+    /// Who a 2026-07-28 child's log message at `level` is for (its logs are request-scoped,
+    /// sent on the request's stream, with nothing in the message to say which request): the one
+    /// session with requests in flight that asked for that level. `Err(n)` when that cannot be
+    /// told: `n` sessions might own it, counting requests that timed out or were cancelled but
+    /// that the child may still be logging for (an abandoned call's logs reach nobody, not
+    /// another session that happens to be listening); `Err(0)` when nobody asked.
+    pub fn log_owner(&mut self, level: u8, now: Instant) -> Result<SessionId, usize> {
+        let admits = |min: Option<u8>| min.is_some_and(|min| level >= min);
+        let mut live: Vec<SessionId> = self
             .pending
             .values()
-            .filter(|p| p.log_level.is_some_and(|min| level >= min))
+            .filter(|p| admits(p.log_level))
             .filter_map(|p| p.origin.session())
             .collect();
-        out.sort_unstable();
-        out.dedup();
-        out
+        live.sort_unstable();
+        live.dedup();
+        if !self.watch_abandoned(now) {
+            return Err(live.len().max(2));
+        }
+        let mut owners: BTreeSet<Caller> = live.iter().map(|s| Some(*s)).collect();
+        owners.extend(
+            self.abandoned
+                .values()
+                .filter(|a| admits(a.log_level))
+                .map(|a| a.caller),
+        );
+        match (live.as_slice(), owners.len()) {
+            ([only], 1) => Ok(*only),
+            (_, n) => Err(n),
+        }
     }
 
     /// Every session's open `subscriptions/listen`: (session, its listen id) and its filter.

@@ -14,6 +14,7 @@ use tokio::sync::oneshot;
 
 use super::child_io::{self, ChildHandle, StderrTail};
 use super::era::{self, Era};
+use super::waiting::WaitsFor;
 use super::{Internal, Upstream, ms};
 use crate::daemon::SessionId;
 use crate::daemon::child::{self, ChildRecord};
@@ -142,7 +143,16 @@ impl Upstream {
         self.life.last_attempt = Some(Instant::now());
         self.life.restart_at = None;
         self.life.state = State::Starting;
-        let spawned = match child::spawn(&self.config) {
+        let spawned = {
+            // The reaper must know the child before it next reads the process table.
+            let spawning = self.reaper.spawning();
+            let spawned = child::spawn(&self.config, &self.passed_env);
+            if let Ok(s) = &spawned {
+                spawning.started(&self.name, s.pid);
+            }
+            spawned
+        };
+        let spawned = match spawned {
             Ok(s) => s,
             Err(e) => {
                 self.on_start_failed(e.to_string());
@@ -381,13 +391,11 @@ impl Upstream {
             self.sync_child_log_level();
             self.resubscribe();
         }
-        let waiting: Vec<_> = self.waiting_era.drain(..).collect();
-        for (sid, req) in waiting {
-            self.on_session_request(sid, req);
+        for w in self.waiting.take(WaitsFor::Era) {
+            self.on_session_request(w.key, w.req);
         }
-        let held: Vec<_> = self.held.drain(..).collect();
-        for (key, origin, req) in held {
-            self.forward(key, origin, req);
+        for w in self.waiting.take(WaitsFor::Child) {
+            self.forward(w.key, w.origin, w.req);
         }
         self.pump();
     }
@@ -430,21 +438,12 @@ impl Upstream {
 
     /// Answer every call and request that is waiting for the child with an error.
     pub(super) fn fail_waiting(&mut self, code: ErrorCode, text: &str) {
-        for q in self.queue.drain_all() {
-            self.count_session_outcome(&q.origin, Outcome::Error, Duration::ZERO);
-            self.reply_error(q.origin, true, code, text);
-        }
-        while let Some((_, origin, req)) = self.held.pop_front() {
-            let is_call = req.method == super::request::Method::ToolsCall;
-            self.reply_error(origin, is_call, code, text);
-        }
-        while let Some((sid, req)) = self.waiting_era.pop_front() {
-            let is_call = req.method == super::request::Method::ToolsCall;
-            let origin = super::Origin::Session {
-                id: sid,
-                client_id: req.id,
-            };
-            self.reply_error(origin, is_call, code, text);
+        for (what, w) in self.waiting.drain() {
+            if what == WaitsFor::Slot {
+                self.count_session_outcome(&w.origin, Outcome::Error, Duration::ZERO);
+            }
+            let is_call = w.req.method == super::request::Method::ToolsCall;
+            self.reply_error(w.origin, is_call, code, text);
         }
     }
 

@@ -38,9 +38,12 @@ mod subscriptions;
 mod tasks;
 #[cfg(test)]
 mod tests;
+mod waiting;
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::value::RawValue;
@@ -49,9 +52,10 @@ use tokio::net::unix::OwnedWriteHalf;
 use tokio::sync::{mpsc, oneshot};
 
 use super::SessionId;
-use super::coogle_tool::{self, Operations};
+use super::coogle_tool;
+use super::operations::Operations;
 use super::outbox::Outbox;
-use super::scheduler::{FairQueue, QueueKey};
+use super::scheduler::QueueKey;
 use super::stats::CallStats;
 use crate::config::ServerConfig;
 use crate::wire::{
@@ -60,7 +64,6 @@ use crate::wire::{
 use cache::Cache;
 use inflight::InFlight;
 use lifecycle::{Life, RestartWaiter};
-use request::Request;
 use server_requests::ServerRequests;
 use sessions::Session;
 use sign_in::SignIns;
@@ -129,6 +132,9 @@ pub(crate) enum ControlCmd {
 pub(crate) struct UpstreamHandle {
     pub name: String,
     tx: mpsc::Sender<Event>,
+    /// Set by the actor while it has no session and nothing to do: an instance the registry
+    /// may drop (see `on_demand::Upstream::is_unused`).
+    unused: Arc<AtomicBool>,
 }
 
 fn gone() -> WireError {
@@ -136,6 +142,11 @@ fn gone() -> WireError {
 }
 
 impl UpstreamHandle {
+    /// Whether the actor had no session and nothing to do when it last looked.
+    pub fn is_unused(&self) -> bool {
+        self.unused.load(Ordering::Acquire)
+    }
+
     pub async fn send(&self, event: Event) -> bool {
         self.tx.send(event).await.is_ok()
     }
@@ -192,8 +203,12 @@ impl UpstreamHandle {
 /// What an upstream actor is started with.
 pub(crate) struct Start {
     pub config: ServerConfig,
-    /// Where what the daemon learns of the child is kept: shared by a server's instances.
-    pub cache_key: String,
+    /// The values of the server's `passEnv` this instance's child gets (from its sessions).
+    pub passed_env: BTreeMap<String, String>,
+    /// Where what the daemon learns of the child is kept on disk, one file per instance (so
+    /// nothing one project's child said answers another project's session); `None`: in memory
+    /// only (an instance of one session).
+    pub cache_key: Option<String>,
     /// Which instance this is, for `status` (a project directory, a session); `None` when the
     /// server is shared by everyone.
     pub instance: Option<String>,
@@ -208,7 +223,13 @@ pub(crate) fn start(s: Start) -> UpstreamHandle {
     let (tx, rx) = mpsc::channel(4096);
     let name = s.config.name.clone();
     let mut actor = Upstream::new(s.config, s.record_path, s.max_line, tx.clone());
-    actor.cache = Cache::new(&name, &s.cache_key);
+    actor.cache = match &s.cache_key {
+        Some(key) => Cache::new(&name, key),
+        None => Cache::new(&name, "memory").without_disk(),
+    };
+    // What a session passes (`passEnv`) may be a secret too: never written out.
+    crate::redact::add_known(s.passed_env.values().cloned());
+    actor.passed_env = s.passed_env;
     actor.instance = s.instance;
     actor.coogle_tool = s.coogle_tool;
     actor.reaper = s.reaper;
@@ -216,8 +237,9 @@ pub(crate) fn start(s: Start) -> UpstreamHandle {
     let caps = actor.config.client_capabilities.clone();
     actor.cache.load("config", &caps);
     actor.life.probe_kills = actor.cache.probe_kills();
+    let unused = actor.unused.clone();
     tokio::spawn(actor.run(rx));
-    UpstreamHandle { name, tx }
+    UpstreamHandle { name, tx, unused }
 }
 
 /// Requests the daemon makes of the child for itself.
@@ -259,13 +281,6 @@ impl Origin {
     }
 }
 
-/// A call waiting for a free slot.
-struct Queued {
-    origin: Origin,
-    req: Request,
-    enqueued: Instant,
-}
-
 struct Upstream {
     name: String,
     /// Which instance of the server this is, when it has several (see `registry`).
@@ -275,14 +290,10 @@ struct Upstream {
     life: Life,
     cache: Cache,
     inflight: InFlight,
-    queue: FairQueue<Queued>,
-    /// Requests waiting for the child to be ready.
-    held: VecDeque<(QueueKey, Origin, Request)>,
-    /// Session requests that wait to learn the child's era (a first start, nothing cached).
-    waiting_era: VecDeque<(SessionId, Request)>,
+    /// Every request that is not with the child yet (see `waiting`).
+    waiting: waiting::WaitingRoom,
     /// The daemon's own `subscriptions/listen` on a 2026-07-28 child (its uid).
     own_listen: Option<u64>,
-    rounds: mrtr::Rounds,
     next_control_key: QueueKey,
     sessions: HashMap<SessionId, Session>,
     server_requests: ServerRequests,
@@ -302,6 +313,10 @@ struct Upstream {
     stats: CallStats,
     /// Stops what a child leaves behind when it exits (see `reaper`).
     reaper: std::sync::Arc<super::reaper::Reaper>,
+    /// The values of `passEnv` its child gets (see `child::environment`).
+    passed_env: BTreeMap<String, String>,
+    /// Shared with the handle: see [`UpstreamHandle::is_unused`].
+    unused: Arc<AtomicBool>,
 }
 
 pub(super) fn ms(d: Duration) -> u64 {
@@ -322,11 +337,8 @@ impl Upstream {
             life: Life::new(record_path, max_line),
             tx,
             inflight: InFlight::default(),
-            queue: FairQueue::default(),
-            held: VecDeque::new(),
-            waiting_era: VecDeque::new(),
+            waiting: waiting::WaitingRoom::default(),
             own_listen: None,
-            rounds: mrtr::Rounds::default(),
             next_control_key: CONTROL_KEY_BASE,
             sessions: HashMap::new(),
             server_requests: ServerRequests::default(),
@@ -340,6 +352,8 @@ impl Upstream {
             ops: Operations::default(),
             stats: CallStats::default(),
             reaper: Default::default(),
+            passed_env: BTreeMap::new(),
+            unused: Arc::new(AtomicBool::new(false)),
             config,
         }
     }
@@ -358,6 +372,7 @@ impl Upstream {
                 },
                 _ = sleep_until(wake) => self.on_timer(),
             }
+            self.unused.store(self.is_unused(), Ordering::Release);
             if matches!(
                 self.life.state,
                 wire::UpstreamState::Stopped | wire::UpstreamState::Idle
@@ -380,7 +395,7 @@ impl Upstream {
             self.life.restart_at,
             shutdown,
             self.ops.next_deadline(),
-            self.rounds.next_due(),
+            self.waiting.input.next_due(),
             self.missed_retry_at,
             self.life
                 .stdout_closed_at

@@ -53,6 +53,14 @@ impl Rounds {
     pub fn next_due(&self) -> Option<Instant> {
         self.by_id.values().filter_map(|r| r.retry_at).min()
     }
+
+    pub fn len(&self) -> usize {
+        self.by_id.len()
+    }
+
+    pub fn of_session(&self, sid: SessionId) -> usize {
+        self.by_id.values().filter(|r| r.session == sid).count()
+    }
 }
 
 /// The parts of an `input_required` result.
@@ -127,8 +135,8 @@ impl Upstream {
                 ),
             );
         }
-        self.rounds.next += 1;
-        let round_id = self.rounds.next;
+        self.waiting.input.next += 1;
+        let round_id = self.waiting.input.next;
         let mut waiting = Vec::new();
         for (key, req) in ir.input_requests {
             let shown = self.server_requests.insert_target(
@@ -151,7 +159,7 @@ impl Upstream {
         let retry_at = waiting
             .is_empty()
             .then(|| Instant::now() + backoff(retry.rounds));
-        self.rounds.by_id.insert(
+        self.waiting.input.by_id.insert(
             round_id,
             Round {
                 session: sid,
@@ -168,7 +176,7 @@ impl Upstream {
 
     /// The session answered one of a round's input requests.
     pub(super) fn on_round_answer(&mut self, round_id: u64, key: String, answer: Message) {
-        let Some(round) = self.rounds.by_id.get_mut(&round_id) else {
+        let Some(round) = self.waiting.input.by_id.get_mut(&round_id) else {
             return;
         };
         let shown = answer.id().map(id_key).unwrap_or_default();
@@ -193,7 +201,7 @@ impl Upstream {
 
     /// Retry the call with what the session answered.
     fn retry_round(&mut self, round_id: u64) {
-        let Some(round) = self.rounds.by_id.remove(&round_id) else {
+        let Some(round) = self.waiting.input.by_id.remove(&round_id) else {
             return;
         };
         let mut msg = round.retry.msg.clone();
@@ -212,7 +220,8 @@ impl Upstream {
     /// State-only rounds whose backoff is over.
     pub(super) fn retry_due_rounds(&mut self, now: Instant) {
         let due: Vec<u64> = self
-            .rounds
+            .waiting
+            .input
             .by_id
             .iter()
             .filter(|(_, r)| r.retry_at.is_some_and(|t| t <= now))
@@ -226,7 +235,7 @@ impl Upstream {
     /// End a round early: with `error`, the session's call is answered with it; the session's
     /// unanswered input requests are withdrawn.
     fn end_round(&mut self, round_id: u64, error: Option<&str>) {
-        let Some(round) = self.rounds.by_id.remove(&round_id) else {
+        let Some(round) = self.waiting.input.by_id.remove(&round_id) else {
             return;
         };
         for shown in &round.waiting {
@@ -248,7 +257,8 @@ impl Upstream {
     /// The session cancelled its call (id `key`) while it was waiting for input.
     pub(super) fn cancel_round(&mut self, sid: SessionId, key: &str) -> bool {
         let found = self
-            .rounds
+            .waiting
+            .input
             .by_id
             .iter()
             .find(|(_, r)| r.session == sid && id_key(&r.client_id) == key)
@@ -264,6 +274,6 @@ impl Upstream {
 
     /// A session went away: its rounds end with it.
     pub(super) fn forget_rounds(&mut self, sid: SessionId) {
-        self.rounds.by_id.retain(|_, r| r.session != sid);
+        self.waiting.input.by_id.retain(|_, r| r.session != sid);
     }
 }

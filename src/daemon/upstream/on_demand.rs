@@ -65,10 +65,7 @@ impl Upstream {
 
     /// Whether someone waits for the child to be (or become) ready.
     fn waiting_for_child(&self) -> bool {
-        self.queue.len() > 0
-            || !self.held.is_empty()
-            || !self.waiting_era.is_empty()
-            || !self.life.restart_waiters.is_empty()
+        self.waiting.waits_for_child() || !self.life.restart_waiters.is_empty()
     }
 
     /// Note whether the child is idle now, after any event.
@@ -80,6 +77,12 @@ impl Upstream {
         } else if self.life.idle_since.is_none() {
             self.life.idle_since = Some(Instant::now());
         }
+    }
+
+    /// No session, nothing waiting or running, not stopping: the registry may drop this
+    /// instance (a project's, say), stopping its child, and nobody loses anything.
+    pub(super) fn is_unused(&self) -> bool {
+        !self.needed() && !self.life.shutting_down()
     }
 
     /// When the child is to stop for idling, if it is.

@@ -14,6 +14,7 @@ use tokio::net::unix::OwnedWriteHalf;
 use super::era::Era;
 use super::{Internal, Origin, Upstream, log_level};
 use crate::daemon::SessionId;
+use crate::daemon::operations::Owner;
 use crate::daemon::outbox::Outbox;
 use crate::daemon::stats::{CallStats, Outcome};
 use crate::wire::{self, Hello, rpc_code};
@@ -79,15 +80,25 @@ impl Upstream {
     }
 
     pub(super) fn on_session_closed(&mut self, sid: SessionId) {
-        if self.sessions.remove(&sid).is_none() {
+        let Some(session) = self.sessions.remove(&sid) else {
             return;
-        }
+        };
         tracing::info!(upstream = %self.name, session = sid, "session disconnected");
-        for _ in self.queue.remove_key(sid) {
+        for (what, w) in self.waiting.forget_session(sid) {
+            if what != super::waiting::WaitsFor::Slot {
+                continue;
+            }
             self.stats.record(Outcome::Cancelled, Duration::ZERO);
+            // A background call that had not started yet: its owner (back after a reconnect)
+            // finds it cancelled, not running forever.
+            if let Origin::Operation(op) = w.origin {
+                let text = format!(
+                    "coogle: operation {op} was cancelled: the session that started it disconnected before it ran"
+                );
+                self.finish_operation(&op, wire::raw(&wire::tool_error_result(&text)));
+            }
         }
-        self.held.retain(|(_, o, _)| o.session() != Some(sid));
-        self.waiting_era.retain(|(s, _)| *s != sid);
+        self.forget_operations_of(&Owner::of(sid, &session.hello));
         self.forget_rounds(sid);
         self.ops.forget_session(sid);
         let ready = self.life.is_ready();

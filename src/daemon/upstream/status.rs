@@ -1,6 +1,7 @@
 //! The upstream's `status`: filled in from the actor's state, and told to an agent in words by
 //! the `coogle` tool. Other sessions appear only as what an operator needs (ids, clients,
-//! counts); nothing a session sent is shown.
+//! counts); nothing a session sent is shown, nor any id of its (Claude Code's session id, its
+//! shim's token) that someone could present as theirs.
 
 use std::time::{Instant, UNIX_EPOCH};
 
@@ -23,7 +24,6 @@ impl Upstream {
                 SessionStatus {
                     id,
                     client_info: s.client_info.clone(),
-                    claude_session_id: s.hello.claude_session_id.clone(),
                     pid: s.hello.pid,
                     client: s.hello.client.clone(),
                     version: s.hello.version.clone(),
@@ -31,7 +31,8 @@ impl Upstream {
                     era: s.era,
                     connected_at_ms: since_epoch(s.connected_at),
                     uptime_ms: ms(s.connected.elapsed()),
-                    queued: self.queue.len_of(id),
+                    queued: self.waiting.calls_of(id),
+                    waiting: self.waiting.of_session(id),
                     dropped_notifications: s.dropped,
                     in_flight: self.inflight.of_session_count(id),
                     stats: s.stats.to_status(),
@@ -54,7 +55,9 @@ impl Upstream {
                 .restart_at
                 .map(|t| ms(t.saturating_duration_since(now))),
             last_error: self.life.last_error.as_deref().map(crate::redact::scrub),
-            queue: self.queue.len(),
+            queue: self.waiting.calls(),
+            waiting: self.waiting.len(),
+            requests_in_flight: self.inflight.requests(),
             in_flight: self.inflight.calls(),
             max_concurrent: self.config.max_concurrent,
             call_timeout_ms: ms(self.config.call_timeout),

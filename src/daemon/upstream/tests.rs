@@ -255,7 +255,7 @@ async fn calls_queue_fairly_under_max_concurrent() {
     h.says(2, call(json!("b0"), "echo", json!({})));
     let first = h.child_reads().await;
     h.child_reads_nothing().await;
-    assert_eq!(h.actor.queue.len(), 3);
+    assert_eq!(h.actor.waiting.calls(), 3);
     h.child_says(json!({"jsonrpc": "2.0", "id": first["id"], "result": {}}));
     assert_eq!(h.reads(1).await["id"], "a0");
     // Session 1's turn came first (a1 was queued before b0), then session 2's, then 1's again.
@@ -448,7 +448,7 @@ async fn a_closed_session_cancels_its_calls_upstream() {
     h.actor.handle(Event::SessionClosed { id: 1 });
     let cancel = h.child_reads().await;
     assert_eq!(cancel["params"]["requestId"], sent["id"]);
-    assert_eq!((h.actor.queue.len(), h.actor.inflight.calls()), (0, 0));
+    assert_eq!((h.actor.waiting.calls(), h.actor.inflight.calls()), (0, 0));
     h.child_reads_nothing().await;
 }
 

@@ -92,10 +92,16 @@ impl Doctor<'_> {
                 ours.join(", ")
             ));
         } else if google.is_empty() && stale == 0 && kind == ClientKind::ClaudeCode {
-            self.fail(
-                &format!("{}: no coogle entry in {}", kind.label(), path.display()),
-                "`coogle setup --yes`",
+            let text = format!(
+                "{}: no entry in {} runs coogle",
+                kind.label(),
+                path.display()
             );
+            if self.set_up {
+                self.fail(&text, "`coogle setup --yes` adds one");
+            } else {
+                self.warn(&format!("{text} yet"), "`coogle setup` adds one");
+            }
         }
     }
 

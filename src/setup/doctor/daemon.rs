@@ -9,6 +9,7 @@ use std::time::Duration;
 use super::Doctor;
 use crate::client::{self, ClientError, Untrusted};
 use crate::paths::{self, PathError};
+use crate::service_manager::{Manager, ServiceStatus};
 use crate::wire;
 use crate::wire::{Info, Status};
 
@@ -44,7 +45,7 @@ impl Doctor<'_> {
         &mut self,
         socket: &Path,
         info: &Result<Info, ClientError>,
-        service_installed: bool,
+        service: &Option<ServiceStatus>,
     ) {
         match info {
             // The directory's own check below names that problem and its fix.
@@ -80,10 +81,26 @@ impl Doctor<'_> {
                     )
                 }
             }
-            Err(_) if service_installed => self.fail(
-                &format!("no daemon answers on {}", socket.display()),
-                "start the service, or run `coogle serve`",
-            ),
+            Err(e @ ClientError::SocketPath(_)) => {
+                self.fail(&e.to_string(), &e.hint().unwrap_or_default())
+            }
+            // The manager says the service runs, yet nothing answers where clients look: a
+            // daemon on another socket, or one that cannot listen. Restarting it shows which.
+            Err(_) if matches!(service, Some(ServiceStatus::Running)) => {
+                let manager = Manager::current();
+                self.fail(
+                    &format!(
+                        "the service runs, but no daemon answers on {}",
+                        socket.display()
+                    ),
+                    &format!(
+                        "`coogle logs` says why; `{}` restarts it",
+                        manager.restart_command()
+                    ),
+                )
+            }
+            // Without a running service (none installed, stopped: that is the service check's
+            // ✗, or no manager here), the first session starts the daemon: nothing is broken.
             Err(_) => self.warn(
                 &format!(
                     "no daemon answers on {} (it starts on demand)",
@@ -111,8 +128,8 @@ impl Doctor<'_> {
                     )
                 })
             }
-            Err(PathError::Inspect { source, .. })
-                if source.kind() == std::io::ErrorKind::NotFound =>
+            Err(PathError::Inspect { error, .. })
+                if error.kind() == std::io::ErrorKind::NotFound =>
             {
                 self.warn(
                     &format!("socket directory {} does not exist yet", dir.display()),
@@ -148,7 +165,7 @@ impl Doctor<'_> {
             if mode & 0o077 != 0 {
                 self.fail(
                     &format!("socket {} is mode {mode:o}", socket.display()),
-                    "`coogle restart` recreates it with 0600",
+                    "`coogle stop` (or restart the service); the next daemon creates it 0600",
                 );
             }
         }

@@ -1,5 +1,6 @@
-//! Doctor's checks of what is installed: config.json, each upstream's OAuth client and
-//! command, the programs upstreams commonly run, the search server's API key, and the service.
+//! Doctor's checks of what is installed: the small shim beside coogle, config.json, each
+//! upstream's OAuth client and command, the programs upstreams commonly run, the search
+//! server's API key, and the service.
 
 use std::ffi::{OsStr, OsString};
 use std::path::Path;
@@ -13,6 +14,7 @@ use crate::exec_path;
 use crate::paths::Platform;
 use crate::secret::{check_key, find_key_here, mask};
 use crate::service_manager::{Manager, ServiceStatus};
+use crate::shim_identity::{self, Verdict};
 
 /// Whether the search server is set up: its own config section or a `search` upstream.
 pub(super) fn search_wanted(cfg_path: &Path) -> bool {
@@ -23,12 +25,55 @@ pub(super) fn search_wanted(cfg_path: &Path) -> bool {
 }
 
 impl Doctor<'_> {
+    /// `coogle-mcp` beside this coogle is the one of this build (what `coogle mcp` checks
+    /// before it hands a session to it): without it, or with a broken one, every session runs
+    /// in coogle's larger image, which works but costs memory.
+    pub(super) fn shim_sibling(&mut self) {
+        let Some(dir) = std::env::current_exe()
+            .ok()
+            .map(|e| crate::process::live_exe(&e))
+            .and_then(|e| e.parent().map(Path::to_path_buf))
+        else {
+            return;
+        };
+        let sibling = dir.join(crate::shim::SHIM_EXE);
+        let fix = "reinstall coogle: coogle and coogle-mcp come from one build";
+        match shim_identity::check(&sibling, crate::wire::VERSION) {
+            Verdict::Trusted => self.ok(&format!("{} (the small shim)", sibling.display())),
+            Verdict::Missing => self.warn(
+                &format!(
+                    "no {} beside coogle: sessions run in coogle's larger image",
+                    crate::shim::SHIM_EXE
+                ),
+                fix,
+            ),
+            Verdict::Refused(why) => self.warn(
+                &format!(
+                    "{} {why}: sessions run in coogle's larger image",
+                    sibling.display()
+                ),
+                fix,
+            ),
+        }
+    }
+
     /// config.json loads (or there is none and the defaults apply).
     pub(super) fn config(&mut self) -> Option<Config> {
         match Config::load(self.paths.config.as_deref()) {
             Ok(c) => {
                 match &c.file {
-                    Some(f) => self.ok(&format!("config {} loads", f.display())),
+                    Some(f) => {
+                        self.ok(&format!("config {} loads", f.display()));
+                        for k in &c.unknown_keys {
+                            let fix = match k.did_you_mean {
+                                Some(known) => format!("rename it to {known}"),
+                                None => {
+                                    "remove it, or check the key's spelling in the README".into()
+                                }
+                            };
+                            self.warn(&format!("config: {k}; coogle ignores it"), &fix);
+                        }
+                    }
                     None => self.warn(
                         &format!(
                             "no config at {}: built-in defaults",
@@ -40,10 +85,7 @@ impl Doctor<'_> {
                 Some(c)
             }
             Err(e) => {
-                self.fail(
-                    &format!("config: {e}"),
-                    "fix the file, or move it aside and run `coogle setup`",
-                );
+                self.fail(&format!("config: {e}"), e.fix());
                 None
             }
         }
@@ -69,10 +111,7 @@ impl Doctor<'_> {
                 "{}: no OAuth client configured (none needed)",
                 server.name
             )),
-            Err(e) => self.fail(
-                &e.to_string(),
-                "`coogle setup --client-id ID --client-secret-env VAR`",
-            ),
+            Err(e) => self.fail(&e.to_string(), e.fix()),
         }
     }
 
@@ -156,8 +195,9 @@ impl Doctor<'_> {
         }
     }
 
-    /// The service runs this binary and is running. Returns whether one is installed.
-    pub(super) fn service(&mut self) -> bool {
+    /// The service runs this binary and is running. Returns its state, `None` when none is
+    /// installed.
+    pub(super) fn service(&mut self) -> Option<ServiceStatus> {
         let manager = Manager::current();
         let path = manager.installed_path().to_path_buf();
         if !path.exists() {
@@ -165,7 +205,7 @@ impl Doctor<'_> {
                 "no service installed: the daemon starts on demand",
                 "`coogle setup` installs one",
             );
-            return false;
+            return None;
         }
         let exe = self.exe.clone();
         match service::installed_program_with(&manager) {
@@ -181,7 +221,8 @@ impl Doctor<'_> {
                 "`coogle setup --yes` rewrites it",
             ),
         }
-        match manager.status() {
+        let status = manager.status();
+        match &status {
             ServiceStatus::Running => self.ok("service is loaded and running"),
             // launchd keeps an agent that exited 0 loaded and leaves it: the daemon it would
             // run may be serving already, started on demand.
@@ -193,11 +234,16 @@ impl Doctor<'_> {
                 "service is installed but not running",
                 &format!("`{}`", manager.enable_command()),
             ),
+            // A unit file written where no systemd runs (a container, WSL without systemd):
+            // sessions start the daemon on demand, as without a service.
             ServiceStatus::Unknown(why) => self.warn(
-                &format!("the service manager is not available here ({why})"),
+                &format!(
+                    "service {} is installed, but the service manager is not available here ({why}): the daemon starts on demand",
+                    path.display()
+                ),
                 "",
             ),
         }
-        true
+        Some(status)
     }
 }

@@ -27,7 +27,12 @@ struct Doctor<'a> {
     exe: PathBuf,
     /// The Google entry setup would write.
     shim: Shim,
+    /// There is a config.json: setup ran (it writes one first) or the person wrote one. Before
+    /// that, what setup would do is not yet a problem, and the built-in defaults' Google entry
+    /// (named `coogle` in `~/.claude.json`) is nobody's.
+    set_up: bool,
     failures: usize,
+    warnings: usize,
 }
 
 impl Doctor<'_> {
@@ -35,7 +40,8 @@ impl Doctor<'_> {
         self.ui.ok(text);
     }
 
-    fn warn(&self, text: &str, fix: &str) {
+    fn warn(&mut self, text: &str, fix: &str) {
+        self.warnings += 1;
         self.ui.warn(text);
         if !fix.is_empty() {
             self.ui.info(&format!("fix: {fix}"));
@@ -58,17 +64,21 @@ pub fn run(paths: &GlobalPaths, args: &DoctorArgs) -> ExitCode {
         paths,
         exe: stable_exe().path,
         shim: shim_for(paths, Upstream::Google),
+        set_up: paths.config_file().exists(),
         failures: 0,
+        warnings: 0,
     };
     d.ok(&format!("coogle {} at {}", wire::VERSION, d.exe.display()));
+    d.shim_sibling();
     let config = d.config();
     let search_wanted = install::search_wanted(&paths.config_file());
-    if let Some(config) = &config {
+    // The built-in defaults' upstream is what setup would configure, not a broken one.
+    if let Some(config) = config.as_ref().filter(|_| d.set_up) {
         d.servers(config);
     }
     d.programs();
     d.search_key(search_wanted);
-    let service_installed = d.service();
+    let service = d.service();
     let claude_json = args
         .claude_json
         .clone()
@@ -81,9 +91,9 @@ pub fn run(paths: &GlobalPaths, args: &DoctorArgs) -> ExitCode {
     }
     let socket = paths.socket(config.as_ref());
     let (info, status) = daemon::ask(&socket);
-    d.daemon(&socket, &info, service_installed);
+    d.daemon(&socket, &info, &service);
     if let Some(status) = &status {
-        d.upstreams(status);
+        d.upstreams(status, config.as_ref());
     }
     d.socket_permissions(&socket);
     d.verdict()
@@ -91,7 +101,18 @@ pub fn run(paths: &GlobalPaths, args: &DoctorArgs) -> ExitCode {
 
 impl Doctor<'_> {
     fn verdict(&self) -> ExitCode {
-        if self.failures == 0 {
+        if self.failures == 0 && !self.set_up {
+            self.ui
+                .line("\ncoogle is not set up yet: `coogle setup` does it.");
+            ExitCode::Success
+        } else if self.failures == 0 && self.warnings > 0 {
+            self.ui.line(&format!(
+                "\nNo problems found ({} note{} marked ! above).",
+                self.warnings,
+                if self.warnings == 1 { "" } else { "s" }
+            ));
+            ExitCode::Success
+        } else if self.failures == 0 {
             self.ui.line("\nEverything looks right.");
             ExitCode::Success
         } else {

@@ -2,10 +2,24 @@
 //! and whether it waits for a Google sign-in.
 
 use super::Doctor;
+use crate::config::{Config, CredentialsConfig};
 use crate::wire::{Status, UpstreamState};
 
+/// What the daemon's "see doctor" pointer adds to a child's error (DESIGN: status names where
+/// the fix is); inside doctor, the fix is on the next line.
+const SEE_DOCTOR: &str = "; `coogle doctor` says how to fix it";
+
+/// A Google upstream, whose tools may wait for a Google sign-in: one with an OAuth client, or
+/// the one named `google`.
+fn signs_in_to_google(name: &str, config: Option<&Config>) -> bool {
+    name == "google"
+        || config
+            .and_then(|c| c.servers.get(name))
+            .is_some_and(|s| !matches!(s.credentials, CredentialsConfig::None))
+}
+
 impl Doctor<'_> {
-    pub(super) fn upstreams(&mut self, status: &Status) {
+    pub(super) fn upstreams(&mut self, status: &Status, config: Option<&Config>) {
         for u in &status.upstreams {
             let (name, state) = (&u.name, u.state.as_str());
             match u.state {
@@ -22,10 +36,19 @@ impl Doctor<'_> {
                     "run `coogle doctor` again in a few seconds",
                 ),
                 _ => {
-                    let err = u.last_error.as_deref().unwrap_or("");
+                    // "failed", "restarting", "stopping", "stopped": each reads as a state.
+                    let text = match u.last_error.as_deref() {
+                        Some(err) => format!(
+                            "upstream {name} ({state}): {}",
+                            err.trim_end_matches(SEE_DOCTOR)
+                        ),
+                        None => format!("upstream {name} ({state})"),
+                    };
                     self.fail(
-                        format!("upstream {name} is {state} {err}").trim(),
-                        "`coogle logs` shows why; `coogle restart` retries",
+                        &text,
+                        &format!(
+                            "`coogle logs` shows why; `coogle restart --server {name}` retries"
+                        ),
                     );
                 }
             }
@@ -35,7 +58,9 @@ impl Doctor<'_> {
                     &format!("open {} and sign in, then retry the call", s.url),
                 );
             }
-            if u.sign_in.is_empty() && matches!(u.state, UpstreamState::Ready | UpstreamState::Idle)
+            if u.sign_in.is_empty()
+                && matches!(u.state, UpstreamState::Ready | UpstreamState::Idle)
+                && signs_in_to_google(name, config)
             {
                 self.ok(&format!("upstream {name}: no Google sign-in pending"));
             }

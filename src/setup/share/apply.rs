@@ -1,8 +1,11 @@
 //! Carrying out a share: config.json first (the new upstreams, 0600, only when the result
-//! loads), then each client file (its rewrites in one atomic write, or the `claude` CLI for
-//! user-scope entries), each change recorded in the state file as soon as it is made, and
-//! last a running daemon asked to `reload`, so it serves the new upstreams without stopping
-//! anyone's calls (see `daemon`).
+//! loads, and recorded before it is written), then each client file (its rewrites in one atomic
+//! write, or the `claude` CLI for user-scope entries), each change recorded as pending before
+//! the file changes and settled right after (see `journal`), and last a running daemon asked
+//! to `reload`, so it serves the new upstreams without stopping anyone's calls (see `daemon`).
+//!
+//! When the record cannot be written (a full disk), no client file is changed: a client entry
+//! coogle does not know it changed is one `unshare` could never give back.
 
 use std::path::{Path, PathBuf};
 
@@ -16,17 +19,19 @@ use crate::config::GlobalPaths;
 use crate::error::InstallError;
 use crate::fsutil::{self, FsError, Written};
 use crate::setup::claude_cli::{self, ClaudeCli};
-use crate::setup::claude_config::{self, ClientKind, Patched};
+use crate::setup::claude_config::{self, ClientKind, Intent, Journal, Patched};
+use crate::setup::journal;
 use crate::setup::launch::shim_for;
-use crate::setup::state::{AddedUpstream, SharedEntry, State};
+use crate::setup::state::{AddedUpstream, State};
 use crate::setup::ui::Ui;
 
-/// Share `chosen` (see the module doc for the order of writes).
+/// Share `chosen` (see the module doc for the order of writes), recording in `state`.
 pub fn apply(
     ui: &Ui,
     paths: &GlobalPaths,
     opts: &ShareOptions,
     chosen: &[&Candidate],
+    state: &mut State,
 ) -> Result<Outcome, InstallError> {
     let cfg_path = paths.config_file();
     let user = read_config(&cfg_path)?;
@@ -38,7 +43,6 @@ pub fn apply(
         ui.ok("dry run: nothing changed");
         return Ok(Outcome::default());
     }
-    let mut state = State::load().map_err(InstallError::ReadState)?;
     let mut outcome = Outcome::default();
     let added: Vec<(String, Value)> = assigned
         .iter()
@@ -46,27 +50,7 @@ pub fn apply(
         .collect();
     let config_changed = !added.is_empty();
     if config_changed {
-        let written = write_config(&cfg_path, &added).map_err(InstallError::WriteConfig)?;
-        state
-            .shared_upstreams
-            .extend(added.iter().map(|(name, block)| AddedUpstream {
-                name: name.clone(),
-                block: block.clone(),
-            }));
-        save(ui, &state);
-        let names: Vec<&str> = added.iter().map(|(n, _)| n.as_str()).collect();
-        ui.ok(&format!(
-            "config: added upstream{} {} to {} (mode 0600)",
-            if names.len() == 1 { "" } else { "s" },
-            names.join(", "),
-            cfg_path.display()
-        ));
-        if let Written::Replaced { backup } = &written {
-            ui.info(&format!("backup: {}", backup.display()));
-        }
-        outcome
-            .summary
-            .push(format!("config {}", cfg_path.display()));
+        add_upstreams(ui, state, &cfg_path, &added, &mut outcome)?;
     }
     let (command, options) = {
         let shim = shim_for(paths, claude_config::Upstream::Google);
@@ -87,22 +71,91 @@ pub fn apply(
                 .find(|(c, _)| c.location == loc)
                 .map(|(_, a)| a.upstream.clone())
         };
-        match rewrite_file(kind, &path, &rewrites, opts.use_cli) {
-            Ok(p) => {
-                report(ui, kind, &p, &mut outcome);
-                record(&mut state, kind, &p, &upstream_at);
-                save(ui, &state);
+        let mut unrecorded = false;
+        let result = {
+            let mut journal = |intent: Intent<'_>| {
+                let pending = journal::pending(
+                    kind,
+                    &path,
+                    intent.changes,
+                    &upstream_at,
+                    intent.backup,
+                    intent.via_cli,
+                );
+                journal::begin(state, pending).inspect_err(|_| unrecorded = true)
+            };
+            rewrite_file(kind, &path, &rewrites, opts.use_cli, &mut journal)
+        };
+        match result {
+            Ok(p) => report(ui, kind, &p, &mut outcome),
+            Err(e) if unrecorded => {
+                ui.fail(&format!(
+                    "{}: could not record the change ({e}); {} was left unchanged",
+                    kind.label(),
+                    path.display()
+                ));
+                outcome.failed = true;
             }
             Err(e) => {
                 ui.fail(&format!("{}: {e}", kind.label()));
                 outcome.failed = true;
             }
         }
+        outcome.failed |= !journal::finish(ui, state, &path);
     }
     if config_changed {
         tell_daemon(ui, paths, Change::Added);
     }
     Ok(outcome)
+}
+
+/// Record the upstreams, then add them to config.json; when the record cannot be written,
+/// config.json is not touched, and when config.json cannot be, the record is taken back.
+fn add_upstreams(
+    ui: &Ui,
+    state: &mut State,
+    cfg_path: &Path,
+    added: &[(String, Value)],
+    outcome: &mut Outcome,
+) -> Result<(), InstallError> {
+    let before = state.shared_upstreams.clone();
+    for (name, block) in added {
+        if !state
+            .shared_upstreams
+            .iter()
+            .any(|u| u.name == *name && u.block == *block)
+        {
+            state.shared_upstreams.push(AddedUpstream {
+                name: name.clone(),
+                block: block.clone(),
+            });
+        }
+    }
+    state.save().map_err(InstallError::WriteState)?;
+    let written = match write_config(cfg_path, added) {
+        Ok(w) => w,
+        Err(e) => {
+            state.shared_upstreams = before;
+            // Best effort: an upstream recorded but never added is removed by nobody and
+            // harms nothing (unshare removes only what is still as written).
+            let _ = state.save();
+            return Err(InstallError::WriteConfig(e));
+        }
+    };
+    let names: Vec<&str> = added.iter().map(|(n, _)| n.as_str()).collect();
+    ui.ok(&format!(
+        "config: added upstream{} {} to {} (mode 0600)",
+        if names.len() == 1 { "" } else { "s" },
+        names.join(", "),
+        cfg_path.display()
+    ));
+    if let Written::Replaced { backup } = &written {
+        ui.info(&format!("backup: {}", backup.display()));
+    }
+    outcome
+        .summary
+        .push(format!("config {}", cfg_path.display()));
+    Ok(())
 }
 
 /// The user's config.json as written (`{}` when there is none); one that does not parse is
@@ -160,6 +213,7 @@ fn rewrite_file(
     path: &Path,
     rewrites: &[Rewrite],
     use_cli: bool,
+    journal: &mut Journal<'_>,
 ) -> Result<Patched, FsError> {
     let plan = plan::file_plan(rewrites);
     let cli = (kind == ClientKind::ClaudeCode && use_cli)
@@ -174,9 +228,9 @@ fn rewrite_file(
                         && stored.get("args") == r.written.get("args")
                 })
             };
-            claude_cli::apply(path, &plan, &stored_ok, &cli)
+            claude_cli::apply(path, &plan, &stored_ok, &cli, journal)
         }
-        None => claude_config::apply_file(path, &plan),
+        None => claude_config::apply_file(path, &plan, journal),
     }
 }
 
@@ -208,35 +262,5 @@ fn report(ui: &Ui, kind: ClientKind, p: &Patched, outcome: &mut Outcome) {
             p.path.display(),
             backup.display()
         ));
-    }
-}
-
-fn record(
-    state: &mut State,
-    kind: ClientKind,
-    p: &Patched,
-    upstream_at: &dyn Fn(&[String]) -> Option<String>,
-) {
-    let backup = match &p.written {
-        Written::Replaced { backup } => Some(backup.clone()),
-        _ => None,
-    };
-    for change in &p.changes {
-        let Some(upstream) = upstream_at(&change.location) else {
-            continue;
-        };
-        state.shared.push(SharedEntry {
-            kind,
-            path: p.path.clone(),
-            change: change.clone(),
-            upstream,
-            backup: backup.clone(),
-        });
-    }
-}
-
-pub(super) fn save(ui: &Ui, state: &State) {
-    if let Err(e) = state.save() {
-        ui.warn(&format!("could not record the change: {e}"));
     }
 }

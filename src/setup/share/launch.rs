@@ -1,7 +1,9 @@
-//! What a client entry starts, as coogle compares it: command, args, env and working
+//! What a client entry starts, as coogle compares it: command, args, env, env file and working
 //! directory. Two entries with the same [`Launch`] would start the same process, so they share
-//! one upstream; anything else about them (the entry's name, the client, the project) does not
-//! matter. Pure functions on parsed JSON, no I/O.
+//! one upstream; anything else about them (the entry's name, the client) does not matter. A
+//! project's entry runs in its project's directory, as its client runs it, so that directory is
+//! part of its launch: the same text in two projects is two programs. Pure functions on parsed
+//! JSON, no I/O.
 
 use serde_json::{Map, Value, json};
 
@@ -14,6 +16,8 @@ pub struct Launch {
     pub args: Vec<String>,
     pub env: Map<String, Value>,
     pub cwd: Option<String>,
+    /// Cursor's `envFile`: its variables belong to the upstream, like `env`.
+    pub env_file: Option<String>,
 }
 
 /// Why a stdio entry is left alone.
@@ -47,6 +51,7 @@ impl Launch {
             .chain(launch.args.iter().map(String::as_str))
             .chain(launch.env.values().filter_map(Value::as_str))
             .chain(launch.cwd.as_deref())
+            .chain(launch.env_file.as_deref())
             .any(|s| s.contains("${"));
         if expands {
             return Err(NotShared::Unsupported(
@@ -78,21 +83,53 @@ impl Launch {
             Some(Value::Object(e)) if e.values().all(Value::is_string) => e.clone(),
             Some(_) => return Err("has env values that are not strings".into()),
         };
-        let cwd = match block.get("cwd") {
-            None | Some(Value::Null) => None,
-            Some(Value::String(s)) => Some(s.clone()),
-            Some(_) => return Err("has a cwd that is not a string".into()),
+        let string = |key: &str| match block.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.clone())),
+            Some(_) => Err(format!("has a {key} that is not a string")),
         };
         Ok(Launch {
             command: command.to_owned(),
             args,
             env,
-            cwd,
+            cwd: string("cwd")?,
+            env_file: string("envFile")?,
         })
     }
 
-    /// The sharing mode coogle picks for it ([`Sharing::guess`]).
+    /// An entry of a project runs in that project's directory (Claude Code runs it there, with
+    /// a relative `cwd` taken from there): the launch records it.
+    pub fn in_project(mut self, project: &str) -> Launch {
+        self.cwd = Some(match self.cwd.take() {
+            Some(c) if !c.starts_with('/') && !c.starts_with('~') => {
+                format!("{}/{c}", project.trim_end_matches('/'))
+            }
+            Some(c) => c,
+            None => project.to_owned(),
+        });
+        self
+    }
+
+    /// Whether what it starts depends on the directory it starts in while it names none: a
+    /// relative program, script or env file (`python server.py`, `./run.sh`, `node
+    /// dist/index.js`). A client runs such an entry in each session's directory, so behind the
+    /// daemon it needs one child per project, each in its project.
+    pub fn depends_on_directory(&self) -> bool {
+        if self.cwd.is_some() {
+            return false;
+        }
+        let command_relative = self.command.contains('/') && !absolute_like(&self.command);
+        command_relative
+            || self.args.iter().any(|a| relative_path_like(a))
+            || self.env_file.as_deref().is_some_and(|f| !absolute_like(f))
+    }
+
+    /// The sharing mode coogle picks for it: one child per project when it depends on the
+    /// directory it runs in, else [`Sharing::guess`].
     pub fn sharing(&self) -> Sharing {
+        if self.depends_on_directory() {
+            return Sharing::PerProject;
+        }
         Sharing::guess(&self.command, &self.args)
     }
 
@@ -105,6 +142,9 @@ impl Launch {
         if let Some(cwd) = &self.cwd {
             block["cwd"] = json!(cwd);
         }
+        if let Some(file) = &self.env_file {
+            block["envFile"] = json!(file);
+        }
         block["sharing"] = json!(self.sharing().as_str());
         block
     }
@@ -116,6 +156,31 @@ impl Launch {
             .collect::<Vec<_>>()
             .join(" ")
     }
+}
+
+fn absolute_like(s: &str) -> bool {
+    s.starts_with('/') || s.starts_with('~')
+}
+
+/// An argument that names a file relative to the working directory: `.`, `./x`, `../x`, or a
+/// relative path to a script (`server.py`, `dist/index.js`); also as an option's value
+/// (`--root=./data`). Package names (`@scope/pkg`, `pkg==1.0`) and URLs are not.
+fn relative_path_like(arg: &str) -> bool {
+    const SCRIPTS: [&str; 12] = [
+        ".py", ".js", ".mjs", ".cjs", ".ts", ".sh", ".rb", ".php", ".jar", ".pl", ".lua", ".json",
+    ];
+    let value = match arg.split_once('=') {
+        Some((k, v)) if k.starts_with('-') => v,
+        _ => arg,
+    };
+    if value.is_empty() || value.starts_with('-') || value.contains("://") || absolute_like(value) {
+        return false;
+    }
+    value == "."
+        || value == ".."
+        || value.starts_with("./")
+        || value.starts_with("../")
+        || (!value.starts_with('@') && SCRIPTS.iter().any(|e| value.ends_with(e)))
 }
 
 /// A server name config.json accepts (letters, digits, `-`, `_`), made from an entry's name.
@@ -171,6 +236,55 @@ mod tests {
             Launch::of_entry(&bad),
             Err(NotShared::Unsupported(_))
         ));
+    }
+
+    #[test]
+    fn a_project_entry_runs_in_its_project() {
+        let e = json!({"command": "python", "args": ["server.py"]});
+        let user = Launch::of_entry(&e).unwrap();
+        assert!(user.depends_on_directory());
+        assert_eq!(
+            user.sharing(),
+            Sharing::PerProject,
+            "each session's directory"
+        );
+        let a = user.clone().in_project("/a");
+        let b = user.clone().in_project("/b");
+        assert_ne!(a, b, "the same text in two projects is two programs");
+        assert_eq!(a.cwd.as_deref(), Some("/a"));
+        assert_eq!(
+            a.sharing(),
+            Sharing::Shared,
+            "it runs in /a, for /a's sessions"
+        );
+        assert_eq!(a.server_block()["cwd"], "/a");
+        let rel = Launch::of_entry(&json!({"command": "x", "cwd": "sub"})).unwrap();
+        assert_eq!(rel.in_project("/a/").cwd.as_deref(), Some("/a/sub"));
+    }
+
+    #[test]
+    fn what_depends_on_the_directory() {
+        let depends = |command: &str, args: &[&str]| {
+            Launch::of_entry(&json!({"command": command, "args": args}))
+                .unwrap()
+                .depends_on_directory()
+        };
+        assert!(depends("./run.sh", &[]));
+        assert!(depends("node", &["dist/index.js"]));
+        assert!(depends("uv", &["run", "--directory", ".", "srv"]));
+        assert!(depends("srv", &["--root=./data"]));
+        assert!(!depends(
+            "npx",
+            &["-y", "@modelcontextprotocol/server-memory"]
+        ));
+        assert!(!depends(
+            "uvx",
+            &["mcp-server-time==2026.1", "--local-timezone=UTC"]
+        ));
+        assert!(!depends("node", &["/opt/srv/index.js"]));
+        assert!(!depends("/usr/bin/srv", &["https://example.com/a.json"]));
+        let env_file = json!({"command": "srv", "envFile": ".env"});
+        assert!(Launch::of_entry(&env_file).unwrap().depends_on_directory());
     }
 
     #[test]

@@ -66,8 +66,9 @@ pub fn assign(candidates: &[&Candidate], servers: &Map<String, Value>) -> Vec<As
 }
 
 /// The entry that runs `upstream` through coogle's shim: the original's keys in their order,
-/// `command` and `args` replaced, `env` and `cwd` gone (they belong to the upstream now, and
-/// `coogle mcp` passes no env on), everything else (a `type`, a client's own settings) kept.
+/// `command` and `args` replaced, `env`, `envFile` and `cwd` gone (they belong to the upstream
+/// now: a client would load `envFile` into the shim, and the daemon passes no client's
+/// environment on), everything else (a `type`, a client's own settings) kept.
 pub fn shared_entry(original: &Value, command: &Path, options: &[String], upstream: &str) -> Value {
     let mut args = vec!["mcp".to_owned(), "--server".to_owned(), upstream.to_owned()];
     args.extend(options.iter().cloned());
@@ -84,7 +85,7 @@ pub fn shared_entry(original: &Value, command: &Path, options: &[String], upstre
     for (k, v) in original.as_object().into_iter().flatten() {
         match k.as_str() {
             "command" | "args" => put(&mut out, k),
-            "env" | "cwd" => {}
+            "env" | "envFile" | "cwd" => {}
             _ => {
                 out.insert(k.clone(), v.clone());
             }

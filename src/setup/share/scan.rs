@@ -69,7 +69,15 @@ pub fn scan(files: &[(ClientKind, PathBuf)]) -> Scan {
             }
         };
         for (location, entry) in claude_config::entries(&doc, *kind) {
-            match Launch::of_entry(entry) {
+            // `projects["/p"].mcpServers.x`: the client runs it in /p.
+            let project = match location.as_slice() {
+                [p, dir, ..] if p == "projects" => Some(dir.as_str()),
+                _ => None,
+            };
+            match Launch::of_entry(entry).map(|l| match project {
+                Some(dir) => l.in_project(dir),
+                None => l,
+            }) {
                 Ok(launch) => out.candidates.push(Candidate {
                     kind: *kind,
                     path: path.clone(),

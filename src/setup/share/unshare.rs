@@ -6,7 +6,8 @@
 //! backup's exact bytes back ([`claude_config::revert_file`]). An upstream is removed only
 //! while it is as `share` wrote it. What could not be restored (a file that no longer parses)
 //! stays recorded, so a later run can retry. A running daemon is told to reload, and keeps
-//! serving a removed upstream until its next start (sessions may be using it).
+//! serving a removed upstream until its next start (sessions may be using it). `--dry-run`
+//! says all of that and changes nothing.
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -14,7 +15,6 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use super::Select;
-use super::apply::save;
 use super::daemon::{Change, tell_daemon};
 use super::plan;
 use crate::config::{Config, GlobalPaths};
@@ -23,6 +23,7 @@ use crate::fsutil::{self, FsError, Mode};
 use crate::output::ExitCode;
 use crate::setup::args::UnshareArgs;
 use crate::setup::claude_config::{self, Reverted, describe, shim_server};
+use crate::setup::journal;
 use crate::setup::state::{SharedEntry, State};
 use crate::setup::ui::Ui;
 
@@ -33,7 +34,7 @@ pub fn unshare(paths: &GlobalPaths, args: &UnshareArgs) -> ExitCode {
         Ok(chosen) => chosen,
         Err(e) => return e.report(),
     };
-    match run(&Ui { interactive }, paths, &select) {
+    match run(&Ui { interactive }, paths, &select, args.dry_run) {
         Ok(true) => ExitCode::Success,
         Ok(false) => ExitCode::Failure,
         Err(e) => e.report(),
@@ -41,8 +42,8 @@ pub fn unshare(paths: &GlobalPaths, args: &UnshareArgs) -> ExitCode {
 }
 
 /// Unshare everything (for `uninstall`); false when something could not be restored.
-pub fn unshare_all(ui: &Ui, paths: &GlobalPaths) -> bool {
-    match run(ui, paths, &Select::All) {
+pub fn unshare_all(ui: &Ui, paths: &GlobalPaths, dry_run: bool) -> bool {
+    match run(ui, paths, &Select::All, dry_run) {
         Ok(ok) => ok,
         Err(e) => {
             ui.fail(&e.to_string());
@@ -51,13 +52,18 @@ pub fn unshare_all(ui: &Ui, paths: &GlobalPaths) -> bool {
     }
 }
 
-fn run(ui: &Ui, paths: &GlobalPaths, select: &Select) -> Result<bool, InstallError> {
-    let mut state = State::load().map_err(InstallError::ReadState)?;
+fn run(ui: &Ui, paths: &GlobalPaths, select: &Select, dry_run: bool) -> Result<bool, InstallError> {
+    let mut state = journal::load(ui, &[], dry_run)?;
     if state.shared.is_empty() && state.shared_upstreams.is_empty() {
         ui.ok("nothing is shared");
         return Ok(true);
     }
     let chosen = choose(ui, select, &state.shared)?;
+    if dry_run {
+        preview(ui, paths, &state, &chosen);
+        ui.ok("dry run: nothing changed");
+        return Ok(true);
+    }
     let mut ok = true;
     let mut still_used = HashSet::new();
     let mut done: Vec<usize> = Vec::new();
@@ -79,10 +85,68 @@ fn run(ui: &Ui, paths: &GlobalPaths, select: &Select) -> Result<bool, InstallErr
         i += 1;
         !done.contains(&(i - 1))
     });
-    save(ui, &state);
+    ok &= save(ui, &state);
     ok &= remove_upstreams(ui, paths, &mut state, &still_used);
-    save(ui, &state);
+    ok &= save(ui, &state);
     Ok(ok)
+}
+
+/// Record what was given back; a record that cannot be written is a failure, and the next run
+/// finds those entries given back already and finishes the record.
+fn save(ui: &Ui, state: &State) -> bool {
+    match state.save() {
+        Ok(()) => true,
+        Err(e) => {
+            ui.fail(&format!(
+                "could not record what was given back: {e}; the next `coogle unshare` finishes it"
+            ));
+            false
+        }
+    }
+}
+
+/// `--dry-run`: what giving back `chosen` would do to each file and to config.json.
+fn preview(ui: &Ui, paths: &GlobalPaths, state: &State, chosen: &[usize]) {
+    let mut would_remain: HashSet<&str> = HashSet::new();
+    for (path, idx) in by_file(&state.shared, chosen) {
+        let entries: Vec<&SharedEntry> = idx.iter().map(|&i| &state.shared[i]).collect();
+        let label = entries[0].kind.label();
+        let changes: Vec<_> = entries.iter().map(|e| e.change.clone()).collect();
+        match claude_config::preview_revert(&path, &changes) {
+            Err(e) => ui.fail(&format!("{}: {e}", path.display())),
+            Ok(report) => {
+                for r in &report {
+                    match r {
+                        Reverted::Restored(w) | Reverted::Removed(w) => ui.info(&format!(
+                            "{label}: would give back {w} ({})",
+                            path.display()
+                        )),
+                        Reverted::AlreadyBack(w) => {
+                            ui.info(&format!("{label}: {w} is already given back"))
+                        }
+                        Reverted::Skipped(w) => ui.warn(&format!(
+                            "{label}: {w} was changed since it was shared; it would be left alone"
+                        )),
+                    }
+                }
+            }
+        }
+    }
+    for (i, e) in state.shared.iter().enumerate() {
+        if !chosen.contains(&i) {
+            would_remain.insert(e.upstream.as_str());
+        }
+    }
+    let cfg = paths.config_file();
+    for u in &state.shared_upstreams {
+        if !would_remain.contains(u.name.as_str()) {
+            ui.info(&format!(
+                "config: would remove upstream {} from {} (if it is still as shared and no edited entry runs it)",
+                u.name,
+                cfg.display()
+            ));
+        }
+    }
 }
 
 /// Indexes of the recorded entries `select` picks: by upstream or entry name.
@@ -156,6 +220,7 @@ fn restore_file(
             Reverted::Restored(w) | Reverted::Removed(w) => {
                 ui.ok(&format!("{label}: gave back {w}"))
             }
+            Reverted::AlreadyBack(w) => ui.ok(&format!("{label}: {w} was already given back")),
             Reverted::Skipped(w) => {
                 ui.warn(&format!(
                     "{label}: {w} was changed since it was shared; left alone"

@@ -1,7 +1,9 @@
 //! Step 6: point the chosen MCP clients at coogle. Each client config is patched (through
 //! Claude Code's own `claude` CLI where it can be, else directly with backup and atomic
-//! write), and every change is recorded in the state file at once, so `uninstall` can undo
-//! even a run that stopped halfway. A file that does not parse is refused and left untouched.
+//! write), and every change is recorded in the state file before the file changes and settled
+//! right after (`journal`), so `uninstall` can undo even a run that died halfway; when the
+//! record cannot be written, the file is not changed. A file that does not parse is refused
+//! and left untouched.
 
 use std::path::{Path, PathBuf};
 
@@ -9,7 +11,8 @@ use serde_json::Value;
 
 use super::super::args::ClientChoice;
 use super::super::claude_cli::{self, ClaudeCli};
-use super::super::claude_config::{self, ClientKind, Patched, Shim, Upstream};
+use super::super::claude_config::{self, ClientKind, Intent, Patched, Shim, Upstream};
+use super::super::journal;
 use super::super::launch::shim_for;
 use super::super::state::State;
 use super::Wizard;
@@ -61,32 +64,53 @@ impl Wizard<'_> {
         .then(ClaudeCli::find)
         .flatten();
         for shim in shims {
-            let patched = match &cli {
-                Some(cli) => claude_cli::patch(path, shim, cli),
-                None => claude_config::patch_file(path, kind, shim),
+            let mut unrecorded = false;
+            let patched = {
+                let mut journal = |intent: Intent<'_>| {
+                    let pending = journal::pending(
+                        kind,
+                        path,
+                        intent.changes,
+                        &|_| None,
+                        intent.backup,
+                        intent.via_cli,
+                    );
+                    journal::begin(state, pending).inspect_err(|_| unrecorded = true)
+                };
+                match &cli {
+                    Some(cli) => claude_cli::patch(path, shim, cli, &mut journal),
+                    None => claude_config::patch_file_journaled(path, kind, shim, &mut journal),
+                }
             };
             let p = match patched {
                 Ok(p) => p,
                 Err(e) => {
-                    self.ui.fail(&format!("{}: {e}", kind.label()));
+                    if unrecorded {
+                        self.ui.fail(&format!(
+                            "{}: could not record the change ({e}); {} was left unchanged",
+                            kind.label(),
+                            path.display()
+                        ));
+                    } else {
+                        self.ui.fail(&format!("{}: {e}", kind.label()));
+                    }
                     if matches!(e, FsError::Parse { .. } | FsError::NotAnObject { .. }) {
                         self.ui.info("hint: fix the file (or restore a backup), then run `coogle setup` again");
                     }
                     self.failed = true;
+                    self.failed_files.push(path.to_path_buf());
+                    journal::finish(&self.ui, state, path);
                     return;
                 }
             };
             self.report_patch(kind, &p);
+            if !journal::finish(&self.ui, state, path) {
+                self.failed = true;
+            }
             if shim.upstream == Upstream::Google
                 && (kind == ClientKind::ClaudeCode || verify_entry.is_none())
             {
                 *verify_entry = Some(shim.entry(kind));
-            }
-            if !p.changes.is_empty() {
-                state.record(kind, &p);
-                if let Err(e) = state.save() {
-                    self.ui.warn(&format!("could not record the change: {e}"));
-                }
             }
         }
     }

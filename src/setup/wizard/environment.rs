@@ -41,7 +41,7 @@ pub(super) fn check(ui: &Ui) -> PathBuf {
             Ok(path) => {
                 let version = run_bounded(&path, &["--version"], Duration::from_secs(15))
                     .ok()
-                    .and_then(|v| v.lines().next().map(str::to_owned))
+                    .and_then(|v| v.lines().next().map(|l| bare_version(program, l)))
                     .unwrap_or_else(|| "version unknown".into());
                 ui.ok(&format!("{program} {version} at {}", path.display()));
             }
@@ -57,4 +57,27 @@ pub(super) fn check(ui: &Ui) -> PathBuf {
         std::env::consts::ARCH
     ));
     exe
+}
+
+/// A `--version` line without the program's own name in front (`uvx 0.13.9` → `0.13.9`), so
+/// the line reads "uvx 0.13.9", not "uvx uvx 0.13.9".
+fn bare_version(program: &str, line: &str) -> String {
+    let line = line.trim();
+    line.strip_prefix(program)
+        .filter(|rest| rest.starts_with(' '))
+        .map_or(line, str::trim_start)
+        .to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::bare_version;
+
+    #[test]
+    fn the_program_is_named_once() {
+        assert_eq!(bare_version("uvx", "uvx 0.13.9"), "0.13.9");
+        assert_eq!(bare_version("node", "v22.11.0"), "v22.11.0");
+        assert_eq!(bare_version("npx", "10.9.0\n"), "10.9.0");
+        assert_eq!(bare_version("uvx", "uvxtra 1"), "uvxtra 1");
+    }
 }

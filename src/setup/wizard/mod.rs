@@ -19,7 +19,7 @@ use std::path::PathBuf;
 
 use super::args::SetupArgs;
 use super::claude_config::ClientKind;
-use super::state::State;
+use super::journal;
 use super::ui::{self, Ui};
 use super::{test_daemon, verify};
 use crate::config::GlobalPaths;
@@ -42,6 +42,8 @@ struct Wizard<'a> {
     summary: Vec<String>,
     /// The client files step 6 chose, for step 7.
     clients: Vec<(ClientKind, PathBuf)>,
+    /// Client files step 6 could not change (said there): step 7 leaves them alone.
+    failed_files: Vec<PathBuf>,
     /// A step failed and setup went on: exit 1.
     failed: bool,
 }
@@ -68,6 +70,7 @@ pub fn setup(paths: &GlobalPaths, args: &SetupArgs) -> ExitCode {
             .unwrap_or_else(|| ClientKind::ClaudeCode.default_path()),
         summary: Vec::new(),
         clients: Vec::new(),
+        failed_files: Vec::new(),
         failed: false,
     };
     match wizard.run() {
@@ -81,6 +84,14 @@ impl Wizard<'_> {
     fn run(&mut self) -> Result<(), InstallError> {
         self.ui.step(1, STEPS, "Environment");
         let exe = environment::check(&self.ui);
+        // The record of what coogle changed: one that does not parse stops setup before it
+        // changes anything (it is never overwritten), and what an interrupted run left
+        // pending is settled first.
+        let mut state = self.fatal(journal::load(
+            &self.ui,
+            std::slice::from_ref(&self.claude_json),
+            false,
+        ))?;
 
         self.ui.step(2, STEPS, "Google OAuth client");
         let sources = Sources {
@@ -98,15 +109,12 @@ impl Wizard<'_> {
         self.ui.step(4, STEPS, "Test daemon");
         self.test_daemon()?;
 
-        let mut state = State::load().unwrap_or_else(|e| {
-            self.ui.warn(&format!("{e}; starting a new record"));
-            State::default()
-        });
         self.ui.step(5, STEPS, "Service");
         self.install_service(&mut state, &creds);
         if let Err(e) = state.save() {
             self.ui
-                .warn(&format!("could not record the setup state: {e}"));
+                .fail(&format!("could not record the setup state: {e}"));
+            self.failed = true;
         }
 
         self.ui.step(6, STEPS, "Client configs");
@@ -185,15 +193,27 @@ impl Wizard<'_> {
         }
     }
 
-    /// Step 9: what changed, and what to do next.
+    /// Step 9: what changed, and what to do next. After a failure it never says all is well:
+    /// the failure was said at its step, and this says setup did not finish.
     fn done(&self) {
         let ui = self.ui;
-        if self.summary.is_empty() {
-            ui.ok("nothing needed changing: coogle was already set up");
-        } else {
-            for s in &self.summary {
+        // One line per file, however many steps wrote it (config.json: the config step and the
+        // share step), with the first backup, which holds the original.
+        let mut said = std::collections::HashSet::new();
+        for s in &self.summary {
+            let file = s.split(" (backup ").next().unwrap_or(s);
+            if said.insert(file) {
                 ui.ok(&format!("changed: {s}"));
             }
+        }
+        if self.failed {
+            ui.fail(
+                "setup did not finish: fix what is marked ✗ above, then run `coogle setup` again",
+            );
+            return;
+        }
+        if self.summary.is_empty() {
+            ui.ok("nothing needed changing: coogle was already set up");
         }
         ui.line("\nNext:");
         ui.line("  restart Claude Code (or run /mcp) so it starts `coogle mcp`");

@@ -19,9 +19,20 @@ impl Wizard<'_> {
                 true,
             );
         if !wanted {
-            ui.warn("not installed: `coogle mcp` starts the daemon on demand");
+            // Asked for (a flag or an answer): a choice, not a warning.
+            let why = if self.args.no_service {
+                "--no-service"
+            } else {
+                "as you chose"
+            };
+            ui.ok(&format!(
+                "not installed ({why}): `coogle mcp` starts the daemon on demand"
+            ));
             return;
         }
+        // The directories the service file needs that do not exist yet are coogle's to remove
+        // (`uninstall --purge`, when they are empty again).
+        let missing = missing_ancestors(Manager::current().installed_path());
         let inst = match service::install(&service_spec(self.paths)) {
             Ok(inst) => inst,
             Err(e) => {
@@ -38,6 +49,11 @@ impl Wizard<'_> {
                 .push(format!("service {}", inst.path.display()));
         }
         state.service = Some(inst.path.clone());
+        for d in missing.into_iter().filter(|d| d.is_dir()) {
+            if !state.created_dirs.contains(&d) {
+                state.created_dirs.push(d);
+            }
+        }
         if matches!(creds, CredChoice::Env) {
             ui.warn(
                 "the service starts the daemon without this shell's environment: it will not see GOOGLE_OAUTH_CLIENT_ID/SECRET",
@@ -74,4 +90,16 @@ impl Wizard<'_> {
             }
         }
     }
+}
+
+/// The directories above `file` that do not exist, outermost first.
+fn missing_ancestors(file: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out: Vec<std::path::PathBuf> = file
+        .ancestors()
+        .skip(1)
+        .take_while(|d| !d.as_os_str().is_empty() && !d.exists())
+        .map(std::path::Path::to_path_buf)
+        .collect();
+    out.reverse();
+    out
 }

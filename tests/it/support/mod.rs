@@ -5,7 +5,16 @@
 
 pub mod fake_github;
 pub mod gemini_mock;
+mod prerequisites;
+pub mod pty;
+pub mod report;
 pub mod serve;
+pub mod snapshot;
+mod wait;
+
+pub use prerequisites::*;
+use report::Capture;
+pub use wait::*;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::net::UnixStream;
@@ -34,19 +43,6 @@ pub fn fake_mcp() -> PathBuf {
     }
     assert!(path.exists(), "fake_mcp not found at {}", path.display());
     path
-}
-
-pub fn wait_for(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
-    let deadline = Instant::now() + timeout;
-    let mut delay = Duration::from_millis(5);
-    while !f() {
-        assert!(
-            Instant::now() < deadline,
-            "timed out after {timeout:?} waiting for {what}"
-        );
-        std::thread::sleep(delay);
-        delay = (delay * 2).min(Duration::from_millis(100));
-    }
 }
 
 /// The bytes of a client-config fixture under `tests/data/clients` (`claude.json`, ...).
@@ -233,10 +229,15 @@ impl Env {
     }
 
     /// Wait until the daemon answers `ping`.
+    #[track_caller]
     pub fn wait_ready(&self) {
-        wait_for("the daemon to answer", Duration::from_secs(20), || {
-            control(&self.socket, "ping", Value::Null).is_ok()
-        });
+        wait_control(
+            &self.socket,
+            "ping",
+            "the daemon to answer",
+            Duration::from_secs(20),
+            |_| true,
+        );
     }
 
     /// Ask for the (first) upstream's child to start, as a first uncached request would, without
@@ -248,24 +249,17 @@ impl Env {
 
     /// Start the (first) upstream's child, as a first uncached request would, and wait until it
     /// is `ready`.
+    #[track_caller]
     pub fn wait_upstream_ready(&self) -> Value {
         // A demand made before the daemon listens would be lost.
         self.wait_ready();
         self.demand_start();
-        let mut last = Value::Null;
-        wait_for(
+        wait_status(
+            &self.socket,
             "the upstream to be ready",
             Duration::from_secs(60),
-            || match control(&self.socket, "status", Value::Null) {
-                Ok(s) => {
-                    let ready = s["upstreams"][0]["state"] == "ready";
-                    last = s;
-                    ready
-                }
-                Err(_) => false,
-            },
-        );
-        last
+            |s| s["upstreams"][0]["state"] == "ready",
+        )
     }
 
     pub fn shim(&self) -> Shim {
@@ -323,10 +317,14 @@ impl Env {
 
 impl Drop for Env {
     /// Stop any daemon still serving this env's socket (one a shim started, say), even when the
-    /// test failed, so no daemon or child outlives its test.
+    /// test failed, so no daemon or child outlives its test. When the test failed, show the log
+    /// under this HOME: what a daemon a shim started said is nowhere else.
     fn drop(&mut self) {
         if self.socket.exists() {
             let _ = control(&self.socket, "shutdown", Value::Null);
+        }
+        if std::thread::panicking() && self.log.exists() {
+            report::show_log_file("the log file under this test's HOME", &self.log);
         }
     }
 }
@@ -361,23 +359,18 @@ impl std::fmt::Display for Output {
     }
 }
 
-/// A `coogle serve` process, killed (SIGKILL) when dropped if still running.
+/// A `coogle serve` process, stopped when dropped (SIGTERM, then SIGKILL after 10 s). When the
+/// test fails, its log (its stderr, with `--log-stderr`) is shown.
 pub struct Daemon {
     pub child: Option<Child>,
     /// Its stderr (the log, with `--log-stderr`), drained as it comes: a daemon whose log pipe
     /// fills blocks in its logging, which is not what any test means to check.
-    stderr: Option<std::thread::JoinHandle<String>>,
+    stderr: Option<Capture>,
 }
 
 impl Daemon {
     fn new(mut child: Child) -> Daemon {
-        let stderr = child.stderr.take().map(|mut e| {
-            std::thread::spawn(move || {
-                let mut err = String::new();
-                let _ = e.read_to_string(&mut err);
-                err
-            })
-        });
+        let stderr = child.stderr.take().map(Capture::spawn);
         Daemon {
             child: Some(child),
             stderr,
@@ -400,11 +393,7 @@ impl Daemon {
     pub fn wait_exit(&mut self) -> (Option<i32>, String) {
         let mut child = self.child.take().unwrap();
         let status = wait_child(&mut child, Duration::from_secs(20));
-        let err = self
-            .stderr
-            .take()
-            .and_then(|t| t.join().ok())
-            .unwrap_or_default();
+        let err = self.stderr.take().map(Capture::finish).unwrap_or_default();
         (status, err)
     }
 }
@@ -425,22 +414,34 @@ fn wait_child(child: &mut Child, timeout: Duration) -> Option<i32> {
 
 impl Drop for Daemon {
     fn drop(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            // Ask nicely first so the child upstream is stopped too.
-            unsafe {
-                libc::kill(c.id() as i32, libc::SIGTERM);
-            }
-            let deadline = Instant::now() + Duration::from_secs(10);
-            while Instant::now() < deadline {
-                if let Ok(Some(_)) = c.try_wait() {
-                    return;
-                }
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            let _ = c.kill();
-            let _ = c.wait();
+        let Some(mut c) = self.child.take() else {
+            return;
+        };
+        let pid = c.id();
+        stop(&mut c);
+        if std::thread::panicking()
+            && let Some(stderr) = &mut self.stderr
+        {
+            let log = stderr.settle(Duration::from_secs(2));
+            report::show_tail(&format!("coogle serve (pid {pid}), its log"), &log);
         }
     }
+}
+
+/// Stop a daemon: SIGTERM first so it stops its children too, SIGKILL after 10 s.
+fn stop(c: &mut Child) {
+    unsafe {
+        libc::kill(c.id() as i32, libc::SIGTERM);
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline {
+        if let Ok(Some(_)) = c.try_wait() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = c.kill();
+    let _ = c.wait();
 }
 
 /// A `coogle mcp` process driven as an MCP client.
@@ -722,47 +723,6 @@ pub fn split_coogle_tool(result: &Value) -> (Value, Value) {
     (r, last)
 }
 
-/// A third-party server's program on PATH. Missing: a failure when `COOGLE_REQUIRE_THIRD_PARTY`
-/// is set (CI installs them), else `None` with a SKIPPED line.
-pub fn require_program(program: &str) -> Option<PathBuf> {
-    let found = std::env::var_os("PATH").and_then(|p| {
-        std::env::split_paths(&p)
-            .map(|d| d.join(program))
-            .find(|p| p.is_file())
-    });
-    if found.is_none() {
-        assert!(
-            std::env::var_os("COOGLE_REQUIRE_THIRD_PARTY").is_none(),
-            "{program} is not installed but COOGLE_REQUIRE_THIRD_PARTY is set (see .ci/run)"
-        );
-        eprintln!(
-            "SKIPPED: {program} is not on PATH (install it as .ci/run does to run this test)"
-        );
-    }
-    found
-}
-
-/// The official Python SDK (`mcp` 2.x) importable by `python3`. Missing: a failure when
-/// `COOGLE_REQUIRE_THIRD_PARTY` is set (CI installs it), else `false` with a SKIPPED line.
-pub fn python_sdk() -> bool {
-    let ok = Command::new("python3")
-        .args(["-c", "import mcp, mcp.client.client"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !ok {
-        assert!(
-            std::env::var_os("COOGLE_REQUIRE_THIRD_PARTY").is_none(),
-            "the Python SDK `mcp` is not installed but COOGLE_REQUIRE_THIRD_PARTY is set (see .ci/run)"
-        );
-        eprintln!(
-            "SKIPPED: the Python MCP SDK is not installed (pip install mcp==2.3.0, as .ci/run does)"
-        );
-    }
-    ok
-}
-
 /// Run `tests/it/py/era_client.py` (the official Python SDK as the client) against
 /// `coogle mcp` in this env; its JSON report, or a failure naming what it printed.
 pub fn py_client(env: &Env, mode: &str, extra: &[&str], shim_args: &[&str]) -> Value {
@@ -808,40 +768,6 @@ impl Env {
         env.write_fake_config(server_extra);
         (env, events)
     }
-}
-
-/// Whether this test can run a process as another user (`setpriv`, as root) in a private
-/// mount namespace (`unshare -m`). Missing: a failure when `CI` is set, else `false` with a
-/// SKIPPED line.
-pub fn can_run_as_another_user() -> bool {
-    let root = unsafe { libc::getuid() } == 0;
-    let tools = ["/usr/bin/setpriv", "/usr/bin/unshare"]
-        .iter()
-        .all(|p| Path::new(p).exists());
-    let namespaces = tools
-        && root
-        && Command::new("/usr/bin/unshare")
-            .args(["-m", "--propagation", "private", "true"])
-            .status()
-            .is_ok_and(|s| s.success());
-    if !namespaces {
-        let why = "needs root, /usr/bin/setpriv and a working `unshare -m`";
-        assert!(std::env::var_os("CI").is_none(), "{why}, and CI is set");
-        eprintln!("SKIPPED: {why}");
-    }
-    namespaces
-}
-
-/// Claude Code's binary for the tests that need the real client: `COOGLE_TEST_CLAUDE`, else
-/// `claude` on PATH; `None` prints SKIPPED (a failure under `COOGLE_REQUIRE_THIRD_PARTY`).
-pub fn claude_cli() -> Option<PathBuf> {
-    let path = std::env::var_os("COOGLE_TEST_CLAUDE")
-        .map(PathBuf::from)
-        .filter(|p| p.is_file());
-    if path.is_some() {
-        return path;
-    }
-    require_program("claude")
 }
 
 impl Env {

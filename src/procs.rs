@@ -1,6 +1,7 @@
-//! What the system says about a process: its process group and when it started. The reaper in
-//! the parent module decides from this alone, so the same decision is made (and tested) on
-//! every OS; only how the facts are read differs: `/proc` on Linux, libproc on macOS (the API
+//! What the system says about a process: its process group and when it started. The daemon's
+//! reaper (`daemon::child`) decides from this alone, and so does the installer when it finds a
+//! lock or a temp file that names a coogle process (is that process gone?), so the same decision
+//! is made (and tested) on every OS; only how the facts are read differs: `/proc` on Linux, libproc on macOS (the API
 //! `ps` and Activity Monitor use; the `libc` crate has no `kinfo_proc` for Apple, so sysctl's
 //! `KERN_PROC` would mean hand-declaring that struct).
 //!
@@ -29,6 +30,57 @@ pub fn info(pid: u32) -> Option<ProcInfo> {
         pgid: fields.get(2)?.parse().ok()?,
         start: fields.get(19)?.parse().ok()?,
     })
+}
+
+/// Whether the process that had `pid` and started at `start` still runs: a pid now used by
+/// another process (its start differs), or a zombie, does not. `None` for `start` (a record
+/// that has none) asks only whether the pid runs.
+pub fn still_running(pid: u32, start: Option<u64>) -> bool {
+    match info(pid) {
+        Some(p) => start.is_none_or(|s| s == p.start) && !is_zombie(pid),
+        None => false,
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn is_zombie(pid: u32) -> bool {
+    // The state follows the command name, which is in parentheses and may hold anything.
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rsplit_once(')')
+            .and_then(|(_, rest)| rest.trim_start().chars().next())
+            == Some('Z')
+    })
+}
+
+#[cfg(not(target_os = "linux"))]
+fn is_zombie(pid: u32) -> bool {
+    #[cfg(target_os = "macos")]
+    {
+        // `SZOMB` from <sys/proc.h>.
+        const SZOMB: u32 = 5;
+        let Ok(pid_c) = libc::c_int::try_from(pid) else {
+            return false;
+        };
+        // SAFETY: an all-zero proc_bsdinfo is a valid value (integers and byte arrays).
+        let mut bsd: libc::proc_bsdinfo = unsafe { std::mem::zeroed() };
+        let size = std::mem::size_of::<libc::proc_bsdinfo>() as libc::c_int;
+        // SAFETY: the buffer is a live proc_bsdinfo of exactly `size` bytes.
+        let n = unsafe {
+            libc::proc_pidinfo(
+                pid_c,
+                libc::PROC_PIDTBSDINFO,
+                0,
+                (&raw mut bsd).cast(),
+                size,
+            )
+        };
+        n == size && bsd.pbi_status == SZOMB
+    }
+    #[cfg(not(target_os = "macos"))]
+    {
+        let _ = pid;
+        false
+    }
 }
 
 /// Every live process of group `pgid`.
@@ -121,5 +173,10 @@ mod tests {
         assert!(group(pgrp).iter().any(|q| q.pid == me));
         // Read twice, the same start: what tells our process from a recycled pid.
         assert_eq!(info(me).unwrap().start, p.start);
+        assert!(still_running(me, Some(p.start)));
+        assert!(
+            !still_running(me, Some(p.start + 1)),
+            "another start is another process"
+        );
     }
 }
