@@ -60,6 +60,8 @@ fn a_late_discover_answer_corrects_the_era_and_is_remembered() {
             json!(["2026-07-28"]),
             "{d}"
         );
+        // Closed first: a shim still connected would start another daemon once this one stops.
+        drop((s, m));
         let out = env.run(&["stop"]);
         assert_eq!(out.status, Some(0), "{out}");
     }
@@ -105,6 +107,7 @@ fn dies_when_probed_is_remembered_across_daemon_restarts() {
         s.initialize();
         assert_eq!(text(&s.call("echo", json!({"text": "first"}))), "first");
         assert_eq!(count(&pids), 2, "one probe, one start with initialize");
+        drop(s);
         let out = env.run(&["stop"]);
         assert_eq!(out.status, Some(0), "{out}");
     }
