@@ -21,10 +21,14 @@
 //!
 //! Fault injection through the environment (read at startup):
 //! - `FAKE_MCP_ERA`: `dual` (the default: the first request decides), `modern` (2026-07-28
-//!   only: `initialize` gets -32022) or `legacy` (handshake only, as the legacy TS SDK: an
-//!   enveloped request is served with legacy shapes, `server/discover` gets -32601).
+//!   only: `initialize` gets -32022), `legacy` (handshake only, as the legacy TS SDK: an
+//!   enveloped request is served with legacy shapes, `server/discover` gets -32601) or
+//!   `unlocked` (both eras on one connection, each request served in the era its own envelope
+//!   says, as a server that never locks does).
 //! - `FAKE_MCP_TTL_MS`: the `ttlMs` cache hint of modern discover, list and read results
 //!   (default 0, what both SDKs send).
+//! - `FAKE_MCP_CACHE_SCOPE`: the `cacheScope` of modern list and read results (default
+//!   `private`, what both SDKs send; `public` for a server whose lists are the same for all).
 //! - `FAKE_MCP_DISCOVER_DELAY_MS`: answer `server/discover` this late (other requests are not
 //!   held up), to play a server whose start is slower than a client's probe timeout.
 //! - `FAKE_MCP_EXIT_ON_DISCOVER`: exit at once with code 1 when the first message is
@@ -101,6 +105,7 @@ enum EraMode {
     Dual,
     Modern,
     Legacy,
+    Unlocked,
 }
 
 /// The era a connection is locked to.
@@ -133,6 +138,8 @@ struct Shared {
     exit_on_discover: bool,
     discover_delay: Duration,
     ttl_ms: u64,
+    /// `FAKE_MCP_CACHE_SCOPE`.
+    cache_scope: String,
     /// The capabilities of the last legacy `initialize`: the legacy era remembers them for the
     /// connection, where a modern request carries its own.
     legacy_capabilities: Mutex<Value>,
@@ -226,15 +233,18 @@ fn main() {
         Err(_) | Ok("" | "dual") => EraMode::Dual,
         Ok("modern") => EraMode::Modern,
         Ok("legacy") => EraMode::Legacy,
+        Ok("unlocked") => EraMode::Unlocked,
         Ok(other) => {
             // A typo must not quietly test the wrong era.
-            eprintln!("fake-mcp: FAKE_MCP_ERA must be dual, modern or legacy, not {other:?}");
+            eprintln!(
+                "fake-mcp: FAKE_MCP_ERA must be dual, modern, legacy or unlocked, not {other:?}"
+            );
             std::process::exit(2);
         }
     };
     let era = OnceLock::new();
     match mode {
-        EraMode::Dual => {}
+        EraMode::Dual | EraMode::Unlocked => {}
         EraMode::Modern => {
             let _ = era.set(Era::Modern);
         }
@@ -275,6 +285,7 @@ fn main() {
         exit_on_discover: std::env::var_os("FAKE_MCP_EXIT_ON_DISCOVER").is_some(),
         discover_delay: Duration::from_millis(millis("FAKE_MCP_DISCOVER_DELAY_MS").unwrap_or(0)),
         ttl_ms: millis("FAKE_MCP_TTL_MS").unwrap_or(0),
+        cache_scope: std::env::var("FAKE_MCP_CACHE_SCOPE").unwrap_or_else(|_| "private".into()),
         legacy_capabilities: Mutex::new(json!({})),
         subscriptions: Mutex::new(Vec::new()),
     });
@@ -419,13 +430,17 @@ impl Shared {
     /// The connection's era for this request: the first request decides it, once, as the
     /// Python SDK's `serve_dual_era_loop` does. An enveloped `initialize` still means legacy.
     fn era_for(&self, method: &str, enveloped: bool) -> Era {
-        *self.era.get_or_init(|| {
+        let own = || {
             if enveloped && method != "initialize" {
                 Era::Modern
             } else {
                 Era::Legacy
             }
-        })
+        };
+        if self.mode == EraMode::Unlocked {
+            return own();
+        }
+        *self.era.get_or_init(own)
     }
 }
 
@@ -585,7 +600,7 @@ fn modern_request(shared: &Arc<Shared>, id: Value, method: &str, params: Value) 
         "tools/call" => start_call(shared, id, params, ctx),
         _ => {
             let reply = handle_request(shared, method, &params, &ctx);
-            shared.reply(&id, modern_result(method, reply, shared.ttl_ms));
+            shared.reply(&id, modern_result(method, reply, shared));
         }
     }
 }
@@ -647,7 +662,7 @@ fn log_rank(level: &str) -> Option<usize> {
 
 /// A 2026-07-28 result: every one says it is complete (unless it asks for input), and the
 /// cacheable ones carry the cache hints both SDKs default to.
-fn modern_result(method: &str, reply: Reply, ttl_ms: u64) -> Reply {
+fn modern_result(method: &str, reply: Reply, shared: &Shared) -> Reply {
     let Reply::Result(Value::Object(mut result)) = reply else {
         return reply;
     };
@@ -656,8 +671,8 @@ fn modern_result(method: &str, reply: Reply, ttl_ms: u64) -> Reply {
         result.insert("resultType".into(), json!("complete"));
     }
     if complete && CACHEABLE.contains(&method) {
-        result.insert("ttlMs".into(), json!(ttl_ms));
-        result.insert("cacheScope".into(), json!("private"));
+        result.insert("ttlMs".into(), json!(shared.ttl_ms));
+        result.insert("cacheScope".into(), json!(shared.cache_scope));
     }
     Reply::Result(Value::Object(result))
 }
@@ -1046,7 +1061,7 @@ fn start_call(shared: &Arc<Shared>, id: Value, params: Value, ctx: Ctx) {
         };
         let mut reply = call.run(&name);
         if ctx.era == Era::Modern {
-            reply = modern_result("tools/call", reply, shared.ttl_ms);
+            reply = modern_result("tools/call", reply, &shared);
         }
         // Remove the call first: from here on a cancel is too late and is ignored.
         let cancelled = lock(&shared.calls).remove(&key).unwrap_or(false);

@@ -135,11 +135,47 @@ pub fn init_daemon(log_file: &Path, level: &str, also_stderr: bool) -> io::Resul
     // set, it would keep its place rather than fail a daemon over its logging.
     let _ = if to_stderr {
         let stderr = io::stderr.with_filter(|m: &tracing::Metadata<'_>| m.target() != FILE_ONLY);
-        builder.with_writer(file.and(stderr)).try_init()
+        builder.with_writer(Scrubbing(file.and(stderr))).try_init()
     } else {
-        builder.with_writer(file).try_init()
+        builder.with_writer(Scrubbing(file)).try_init()
     };
     Ok(())
+}
+
+/// A log writer that takes the daemon's known secret values out of every line (see `redact`):
+/// whatever a line quotes (a child's words, a command line, an error), no configured value
+/// reaches the log or `coogle logs`.
+struct Scrubbing<M>(M);
+
+impl<'a, M: tracing_subscriber::fmt::MakeWriter<'a>> tracing_subscriber::fmt::MakeWriter<'a>
+    for Scrubbing<M>
+{
+    type Writer = ScrubbingWriter<M::Writer>;
+    fn make_writer(&'a self) -> Self::Writer {
+        ScrubbingWriter(self.0.make_writer())
+    }
+    /// The inner writer's choice per event (what goes to the file only) is kept.
+    fn make_writer_for(&'a self, meta: &tracing::Metadata<'_>) -> Self::Writer {
+        ScrubbingWriter(self.0.make_writer_for(meta))
+    }
+}
+
+struct ScrubbingWriter<W>(W);
+
+impl<W: Write> Write for ScrubbingWriter<W> {
+    /// tracing writes each event whole, in one call: a value cannot straddle two calls.
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let text = String::from_utf8_lossy(buf);
+        let known = crate::redact::known();
+        match known.values_in(&text) {
+            std::borrow::Cow::Borrowed(_) => self.0.write_all(buf)?,
+            std::borrow::Cow::Owned(clean) => self.0.write_all(clean.as_bytes())?,
+        }
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        self.0.flush()
+    }
 }
 
 /// For every other mode: stderr only, quiet by default. `RUST_LOG` takes `target=level` lists

@@ -42,6 +42,40 @@ pub enum PathError {
         "socket path {path} is {len} bytes, longer than the {MAX_SOCKET_PATH} a Unix socket allows"
     )]
     TooLong { path: PathBuf, len: usize },
+    #[error(
+        "{path}, above the socket directory, {why}: they could replace the socket directory and cut every client off; refusing to use it (choose a socketPath below directories only you or root can change, or set XDG_RUNTIME_DIR)"
+    )]
+    ReplaceableParent { path: PathBuf, why: Replaceable },
+}
+
+/// Why a directory above the socket's could be renamed, or emptied, by someone else.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Replaceable {
+    /// Owned by a user other than you and root.
+    Owner(u32),
+    /// Writable by every user, without the sticky bit that keeps them off others' entries.
+    OthersWrite(u32),
+    /// Writable by its group, without the sticky bit (only a warning: the group is often the
+    /// user's own).
+    GroupWrite(u32),
+}
+
+impl std::fmt::Display for Replaceable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Replaceable::Owner(uid) => {
+                write!(f, "is owned by {}", crate::peer::describe_uid(*uid))
+            }
+            Replaceable::OthersWrite(mode) => write!(
+                f,
+                "is mode {mode:04o}, writable by every user without the sticky bit"
+            ),
+            Replaceable::GroupWrite(mode) => write!(
+                f,
+                "is mode {mode:04o}, writable by its group without the sticky bit"
+            ),
+        }
+    }
 }
 
 pub fn uid() -> u32 {
@@ -390,6 +424,61 @@ fn verify_dir(dir: &Path, ours: bool) -> Result<(), PathError> {
     Ok(())
 }
 
+/// The directories above `dir` (the socket directory) that someone else could rename, with
+/// the reason: whoever can rename one can put a directory of their own in the socket
+/// directory's place, and every client then refuses it (the socket directory check), so the
+/// daemon is unreachable. A directory is safe when only you or root own it and, if others may
+/// write in it, the sticky bit keeps them to their own entries (as on `/tmp`). Both the path
+/// as written and the one its symlinks lead to are checked.
+pub fn replaceable_parents(dir: &Path) -> Vec<(PathBuf, Replaceable)> {
+    let me = uid();
+    let mut seen = std::collections::BTreeSet::new();
+    let mut out = Vec::new();
+    let canonical = fs::canonicalize(dir).ok();
+    let written = dir.ancestors().skip(1).map(Path::to_path_buf);
+    let resolved = canonical.iter().flat_map(|c| {
+        c.ancestors()
+            .skip(1)
+            .map(Path::to_path_buf)
+            .collect::<Vec<_>>()
+    });
+    for up in written.chain(resolved) {
+        if up.as_os_str().is_empty() || !seen.insert(up.clone()) {
+            continue;
+        }
+        let Ok(meta) = fs::symlink_metadata(&up) else {
+            continue;
+        };
+        let mode = meta.mode() & 0o7777;
+        let sticky = mode & 0o1000 != 0;
+        let why = if meta.uid() != me && meta.uid() != 0 {
+            Some(Replaceable::Owner(meta.uid()))
+        } else if meta.is_dir() && mode & 0o002 != 0 && !sticky {
+            Some(Replaceable::OthersWrite(mode))
+        } else if meta.is_dir() && mode & 0o020 != 0 && !sticky {
+            Some(Replaceable::GroupWrite(mode))
+        } else {
+            None
+        };
+        if let Some(why) = why {
+            out.push((up, why));
+        }
+    }
+    out
+}
+
+/// The daemon's check of the directories above its socket's: an error for the first that
+/// another user controls (owner, or writable by all), and the group-writable ones to warn of.
+pub fn check_parents(dir: &Path) -> Result<Vec<(PathBuf, Replaceable)>, PathError> {
+    let (warn, refuse): (Vec<_>, Vec<_>) = replaceable_parents(dir)
+        .into_iter()
+        .partition(|(_, why)| matches!(why, Replaceable::GroupWrite(_)));
+    match refuse.into_iter().next() {
+        Some((path, why)) => Err(PathError::ReplaceableParent { path, why }),
+        None => Ok(warn),
+    }
+}
+
 /// coogle's own socket directory: the default one, which coogle creates and may tighten.
 fn is_coogles_dir(dir: &Path) -> bool {
     default_socket().parent() == Some(dir)
@@ -482,6 +571,35 @@ mod tests {
             verify_private_dir(&tmp.path().join("absent")),
             Err(PathError::Inspect { .. })
         ));
+    }
+
+    #[test]
+    fn parents_others_could_rename_are_named() {
+        let tmp = tempfile::tempdir().unwrap();
+        let top = tmp.path().join("top");
+        let dir = top.join("coogle");
+        fs::create_dir_all(&dir).unwrap();
+        let mode = |m| fs::set_permissions(&top, fs::Permissions::from_mode(m)).unwrap();
+        let about_top = |d: &Path| {
+            replaceable_parents(d)
+                .into_iter()
+                .filter(|(p, _)| p == &top)
+                .map(|(_, why)| why)
+                .collect::<Vec<_>>()
+        };
+        mode(0o755);
+        assert_eq!(about_top(&dir), []);
+        mode(0o1777);
+        assert_eq!(about_top(&dir), [], "sticky, as /tmp");
+        mode(0o777);
+        assert_eq!(about_top(&dir), [Replaceable::OthersWrite(0o777)]);
+        assert!(matches!(
+            check_parents(&dir),
+            Err(PathError::ReplaceableParent { .. })
+        ));
+        mode(0o775);
+        assert_eq!(about_top(&dir), [Replaceable::GroupWrite(0o775)]);
+        assert!(check_parents(&dir).is_ok_and(|w| w.iter().any(|(p, _)| p == &top)));
     }
 
     #[test]

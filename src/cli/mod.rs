@@ -72,6 +72,14 @@ pub enum Command {
         /// Also log to stderr when it is not a terminal
         #[arg(long)]
         log_stderr: bool,
+        /// Hand-over: prove this binary can serve, on this socket beside the daemon's (a
+        /// running daemon of an older version starts it so)
+        #[arg(long, hide = true, value_name = "PATH", conflicts_with = "inherit")]
+        standby: Option<PathBuf>,
+        /// Hand-over: serve on the listener and lock inherited from the daemon this one
+        /// replaces (`<listener fd>,<lock fd>`)
+        #[arg(long, hide = true, value_name = "FDS")]
+        inherit: Option<String>,
     },
     /// The stdio MCP server an agent starts: a pump to the daemon (starts one if needed)
     Mcp {
@@ -164,7 +172,11 @@ pub fn run(cli: Cli) -> ExitCode {
     match cli.command {
         // The shim is a pump that must stay small and add no hand-offs: plain threads, no runtime.
         Command::Mcp { server } => serve::mcp(&paths, server),
-        Command::Serve { log_stderr } => serve::serve(&paths, log_stderr),
+        Command::Serve {
+            log_stderr,
+            standby,
+            inherit,
+        } => serve::serve(&paths, log_stderr, standby, inherit),
         Command::Status { json } => {
             control_command(
                 &paths,

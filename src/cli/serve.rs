@@ -2,7 +2,10 @@
 //! mcp` (the shim: a pump on plain threads, outside any runtime, which must never print to
 //! stdout, its MCP channel).
 
-use super::context::{Context, block_on, config_error};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::context::{Context, config_error};
 use crate::config::GlobalPaths;
 use crate::output::{self, ExitCode};
 use crate::{causes, client, daemon, logging, paths, shim};
@@ -40,8 +43,15 @@ pub(super) fn mcp(paths: &GlobalPaths, server: Option<String>) -> ExitCode {
     }
 }
 
-/// `coogle serve`: the daemon in the foreground, until a signal or `coogle stop`.
-pub(super) fn serve(paths: &GlobalPaths, log_stderr: bool) -> ExitCode {
+/// `coogle serve`: the daemon in the foreground, until a signal or `coogle stop`. It may also
+/// end by becoming a newer coogle in place (see `daemon::handover`); `standby` and `inherit`
+/// are the two sides of that hand-over.
+pub(super) fn serve(
+    paths: &GlobalPaths,
+    log_stderr: bool,
+    standby: Option<PathBuf>,
+    inherit: Option<String>,
+) -> ExitCode {
     // The daemon's own working directory is fixed, never its starter's: nothing it does may
     // depend on which client happened to start it (a project's `.env`, relative paths;
     // children run in their own `cwd`, else the home directory), and it must not keep a
@@ -53,17 +63,72 @@ pub(super) fn serve(paths: &GlobalPaths, log_stderr: bool) -> ExitCode {
         Ok(c) => c,
         Err(e) => return config_error(&e),
     };
-    block_on(run_daemon(ctx, log_stderr))
+    if let Some(path) = standby {
+        logging::init_stderr("coogle=info");
+        return match daemon::standby(&ctx.socket, &path) {
+            Ok(()) => ExitCode::Success,
+            Err(e) => {
+                output::error(&e, None);
+                ExitCode::Usage
+            }
+        };
+    }
+    let mut inherited = match inherit.as_deref().map(daemon::Inherited::from_arg) {
+        None => None,
+        Some(Ok(i)) => Some(i),
+        Some(Err(e)) => {
+            output::error(&e, None);
+            return ExitCode::Usage;
+        }
+    };
+    loop {
+        let runtime = match tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+        {
+            Ok(rt) => rt,
+            Err(e) => {
+                output::error_text(&format!("could not start the async runtime: {e}"), None);
+                return ExitCode::Usage;
+            }
+        };
+        let ended = runtime.block_on(run_daemon(&ctx, log_stderr, inherited.take()));
+        // Nothing of this runtime may run on into the exec below.
+        runtime.shutdown_timeout(Duration::from_secs(2));
+        let replacement = match ended {
+            Ended::Exit(code) => return code,
+            Ended::Replace(r) => r,
+        };
+        let (exe, version) = (replacement.exe.clone(), replacement.version.clone());
+        // Only comes back when the exec failed: serve on with this version, as before.
+        let (e, back) = replacement.exec();
+        tracing::error!(
+            "could not become coogle {version} ({}): {e}; this daemon ({}) serves on",
+            exe.display(),
+            crate::wire::VERSION
+        );
+        inherited = Some(back);
+    }
 }
 
-async fn run_daemon(ctx: Context, log_stderr: bool) -> ExitCode {
+enum Ended {
+    Exit(ExitCode),
+    Replace(daemon::Replacement),
+}
+
+async fn run_daemon(
+    ctx: &Context,
+    log_stderr: bool,
+    inherited: Option<daemon::Inherited>,
+) -> Ended {
     let log_file = paths::log_file();
     if let Err(e) = logging::init_daemon(&log_file, &ctx.config.log_level, log_stderr) {
         output::error_text(
             &format!("could not open the log file {}: {e}", log_file.display()),
             None,
         );
-        return ExitCode::Usage;
+        return Ended::Exit(ExitCode::Usage);
     }
     // Keys nobody reads, typos most often: the log says so once per start (doctor and
     // `coogle reload` name them too), never every command.
@@ -76,15 +141,16 @@ async fn run_daemon(ctx: Context, log_stderr: bool) -> ExitCode {
         socket: ctx.socket.clone(),
         log_file: Some(log_file),
     };
-    match daemon::run(ctx.config, options).await {
-        Ok(daemon::Outcome::Stopped) => ExitCode::Success,
+    match daemon::run(ctx.config.clone(), options, inherited).await {
+        Ok(daemon::Outcome::Stopped) => Ended::Exit(ExitCode::Success),
         Ok(daemon::Outcome::AlreadyRunning) => {
             output::note(&format!(
                 "coogle daemon already running on {}",
                 ctx.socket.display()
             ));
-            ExitCode::Success
+            Ended::Exit(ExitCode::Success)
         }
+        Ok(daemon::Outcome::Replace(r)) => Ended::Replace(r),
         Err(e) => {
             // The log keeps it; the person (or the client that started this daemon and reads
             // its `error:` lines) gets it once, in uv's shape, with its fix.
@@ -96,7 +162,7 @@ async fn run_daemon(ctx: Context, log_stderr: bool) -> ExitCode {
                 _ => None,
             };
             output::error(&e, hint);
-            ExitCode::Usage
+            Ended::Exit(ExitCode::Usage)
         }
     }
 }

@@ -93,6 +93,7 @@ async fn reload(shared: &Shared) -> Result<Value, WireError> {
                 format!("the config did not reload, nothing changed: {e}"),
             )
         })?;
+    crate::redact::add_known(super::secret_values(&fresh));
     let done = shared.upstreams.reload(&fresh);
     tracing::info!(
         added = ?done.added,

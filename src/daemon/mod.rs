@@ -93,13 +93,18 @@ pub struct Options {
     pub log_file: Option<PathBuf>,
 }
 
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug)]
 pub enum Outcome {
     /// Served until asked to stop.
     Stopped,
     /// Another daemon holds the lock for this socket; nothing was touched.
     AlreadyRunning,
+    /// A newer coogle proved it can serve: exec it (see `handover`), its children stopped and
+    /// the socket and lock still held.
+    Replace(Replacement),
 }
+
+pub(crate) use handover::{Inherited, Replacement, standby};
 
 #[derive(Debug, thiserror::Error)]
 pub enum DaemonError {
@@ -128,6 +133,10 @@ pub enum DaemonError {
     },
     #[error("could not install signal handlers: {0}")]
     Signals(std::io::Error),
+    #[error("could not take over from the daemon this one replaced")]
+    Inherit(#[from] handover::InheritError),
+    #[error("could not keep the socket for the newer coogle: {0}")]
+    KeepListener(std::io::Error),
 }
 
 struct Shared {
@@ -220,22 +229,44 @@ fn recorded_children(rt: &RuntimePaths) -> Vec<PathBuf> {
         .unwrap_or_default()
 }
 
-/// Run the daemon until `shutdown` (control method or signal).
-pub async fn run(config: Config, options: Options) -> Result<Outcome, DaemonError> {
+/// Run the daemon until `shutdown` (control method or signal), or until it hands over to a
+/// newer coogle; on the listener and lock `inherited` from the daemon this one replaced, when
+/// there is one.
+pub async fn run(
+    config: Config,
+    options: Options,
+    inherited: Option<Inherited>,
+) -> Result<Outcome, DaemonError> {
     let rt = RuntimePaths::for_socket(&options.socket);
     rt.check_length()?;
     paths::ensure_private_dir(&rt.dir)?;
-    let Some(lock) = take_lock(&rt)? else {
-        return Ok(Outcome::AlreadyRunning);
-    };
-    let reaped = child::reap_recorded(&recorded_children(&rt));
-    if !reaped.is_empty() {
+    for (path, why) in paths::check_parents(&rt.dir)? {
         tracing::warn!(
-            count = reaped.len(),
-            "killed upstream processes left by a previous daemon"
+            "{} (above the socket directory) {why}: its group's members could replace the socket directory and cut every client off",
+            path.display()
         );
     }
-    let listener = bind(&rt.socket)?;
+    let (lock, listener, refused) = match inherited {
+        None => {
+            let Some(lock) = take_lock(&rt)? else {
+                return Ok(Outcome::AlreadyRunning);
+            };
+            reap_recorded(&rt);
+            (lock, bind(&rt.socket)?, None)
+        }
+        Some(inherited) => {
+            let (listener, lock, refused) = inherited.adopt(&rt)?;
+            reap_recorded(&rt);
+            tracing::info!(socket = %rt.socket.display(), "took over the socket and the lock from the daemon this one replaced");
+            let listener =
+                UnixListener::from_std(listener).map_err(|source| DaemonError::Bind {
+                    path: rt.socket.clone(),
+                    source,
+                })?;
+            (lock, listener, refused)
+        }
+    };
+    crate::redact::add_known(secret_values(&config));
     let reaper = reaper::Reaper::new();
     let upstreams = registry::Registry::new(&config, &rt, &reaper);
     let (stop, stop_rx) = watch::channel(false);
@@ -249,25 +280,82 @@ pub async fn run(config: Config, options: Options) -> Result<Outcome, DaemonErro
         started: Instant::now(),
         next_session: AtomicU64::new(1),
         stop,
-        handover: Default::default(),
+        handover: Arc::new(handover::Handover::new(&rt.socket, refused, reaper.clone())),
     });
     tracing::info!(socket = %rt.socket.display(), pid = std::process::id(), version = wire::VERSION, "coogle daemon listening");
     let our_socket = socket_identity(&rt.socket);
-    serve(&shared, &listener, &rt.socket, our_socket, stop_rx, &reaper).await?;
+    let end = serve(&shared, &listener, &rt.socket, our_socket, stop_rx, &reaper).await?;
 
-    // Stop accepting first, so no new session lands on a daemon that is going away.
-    drop(listener);
-    if socket_identity(&rt.socket) == our_socket {
-        let _ = std::fs::remove_file(&rt.socket);
-    }
+    // Stop accepting first, so no new session lands on a daemon that is going away. Handing
+    // over, the socket stays open and unaccepted: what connects meanwhile waits in its backlog
+    // for the new daemon.
+    let kept = match end {
+        End::Stop => {
+            drop(listener);
+            if socket_identity(&rt.socket) == our_socket {
+                let _ = std::fs::remove_file(&rt.socket);
+            }
+            None
+        }
+        End::HandOver(verified) => Some((verified, listener)),
+    };
     let grace = Duration::from_millis(shared.config.shutdown_grace_ms);
     let all = shared.upstreams.all();
     futures_join_all(all.iter().map(|u| u.shutdown(grace))).await;
     let sweep = reaper.clone();
     let _ = tokio::task::spawn_blocking(move || sweep.sweep_all()).await;
-    tracing::info!("coogle daemon stopped");
-    drop(lock);
-    Ok(Outcome::Stopped)
+    let Some((verified, listener)) = kept else {
+        tracing::info!("coogle daemon stopped");
+        drop(lock);
+        return Ok(Outcome::Stopped);
+    };
+    let listener = listener.into_std().map_err(DaemonError::KeepListener)?;
+    tracing::info!(exe = %verified.exe.display(), "handing over to coogle {}: children stopped, the socket and lock kept", verified.version);
+    Ok(Outcome::Replace(Replacement {
+        exe: verified.exe,
+        socket: rt.socket.clone(),
+        version: verified.version,
+        id: verified.id,
+        listener: listener.into(),
+        lock,
+    }))
+}
+
+/// Kill what a daemon that was SIGKILLed left running (recorded by pid and start time).
+fn reap_recorded(rt: &RuntimePaths) {
+    let reaped = child::reap_recorded(&recorded_children(rt));
+    if !reaped.is_empty() {
+        tracing::warn!(
+            count = reaped.len(),
+            "killed upstream processes left by a previous daemon"
+        );
+    }
+}
+
+/// Why the accept loop ended.
+enum End {
+    /// Asked to stop, a signal, or the socket lost.
+    Stop,
+    /// A newer coogle proved it can serve, and nothing is queued or in flight.
+    HandOver(handover::Verified),
+}
+
+/// What the daemon must never write out or answer: every configured `env` value and resolved
+/// credential of every upstream, whatever its name, and the credentials in its own environment
+/// (the Gemini key, Google OAuth variables, anything named like a secret).
+pub(crate) fn secret_values(config: &Config) -> Vec<String> {
+    let mut out: Vec<String> = config
+        .servers
+        .values()
+        .flat_map(|s| s.child_env().unwrap_or_default())
+        .map(|(_, v)| v)
+        .collect();
+    out.extend(
+        std::env::vars()
+            .filter(|(k, _)| crate::redact::is_secret_name(k) || k.starts_with("GOOGLE_OAUTH_"))
+            .map(|(_, v)| v),
+    );
+    out
 }
 
 /// With the lock held: clear a stale socket, listen, and make the socket private.
@@ -291,7 +379,7 @@ async fn serve(
     our_socket: Option<(u64, u64)>,
     mut stop_rx: watch::Receiver<bool>,
     reaper: &Arc<reaper::Reaper>,
-) -> Result<(), DaemonError> {
+) -> Result<End, DaemonError> {
     use tokio::signal::unix::{SignalKind, signal};
     let mut sigterm = signal(SignalKind::terminate()).map_err(DaemonError::Signals)?;
     let mut sigint = signal(SignalKind::interrupt()).map_err(DaemonError::Signals)?;
@@ -311,13 +399,14 @@ async fn serve(
             _ = socket_check.tick() => {
                 if socket_lost(our_socket, socket_identity(socket)) {
                     tracing::warn!(socket = %socket.display(), "the socket was removed or replaced; shutting down");
-                    return Ok(());
+                    return Ok(End::Stop);
                 }
             }
             _ = idle_check.tick(), if shared.handover.pending() => {
-                if all_idle(shared).await {
-                    tracing::info!("handing over to the newer coogle: stopping while idle");
-                    return Ok(());
+                if all_idle(shared).await
+                    && let Some(verified) = shared.handover.take_verified()
+                {
+                    return Ok(End::HandOver(verified));
                 }
             }
             accepted = listener.accept() => match accepted {
@@ -330,9 +419,9 @@ async fn serve(
                     tokio::time::sleep(Duration::from_millis(50)).await;
                 }
             },
-            _ = stop_rx.changed() => return Ok(()),
-            _ = sigterm.recv() => { tracing::info!("SIGTERM: shutting down"); return Ok(()) }
-            _ = sigint.recv() => { tracing::info!("SIGINT: shutting down"); return Ok(()) }
+            _ = stop_rx.changed() => return Ok(End::Stop),
+            _ = sigterm.recv() => { tracing::info!("SIGTERM: shutting down"); return Ok(End::Stop) }
+            _ = sigint.recv() => { tracing::info!("SIGINT: shutting down"); return Ok(End::Stop) }
         }
     }
 }

@@ -101,6 +101,12 @@ impl Reaper {
         }
     }
 
+    /// A process the daemon spawned (under [`Reaper::spawning`]) and waits for itself, the
+    /// hand-over's candidate, once that wait is over: it is no longer one of its own.
+    pub fn release(&self, pid: u32) {
+        self.lock().leaders.remove(&pid);
+    }
+
     /// An upstream's child exited: stop what lived below it, and orphans no live child
     /// accounts for. Blocking (a short grace between signals): call it off the runtime.
     pub fn child_exited(&self, upstream: &str, pid: u32) {

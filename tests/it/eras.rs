@@ -86,7 +86,9 @@ fn upstream_state(env: &Env) -> Value {
 #[test]
 fn claude_codes_probe_and_tool_list_are_answered_while_a_slow_child_starts() {
     let env = Env::new();
-    let slow = |ms: &str| json!({"env": {"FAKE_MCP_START_DELAY_MS": ms}});
+    // A server whose list is the same for everyone (`cacheScope: "public"`): a private one is
+    // never kept (see `cache_files.rs`).
+    let slow = |ms: &str| json!({"env": {"FAKE_MCP_START_DELAY_MS": ms, "FAKE_MCP_CACHE_SCOPE": "public"}});
     // A first run teaches the daemon the child's answers (kept on disk).
     env.write_fake_config(slow("0"));
     let mut first = env.shim();

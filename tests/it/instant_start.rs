@@ -1,6 +1,7 @@
 //! A new session gets `initialize` and `tools/list` at once from what the daemon remembered of
 //! the upstream, without waking the child at all; the first request the cache cannot answer
-//! starts it, and when the live list differs, the session is told `list_changed`.
+//! starts it, and when the live list differs, the session is told `list_changed`. (Lists the
+//! child marks `cacheScope: "private"` are never kept: see `cache_files.rs`.)
 
 use crate::support;
 
@@ -25,6 +26,7 @@ fn sessions_are_answered_from_the_cache_while_a_slow_child_starts() {
     env.write_fake_config(json!({"env": {
         "FAKE_MCP_EXTRA_TOOL": "first",
         "FAKE_MCP_START_DELAY_MS": "0",
+        "FAKE_MCP_CACHE_SCOPE": "public",
     }}));
     {
         let mut d = env.daemon();
@@ -40,6 +42,7 @@ fn sessions_are_answered_from_the_cache_while_a_slow_child_starts() {
     env.write_fake_config(json!({"env": {
         "FAKE_MCP_EXTRA_TOOL": "second",
         "FAKE_MCP_START_DELAY_MS": "3000",
+        "FAKE_MCP_CACHE_SCOPE": "public",
     }}));
     let _d = env.daemon();
     let mut s = env.shim();

@@ -19,7 +19,12 @@ fn state(env: &Env) -> Value {
 fn no_child_runs_until_a_request_needs_it_and_it_is_parked_when_quiet() {
     let env = Env::new();
     let pids = env.path("pids");
-    env.write_fake_config(json!({"idleStopMs": 1500, "env": {"FAKE_MCP_PID_FILE": pids}}));
+    // A list the same for everyone (`cacheScope: "public"`): a private one is never served
+    // from the cache (see `cache_files.rs`).
+    env.write_fake_config(json!({"idleStopMs": 1500, "env": {
+        "FAKE_MCP_PID_FILE": pids,
+        "FAKE_MCP_CACHE_SCOPE": "public",
+    }}));
     // A first run teaches the daemon the child's answers.
     {
         let mut d = env.daemon();

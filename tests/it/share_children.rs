@@ -12,12 +12,14 @@ use serde_json::{Value, json};
 use support::*;
 
 /// Three user-scope servers whose command lines make `share` guess each sharing mode; each
-/// records the pid of every start in its own file.
+/// records the pid of every start in its own file. Their tool lists are the same for everyone
+/// (`cacheScope: "public"`), so the cache may answer them (a private one never is).
 fn claude_json(env: &Env) -> Value {
     let fake = fake_mcp().to_string_lossy().into_owned();
     let entry = |arg: &str| {
         json!({"type": "stdio", "command": fake, "args": [arg],
-               "env": {"FAKE_MCP_PID_FILE": env.path(&format!("{arg}.pids"))}})
+               "env": {"FAKE_MCP_PID_FILE": env.path(&format!("{arg}.pids")),
+                       "FAKE_MCP_CACHE_SCOPE": "public"}})
     };
     json!({"mcpServers": {
         "notes": entry("notes"),

@@ -6,6 +6,13 @@
 //! (`ttlMs`) decide how long an answer is reused, and the daemon revalidates what it served from
 //! disk. A cache that cannot be read or written costs only speed, so failures are logged,
 //! never fatal, and a home directory that is gone is never recreated for it.
+//!
+//! Only what may be shared is kept: a list the child marked `cacheScope: "private"` is
+//! answered to the session that asked and forgotten, never written down nor served to another
+//! session. The files are the user's alone (the directory 0700, each file 0600, tightened when
+//! an older coogle left them looser), and a file is read only when it is a regular file of
+//! bounded size, opened without following a symlink and without blocking: a FIFO or a link to
+//! `/dev/zero` in its place costs the cache, never the daemon.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -20,6 +27,8 @@ use crate::wire;
 
 /// Tool lists kept for this many distinct capability sets at the most.
 const MAX_TOOL_LISTS: usize = 8;
+/// A cache file larger than this is not read (eight large tool lists fit many times over).
+const MAX_FILE_BYTES: u64 = 32 * 1024 * 1024;
 
 /// The file's shape. Fields added after 0.1.0 are optional, so an old file still loads (as a
 /// handshake-era child's).
@@ -40,6 +49,10 @@ struct CacheFile {
     tools: Option<Box<RawValue>>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     tool_lists: Vec<StoredTools>,
+    /// Since when (Unix seconds) the child is known to exit when probed with
+    /// `server/discover`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    probe_kills_since: Option<u64>,
 }
 
 #[derive(serde::Serialize, serde::Deserialize)]
@@ -93,6 +106,19 @@ pub(super) struct Cache {
     pub tools_count: Option<usize>,
     /// The child has a tool named `coogle` itself (then the daemon does not add its own).
     pub upstream_has_coogle: bool,
+    /// Since when (Unix seconds) the child is known to exit when probed.
+    pub probe_kills_since: Option<u64>,
+}
+
+/// How long "it exits when probed" is trusted before the child is probed again (it may have
+/// been upgraded; a probe that kills it again costs one extra start, never a failed call).
+const PROBE_KILLS_TRUSTED: u64 = 7 * 24 * 3600;
+
+/// Now, in Unix seconds.
+pub(super) fn now_secs() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
 }
 
 impl Cache {
@@ -108,6 +134,7 @@ impl Cache {
             tool_lists: IndexMap::new(),
             tools_count: None,
             upstream_has_coogle: false,
+            probe_kills_since: None,
         }
     }
 
@@ -117,12 +144,23 @@ impl Cache {
         self
     }
 
+    /// Whether the child is known to exit when probed, recently enough to be believed.
+    pub fn probe_kills(&self) -> bool {
+        self.probe_kills_since
+            .is_some_and(|t| now_secs().saturating_sub(t) < PROBE_KILLS_TRUSTED)
+    }
+
     pub fn load(&mut self, config_capabilities_key: &str, config_capabilities: &Value) {
         if !self.persist {
             return;
         }
-        let Ok(bytes) = std::fs::read(&self.path) else {
-            return;
+        let bytes = match read_private(&self.path) {
+            Ok(Some(bytes)) => bytes,
+            Ok(None) => return,
+            Err(e) => {
+                tracing::warn!(path = %self.path.display(), "ignoring the upstream cache: {e}");
+                return;
+            }
         };
         let c = match serde_json::from_slice::<CacheFile>(&bytes) {
             Ok(c) => c,
@@ -136,12 +174,24 @@ impl Cache {
         self.init_result = c.initialize;
         self.discover = c.discover;
         self.discover_error = c.discover_error;
+        self.probe_kills_since = c.probe_kills_since;
         if let Some(tools) = c.tools {
             let caps = wire::raw(config_capabilities);
             self.remember(config_capabilities_key.to_string(), caps, tools, None, None);
         }
+        let mut private = 0;
         for t in c.tool_lists {
+            if is_private(&t.result) {
+                // Written by a coogle that did not honour the scope: never served, and gone
+                // from the disk at once.
+                private += 1;
+                continue;
+            }
             self.remember(t.key, t.capabilities, t.result, None, None);
+        }
+        if private > 0 {
+            tracing::info!(upstream = %self.upstream, count = private, "removed private tool lists from the upstream cache");
+            self.save();
         }
     }
 
@@ -155,12 +205,22 @@ impl Cache {
 
     /// A live tool list arrived for `key`: keep it (and write it down). True when it differs
     /// from the list sessions were shown before for that key, so they must hear `list_changed`.
+    /// A private list is only looked at (its size, whether it has a `coogle` tool): it went to
+    /// the session that asked, and no other session is ever served it.
     pub fn set_tools(
         &mut self,
         key: String,
         capabilities: Box<RawValue>,
         result: Box<RawValue>,
     ) -> bool {
+        if is_private(&result) {
+            self.tools_count = count_tools(&result);
+            self.upstream_has_coogle = coogle_tool::inject(&result, &self.upstream).is_none();
+            if self.tool_lists.shift_remove(&key).is_some() {
+                self.save();
+            }
+            return false;
+        }
         let changed = self
             .tool_lists
             .get(&key)
@@ -230,6 +290,7 @@ impl Cache {
             discover: self.discover.clone(),
             discover_error: self.discover_error.clone(),
             tools: None,
+            probe_kills_since: self.probe_kills_since,
             tool_lists: self
                 .tool_lists
                 .iter()
@@ -278,17 +339,110 @@ fn same_tools(a: &RawValue, b: &RawValue) -> bool {
     tools(a).is_some() && tools(a) == tools(b)
 }
 
+/// A result the child marked for its requester alone (`cacheScope: "private"`).
+fn is_private(result: &RawValue) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Scope<'a> {
+        #[serde(rename = "cacheScope", borrow)]
+        cache_scope: Option<&'a str>,
+    }
+    serde_json::from_str::<Scope>(result.get()).is_ok_and(|s| s.cache_scope == Some("private"))
+}
+
+/// The file's bytes: `None` when there is none; an error when what is there is not a regular
+/// file of ours of bounded size. Opened without following a symlink and without blocking (a
+/// FIFO would otherwise hang the daemon), read no further than the cap.
+fn read_private(path: &Path) -> std::io::Result<Option<Vec<u8>>> {
+    use std::io::Read;
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
+    let file = match std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+    {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+            return Err(std::io::Error::other("it is a symbolic link"));
+        }
+        Err(e) => return Err(e),
+    };
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(std::io::Error::other("it is not a regular file"));
+    }
+    if meta.len() > MAX_FILE_BYTES {
+        return Err(std::io::Error::other(format!(
+            "it is larger than {MAX_FILE_BYTES} bytes"
+        )));
+    }
+    if meta.uid() == crate::paths::uid() && meta.mode() & 0o077 != 0 {
+        // An older coogle wrote it with the umask's mode: make it the user's alone.
+        file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    file.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        return Err(std::io::Error::other(format!(
+            "it is larger than {MAX_FILE_BYTES} bytes"
+        )));
+    }
+    Ok(Some(bytes))
+}
+
 fn write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
     // Never recreate a home directory that is gone (a deleted test HOME, a removed account):
     // the cache is an optimisation, not worth resurrecting a tree for.
     if !crate::paths::home().is_dir() {
         return Ok(());
     }
     let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir)?;
+    private_dir(dir)?;
     let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-    std::fs::write(&tmp, bytes)?;
-    std::fs::rename(&tmp, path)
+    let _ = std::fs::remove_file(&tmp);
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&tmp)?;
+    if let Err(e) = f.write_all(bytes) {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(e);
+    }
+    drop(f);
+    std::fs::rename(&tmp, path).inspect_err(|_| {
+        let _ = std::fs::remove_file(&tmp);
+    })
+}
+
+/// The cache directory, created 0700, and tightened to it when it is coogle's own
+/// (`paths::cache_dir`) and an older coogle made it with the umask's mode. Any other directory
+/// is left as it is: a directory the user pointed elsewhere through a symlink is theirs to
+/// set, and a shared one (`/tmp`) must never be narrowed.
+fn private_dir(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+    if let Some(up) = dir.parent() {
+        std::fs::create_dir_all(up)?;
+    }
+    match std::fs::DirBuilder::new().mode(0o700).create(dir) {
+        Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => return Err(e),
+        _ => {}
+    }
+    if dir != crate::paths::cache_dir() {
+        return Ok(());
+    }
+    let meta = std::fs::symlink_metadata(dir)?;
+    if meta.is_dir()
+        && meta.uid() == crate::paths::uid()
+        && meta.mode() & 0o077 != 0
+        && meta.mode() & 0o1000 == 0
+    {
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+    }
+    Ok(())
 }
 
 fn tool_names(result: &RawValue) -> Option<Vec<String>> {
@@ -319,9 +473,9 @@ mod tests {
 
     #[test]
     fn a_live_list_serves_within_its_ttl_and_a_disk_list_only_while_the_child_is_down() {
-        let mut c = Cache::new("t", &format!("unit-{}", std::process::id()));
-        c.path =
-            std::env::temp_dir().join(format!("coogle-cache-unit-{}.json", std::process::id()));
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = Cache::new("t", "unit");
+        c.path = dir.path().join("c.json");
         c.era = Some(Era::Modern);
         let caps = raw(&json!({}));
         c.remember(
@@ -349,7 +503,21 @@ mod tests {
         );
         assert!(c.tools("k", true).is_none(), "ttl 0: never reused");
         assert!(c.set_tools("k".into(), caps, raw(&json!({"tools": [{"name": "x"}]}))));
-        let _ = std::fs::remove_file(&c.path);
+    }
+
+    /// Regression: writing a cache file into a shared directory (a unit test's /tmp) made
+    /// that directory 0700 for everyone.
+    #[test]
+    fn only_coogles_own_cache_directory_is_tightened() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o1777)).unwrap();
+        let mut c = Cache::new("t", "k");
+        c.path = dir.path().join("c.json");
+        c.save();
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o7777;
+        assert_eq!(mode(dir.path()), 0o1777);
+        assert_eq!(mode(&c.path), 0o600);
     }
 
     #[test]

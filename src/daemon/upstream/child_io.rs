@@ -21,8 +21,11 @@ use crate::wire::{self, Line};
 
 /// How many of the child's last stderr lines are kept for error messages.
 const STDERR_TAIL: usize = 20;
-/// The longest stderr line logged whole.
+/// The longest stderr line logged whole; the rest of a longer one is dropped.
 const STDERR_LINE_MAX: usize = 4096;
+/// How long stderr lines that may end in the start of a secret wait for the line that would
+/// finish it (see `redact::LineRedactor`).
+const STDERR_HOLD: Duration = Duration::from_millis(200);
 
 /// The last lines a child wrote to stderr, shared with its stderr task.
 #[derive(Clone, Default)]
@@ -65,8 +68,6 @@ pub(super) struct Wiring {
     pub upstream: String,
     pub tail: StderrTail,
     pub reaper: std::sync::Arc<crate::daemon::reaper::Reaper>,
-    /// Values to take out of the child's stderr before it is logged.
-    pub secrets: Vec<String>,
 }
 
 /// Wire a freshly spawned child to the actor. Errors only when its stdin cannot be made
@@ -79,7 +80,6 @@ pub(super) fn attach(spawned: Spawned, wiring: Wiring) -> Result<ChildHandle, St
         upstream,
         tail,
         reaper,
-        secrets,
     } = wiring;
     let pid = spawned.pid;
     // The child's stdin as a non-blocking pipe, so the actor can write without a hop.
@@ -100,12 +100,7 @@ pub(super) fn attach(spawned: Spawned, wiring: Wiring) -> Result<ChildHandle, St
         tx.clone(),
         max_line,
     ));
-    tokio::spawn(drain_stderr(
-        spawned.stderr,
-        upstream.clone(),
-        tail,
-        secrets,
-    ));
+    let stderr = tokio::spawn(drain_stderr(spawned.stderr, upstream.clone(), tail));
 
     let (exited_tx, exited_rx) = watch::channel(false);
     let mut proc = spawned.child;
@@ -120,8 +115,13 @@ pub(super) fn attach(spawned: Spawned, wiring: Wiring) -> Result<ChildHandle, St
         child::signal_group(pid, libc::SIGKILL);
         let _ = tokio::task::spawn_blocking(move || reaper.child_exited(&name, pid)).await;
         let _ = exited_tx.send(true);
-        // Deliver every line the child wrote before its exit is reported.
-        let _ = tokio::time::timeout(Duration::from_secs(2), reader).await;
+        // Deliver every line the child wrote before its exit is reported, and log its last
+        // stderr lines (the error that reports the exit quotes the last one).
+        let _ = tokio::time::timeout(Duration::from_secs(2), async {
+            let _ = reader.await;
+            let _ = stderr.await;
+        })
+        .await;
         let event = ChildEvent::Exited(status);
         let _ = tx.send(Event::Child { generation, event }).await;
     });
@@ -170,32 +170,73 @@ async fn read_stdout(
 
 /// The child's stderr into the daemon log, line by line, with credentials taken out (see
 /// `redact`): a traceback or a debug line may hold the child's token or key.
-async fn drain_stderr(
-    stderr: tokio::process::ChildStderr,
-    upstream: String,
-    tail: StderrTail,
-    secrets: Vec<String>,
-) {
-    let mut r = BufReader::new(stderr);
-    let mut buf = Vec::new();
+///
+/// A line is kept up to [`STDERR_LINE_MAX`] bytes; the rest of it, up to its newline, is read
+/// and dropped, so a child that writes without newlines costs log text, never daemon memory.
+async fn drain_stderr(stderr: tokio::process::ChildStderr, upstream: String, tail: StderrTail) {
+    let mut r = BufReader::with_capacity(8 * 1024, stderr);
+    let mut line: Vec<u8> = Vec::new();
+    let mut dropped: u64 = 0;
+    let mut lines = crate::redact::LineRedactor::default();
+    let log = |texts: Vec<String>| {
+        for text in texts {
+            tracing::info!(target: "coogle::child", upstream = %upstream, "{text}");
+            tail.push(text);
+        }
+    };
     loop {
-        buf.clear();
-        match r.read_until(b'\n', &mut buf).await {
-            Ok(0) | Err(_) => break,
-            Ok(_) => {
-                let mut text =
-                    crate::redact::redact(String::from_utf8_lossy(&buf).trim_end(), &secrets);
-                if text.len() > STDERR_LINE_MAX {
-                    let mut cut = STDERR_LINE_MAX;
-                    while !text.is_char_boundary(cut) {
-                        cut -= 1;
-                    }
-                    text.truncate(cut);
-                    text.push('…');
+        let read = if lines.holding() {
+            // Held lines wait for their continuation only while the child keeps writing.
+            match tokio::time::timeout(STDERR_HOLD, r.fill_buf()).await {
+                Ok(read) => read,
+                Err(_) => {
+                    log(lines.flush(&crate::redact::known()));
+                    continue;
                 }
-                tracing::info!(target: "coogle::child", upstream = %upstream, "{text}");
-                tail.push(text);
             }
+        } else {
+            r.fill_buf().await
+        };
+        let chunk = match read {
+            Ok(chunk) if !chunk.is_empty() => chunk,
+            Ok(_) => break,
+            Err(e) => {
+                tracing::warn!(upstream = %upstream, "reading the child's stderr failed: {e}");
+                break;
+            }
+        };
+        let newline = chunk.iter().position(|&b| b == b'\n');
+        let used = newline.map_or(chunk.len(), |i| i + 1);
+        let piece = &chunk[..newline.unwrap_or(chunk.len())];
+        let room = STDERR_LINE_MAX.saturating_sub(line.len());
+        line.extend_from_slice(&piece[..piece.len().min(room)]);
+        dropped += piece.len().saturating_sub(room) as u64;
+        r.consume(used);
+        if newline.is_some() {
+            let texts = finish_line(&mut line, &mut dropped, &mut lines);
+            log(texts);
         }
     }
+    if !line.is_empty() || dropped > 0 {
+        let texts = finish_line(&mut line, &mut dropped, &mut lines);
+        log(texts);
+    }
+    log(lines.flush(&crate::redact::known()));
+}
+
+/// One stderr line read whole (or its kept start): the lines now ready to log.
+fn finish_line(
+    line: &mut Vec<u8>,
+    dropped: &mut u64,
+    lines: &mut crate::redact::LineRedactor,
+) -> Vec<String> {
+    let text = String::from_utf8_lossy(line).trim_end().to_string();
+    let cut = *dropped > 0;
+    let mut out = lines.push(text, cut, &crate::redact::known());
+    if cut && let Some(last) = out.last_mut() {
+        last.push_str(&format!("… ({dropped} more bytes of this line dropped)"));
+    }
+    line.clear();
+    *dropped = 0;
+    out
 }

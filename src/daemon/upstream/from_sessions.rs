@@ -459,7 +459,7 @@ impl Upstream {
             if let Some(url) = self.sign_ins.answer_for(&q.req.account, q.since) {
                 let text = super::sign_in::call_text(&self.name, url);
                 self.count_session_outcome(&q.origin, Outcome::Error, Duration::ZERO);
-                self.reply_error(q.origin, true, ErrorCode::UpstreamError, &text);
+                self.reply_error_verbatim(q.origin, true, ErrorCode::UpstreamError, &text);
                 continue;
             }
             self.dispatch(q.origin, q.req);

@@ -79,6 +79,9 @@ pub(super) struct Life {
     pub probe_suspect: bool,
     /// This child dies of the `server/discover` probe: it is started with `initialize`.
     pub probe_kills: bool,
+    /// A child that died while probed was started again at once with `initialize`, since it
+    /// was last ready: the next failure waits for the backoff.
+    pub quick_retried: bool,
     /// When the running child's stdout reached EOF, if it did.
     pub stdout_closed_at: Option<Instant>,
     /// Stop the child after this long without sessions or calls (`idleStopMs`; zero: never).
@@ -114,6 +117,7 @@ impl Life {
             initialize_sent: false,
             probe_suspect: false,
             probe_kills: false,
+            quick_retried: false,
             stdout_closed_at: None,
             idle_stop: Duration::ZERO,
             idle_since: None,
@@ -178,25 +182,12 @@ impl Upstream {
             upstream: self.name.clone(),
             tail: self.life.stderr_tail.clone(),
             reaper: self.reaper.clone(),
-            secrets: self.secret_values(),
         };
         let attached = child_io::attach(spawned, wiring);
         match attached {
             Ok(handle) => self.on_spawned(handle),
             Err(reason) => self.on_start_failed(reason),
         }
-    }
-
-    /// The values of the child's secret environment (its credentials, keys and tokens), to take
-    /// out of what it writes to stderr before that is logged.
-    fn secret_values(&self) -> Vec<String> {
-        let env = self.config.child_env().unwrap_or_default();
-        let passed = self.passed_env.iter().map(|(k, v)| (k.clone(), v.clone()));
-        env.into_iter()
-            .chain(passed)
-            .filter(|(k, _)| crate::redact::is_secret_name(k))
-            .map(|(_, v)| v)
-            .collect()
     }
 
     /// A child is running: find out which era it speaks. It is probed with `server/discover`
@@ -247,15 +238,16 @@ impl Upstream {
     /// The child answered the probe.
     pub(super) fn on_discovered(&mut self, answer: &wire::Message) {
         self.life.probe = None;
-        if self.life.is_ready() {
-            // `initialize` already decided (a late answer to a probe that timed out).
-            return;
-        }
         let modern = answer.field("result").filter(|r| {
             era::supported_versions(r)
                 .iter()
                 .any(|v| v == era::MODERN_VERSION)
         });
+        if self.life.is_ready() {
+            // A late answer to a probe that timed out, after `initialize` decided.
+            self.on_late_discover(modern, answer);
+            return;
+        }
         match modern {
             Some(result) => {
                 self.cache.era = Some(Era::Modern);
@@ -275,6 +267,51 @@ impl Upstream {
                     self.send_initialize();
                 }
             }
+        }
+    }
+
+    /// The probe's answer came after the child was taken for a handshake-era one. A
+    /// 2026-07-28 answer means it serves both eras on this connection (it answered
+    /// `initialize` too): it is spoken to in the newest from now on, that is written down so the
+    /// next start waits for its answer, and sessions are told its tools may have changed (a
+    /// 2026-07-28 child's lists depend on each session's capabilities). Nothing is restarted.
+    fn on_late_discover(
+        &mut self,
+        modern: Option<&serde_json::value::RawValue>,
+        answer: &wire::Message,
+    ) {
+        match modern {
+            Some(result) if self.cache.era != Some(Era::Modern) => {
+                tracing::info!(upstream = %self.name, "the upstream answered server/discover after it was taken for a handshake-era server: it speaks 2026-07-28, and is served in that era from now on");
+                self.cache.era = Some(Era::Modern);
+                self.cache.discover = Some(result.to_owned());
+                self.cache.discover_error = None;
+                self.cache.init_result = None;
+                self.cache.invalidate_tools();
+                self.cache.save();
+                self.child_log_level = None;
+                self.refresh_tools();
+                self.open_own_listen();
+                self.announce_tools_changed(true);
+            }
+            Some(_) => {}
+            None => {
+                if let Some(e) = answer.field("error") {
+                    self.cache.discover_error = Some(e.to_owned());
+                    self.cache.save();
+                }
+            }
+        }
+    }
+
+    /// How long the probe waits before `initialize` is tried too: a child known to speak
+    /// 2026-07-28 (it answered a probe before, maybe late) is given the whole call timeout, so
+    /// a slow start does not take it for a handshake-era one again.
+    pub(super) fn probe_timeout(&self) -> Duration {
+        if self.cache.era == Some(Era::Modern) {
+            PROBE_TIMEOUT.max(self.config.call_timeout)
+        } else {
+            PROBE_TIMEOUT.min(self.config.call_timeout)
         }
     }
 
@@ -307,19 +344,22 @@ impl Upstream {
                 // Started without a probe, and it wants one after all.
                 self.life.probe_kills = false;
                 self.life.probe_suspect = false;
+                self.cache.probe_kills_since = None;
+                self.cache.save();
             }
             self.kill_child();
             return;
         };
-        if let Some(probe) = self.life.probe.take() {
-            self.inflight.remove(probe);
-        }
+        // A probe still out stays in flight: a late 2026-07-28 answer corrects the era (see
+        // `on_late_discover`).
         if self.life.probe_suspect {
-            // It died of the probe and works with `initialize`: remember that for as long as
-            // the daemon runs (not on disk: a child that merely crashed once must not lose its
-            // era for good).
+            // It died of the probe and works with `initialize`: remember that, on disk too (a
+            // new daemon would otherwise kill it with a probe again). The verdict is trusted
+            // for a while only: the server may be upgraded, and a child that merely crashed
+            // once must not lose its era for good.
             self.life.probe_suspect = false;
             self.life.probe_kills = true;
+            self.cache.probe_kills_since = Some(super::cache::now_secs());
             tracing::info!(upstream = %self.name, "the upstream exits when probed with server/discover; it is started with initialize from now on");
         }
         self.cache.era = Some(Era::Legacy);
@@ -333,6 +373,7 @@ impl Upstream {
     /// The child's era is known and it is ready for everyone.
     fn on_ready(&mut self) {
         self.life.state = State::Ready;
+        self.life.quick_retried = false;
         let ready_pid = self.life.child.as_ref().map(|c| c.pid);
         let era = self.cache.era.map_or("?", Era::as_str);
         tracing::info!(upstream = %self.name, pid = ?ready_pid, era, "upstream ready");
@@ -390,7 +431,7 @@ impl Upstream {
             child::display_command(&self.config)
         );
         self.fail_waiting(ErrorCode::UpstreamUnavailable, &text);
-        let err = WireError::new(ErrorCode::UpstreamUnavailable, &text);
+        let err = WireError::new(ErrorCode::UpstreamUnavailable, crate::redact::scrub(&text));
         self.answer_restart_waiters(Err(err));
         if self.life.shutting_down() {
             self.life.state = State::Stopped;
@@ -506,9 +547,19 @@ impl Upstream {
         }
         if !was_ready {
             // A child that exits while probed may have died of the probe (rmcp before 3.0
-            // does): the next start tries `initialize` alone; one that fails that way too is
-            // probed again the time after. Either way the backoff applies.
+            // does): it is started again at once with `initialize` alone, and what waits for
+            // it goes on waiting. One that fails that way too is probed again the time after,
+            // with the backoff.
             let probed = self.life.probe.take().is_some();
+            if probed && !self.life.probe_suspect && !self.life.quick_retried {
+                // Once per start that ends ready: a child that fails this way again is
+                // crashing, whatever it is sent, and waits for the backoff like any other.
+                self.life.quick_retried = true;
+                self.life.probe_suspect = true;
+                tracing::info!(upstream = %self.name, "the upstream exited while probed with server/discover ({status}); starting it again with initialize");
+                self.start_child();
+                return;
+            }
             self.life.probe_suspect = probed && !self.life.probe_suspect;
             self.on_start_failed(format!("it exited before answering initialize ({status})"));
             return;
@@ -596,7 +647,7 @@ impl Upstream {
                             &format!("Restarted the `{}` server (pid {}).", self.name, v["pid"]),
                             v.clone(),
                         ),
-                        Err(e) => wire::tool_error_result(&e.message),
+                        Err(e) => wire::tool_error_result(&crate::redact::scrub(&e.message)),
                     };
                     let line = response_line(&client_id, &wire::raw(&result));
                     self.send_to_session(session, line);

@@ -227,6 +227,8 @@ pub(crate) fn start(s: Start) -> UpstreamHandle {
         Some(key) => Cache::new(&name, key),
         None => Cache::new(&name, "memory").without_disk(),
     };
+    // What a session passes (`passEnv`) may be a secret too: never written out.
+    crate::redact::add_known(s.passed_env.values().cloned());
     actor.passed_env = s.passed_env;
     actor.instance = s.instance;
     actor.coogle_tool = s.coogle_tool;
@@ -234,6 +236,7 @@ pub(crate) fn start(s: Start) -> UpstreamHandle {
     actor.life.idle_stop = actor.config.idle_stop;
     let caps = actor.config.client_capabilities.clone();
     actor.cache.load("config", &caps);
+    actor.life.probe_kills = actor.cache.probe_kills();
     let unused = actor.unused.clone();
     tokio::spawn(actor.run(rx));
     UpstreamHandle { name, tx, unused }
@@ -512,9 +515,7 @@ impl Upstream {
         let now = Instant::now();
         let deadline = match what {
             Internal::Listen => None,
-            Internal::Discover => {
-                Some(now + lifecycle::PROBE_TIMEOUT.min(self.config.call_timeout))
-            }
+            Internal::Discover => Some(now + self.probe_timeout()),
             _ => Some(now + self.config.call_timeout),
         };
         let tools_key = match what {
@@ -574,6 +575,13 @@ impl Upstream {
     /// Answer a request the daemon could not get answered: a tool result with `isError` for
     /// calls (the agent reads why), a JSON-RPC error for other requests.
     fn reply_error(&mut self, origin: Origin, is_call: bool, code: ErrorCode, text: &str) {
+        // The daemon's own words may quote a child (its last stderr line, its error).
+        self.reply_error_verbatim(origin, is_call, code, &crate::redact::scrub(text));
+    }
+
+    /// [`Self::reply_error`] for a text that passes on what the child itself answered a
+    /// session (a sign-in URL, which holds the OAuth client id), as it would reach it directly.
+    fn reply_error_verbatim(&mut self, origin: Origin, is_call: bool, code: ErrorCode, text: &str) {
         match origin {
             Origin::Session { id, client_id } => {
                 let line = if is_call {

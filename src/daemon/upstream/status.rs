@@ -45,7 +45,7 @@ impl Upstream {
             instance: self.instance.clone(),
             sharing: Some(self.config.sharing.as_str().to_string()),
             state: self.life.state,
-            command: child::display_command(&self.config),
+            command: crate::redact::scrub(&child::display_command(&self.config)),
             pid: self.life.child.as_ref().map(|c| c.pid),
             uptime_ms: self.life.child.as_ref().map(|c| ms(c.started.elapsed())),
             parked_since_ms: self.life.parked_since.map(since_epoch),
@@ -55,7 +55,7 @@ impl Upstream {
                 .life
                 .restart_at
                 .map(|t| ms(t.saturating_duration_since(now))),
-            last_error: self.life.last_error.clone(),
+            last_error: self.life.last_error.as_deref().map(crate::redact::scrub),
             queue: self.waiting.calls(),
             waiting: self.waiting.len(),
             requests_in_flight: self.inflight.requests(),

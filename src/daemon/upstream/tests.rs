@@ -710,7 +710,7 @@ async fn tool_lists_follow_each_sessions_capabilities() {
     );
     h.child_says(
         json!({"jsonrpc": "2.0", "id": asked["id"], "result": {"resultType": "complete",
-        "tools": [{"name": "echo"}, {"name": "sample"}], "ttlMs": 60000, "cacheScope": "private"}}),
+        "tools": [{"name": "echo"}, {"name": "sample"}], "ttlMs": 60000, "cacheScope": "public"}}),
     );
     assert_eq!(
         h.reads(1).await["result"]["tools"]
@@ -729,4 +729,15 @@ async fn tool_lists_follow_each_sessions_capabilities() {
         2
     );
     h.child_reads_nothing().await;
+    // A list the child marks private is for the request that got it: never reused.
+    h.says(1, list(json!({"elicitation": {}})));
+    let asked = h.child_reads().await;
+    h.child_says(
+        json!({"jsonrpc": "2.0", "id": asked["id"], "result": {"resultType": "complete",
+        "tools": [{"name": "echo"}], "ttlMs": 60000, "cacheScope": "private"}}),
+    );
+    h.reads(1).await;
+    h.says(1, list(json!({"elicitation": {}})));
+    let again = h.child_reads().await;
+    assert_eq!(again["method"], "tools/list", "{again}");
 }

@@ -145,6 +145,18 @@ impl Doctor<'_> {
                 return self.fail(&refused.to_string(), &refused.hint().unwrap_or_default());
             }
         }
+        // Whoever can rename a directory above it can swap the socket directory for their own.
+        for (path, why) in paths::replaceable_parents(dir) {
+            let fix = "choose a socketPath below directories only you or root can change, or set XDG_RUNTIME_DIR";
+            let what = format!(
+                "{}, above the socket directory, {why}: the socket directory can be replaced under every client",
+                path.display()
+            );
+            match why {
+                paths::Replaceable::GroupWrite(_) => self.warn(&what, fix),
+                _ => self.fail(&what, fix),
+            }
+        }
         // Someone else's socket here is a foreign listener, which the daemon check names.
         if let Ok(m) = std::fs::symlink_metadata(socket)
             && m.uid() == paths::uid()

@@ -1,13 +1,30 @@
-//! Lines written by children (their stderr) go into the daemon's log, and a server may print a
-//! token or a key in a traceback or a debug line. This module takes out what looks like a
-//! credential before such a line is logged: the values of the child's own secret environment
-//! variables, tokens of well-known shapes (Google OAuth access and refresh tokens, OAuth client
-//! secrets, API keys, bearer tokens), and the values of fields named like secrets. It errs on the
-//! side of redacting: a log line with a hole in it costs little; a leaked token costs a lot.
+//! Secrets kept out of what the daemon writes and answers: its log, `status`, and the errors it
+//! gives sessions and control clients.
+//!
+//! Two kinds of knowledge. The values the daemon was given (every configured `env` value of
+//! every upstream, whatever its name, and the credentials it resolved) are known for sure and
+//! are found in any common encoding (see `values`), also when a child splits one across
+//! lines or around a `\r` (see `stream`). A child's stderr is further searched for tokens of
+//! well-known shapes (Google OAuth access and refresh tokens, OAuth client secrets, API keys,
+//! bearer tokens) and for the values of fields named like secrets. It errs on the side of
+//! redacting: a log line with a hole in it costs little; a leaked token costs a lot.
+//!
+//! The values are held once for the whole process ([`add_known`]), since the log writer, the
+//! status and every upstream's errors need the same set.
+
+mod stream;
+mod values;
+
+use std::borrow::Cow;
+use std::sync::{Arc, RwLock};
+
+pub(crate) use stream::LineRedactor;
+use values::{Span, Values};
 
 /// What a secret becomes in a log line.
 const REDACTED: &str = "[redacted]";
-/// Values shorter than this are not taken for secrets (too many false hits, too little to leak).
+/// Tokens and field values shorter than this are not taken for secrets (too many false hits,
+/// too little to leak).
 const MIN_SECRET: usize = 8;
 
 /// Prefixes of well-known credential shapes: Google access tokens, refresh tokens, OAuth client
@@ -36,17 +53,85 @@ pub(crate) fn is_secret_name(name: &str) -> bool {
         || lower.contains("credential")
 }
 
-/// `line` with what looks like a credential taken out; `known` are values that are secrets
-/// for sure (the child's own secret environment).
+/// `line` with what looks like a credential taken out, `known` values first (for text that
+/// is not a child's stderr line: an API's error, say).
 pub(crate) fn redact(line: &str, known: &[String]) -> String {
-    let mut out = line.to_string();
-    for secret in known.iter().filter(|s| s.len() >= MIN_SECRET) {
-        if out.contains(secret.as_str()) {
-            out = out.replace(secret.as_str(), REDACTED);
+    Redactor::new(known.iter().cloned()).child_line(line)
+}
+
+/// The known values, ready to search for.
+#[derive(Default)]
+pub(crate) struct Redactor {
+    values: Values,
+}
+
+impl Redactor {
+    pub fn new<I: IntoIterator<Item = String>>(values: I) -> Redactor {
+        Redactor {
+            values: Values::new(values),
         }
     }
-    out = redact_shapes(&out);
-    redact_named_fields(&out)
+
+    /// `text` without the known values (the daemon's own text: a log line, an error, a status
+    /// field).
+    pub fn values_in<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        let spans = self.values.spans(text);
+        if spans.is_empty() {
+            return Cow::Borrowed(text);
+        }
+        Cow::Owned(cut(text, spans))
+    }
+
+    /// A line a child wrote: the known values, then well-known token shapes and secret-named
+    /// fields.
+    pub fn child_line(&self, line: &str) -> String {
+        let out = self.values_in(line);
+        redact_named_fields(&redact_shapes(&out))
+    }
+}
+
+/// `text` with every span replaced by [`REDACTED`] (overlapping spans merged).
+fn cut(text: &str, mut spans: Vec<Span>) -> String {
+    spans.sort();
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    for (start, end) in spans {
+        if end <= at {
+            continue;
+        }
+        if start >= at {
+            out.push_str(&text[at..start]);
+            out.push_str(REDACTED);
+        }
+        at = end;
+    }
+    out.push_str(&text[at..]);
+    out
+}
+
+static KNOWN: RwLock<Option<Arc<Redactor>>> = RwLock::new(None);
+
+/// More values this process must never write out (added to those known before: what a
+/// running child was given stays secret after a reload).
+pub(crate) fn add_known<I: IntoIterator<Item = String>>(values: I) {
+    let mut known = KNOWN.write().unwrap_or_else(|p| p.into_inner());
+    let before = known.as_ref().map(|r| r.values.plain().to_vec());
+    let all = before.into_iter().flatten().chain(values);
+    *known = Some(Arc::new(Redactor::new(all)));
+}
+
+/// The process's known values (none before [`add_known`]).
+pub(crate) fn known() -> Arc<Redactor> {
+    KNOWN
+        .read()
+        .unwrap_or_else(|p| p.into_inner())
+        .clone()
+        .unwrap_or_default()
+}
+
+/// `text` without the process's known values.
+pub(crate) fn scrub(text: &str) -> String {
+    known().values_in(text).into_owned()
 }
 
 fn is_token_char(c: char) -> bool {
@@ -142,7 +227,7 @@ mod tests {
 
     #[test]
     fn credentials_are_taken_out_and_the_rest_kept() {
-        let known = vec!["sk-live-abcdef123456".to_string(), "short".to_string()];
+        let known = Redactor::new(["sk-live-abcdef123456".to_string(), "short".to_string()]);
         let cases = [
             (
                 "using key sk-live-abcdef123456 now",
@@ -172,11 +257,24 @@ mod tests {
             ("task-1234567890 done", "task-1234567890 done"),
         ];
         for (line, want) in cases {
-            assert_eq!(redact(line, &known), want, "{line}");
+            assert_eq!(known.child_line(line), want, "{line}");
         }
         assert!(is_secret_name("GOOGLE_OAUTH_CLIENT_SECRET"));
         assert!(is_secret_name("OPENAI_API_KEY"));
         assert!(is_secret_name("GITHUB_TOKEN"));
         assert!(!is_secret_name("USER_GOOGLE_EMAIL"));
+    }
+
+    #[test]
+    fn known_values_go_whatever_their_name_and_the_spans_merge() {
+        let r = Redactor::new([
+            "postgres://app:hunter2-db-pass@db/app".to_string(),
+            "hunter2-db-pass".to_string(),
+        ]);
+        assert_eq!(
+            r.values_in("url=postgres://app:hunter2-db-pass@db/app pass=hunter2-db-pass."),
+            "url=[redacted] pass=[redacted]."
+        );
+        assert!(matches!(r.values_in("nothing here"), Cow::Borrowed(_)));
     }
 }
