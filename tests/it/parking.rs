@@ -45,7 +45,9 @@ fn pid_of(s: &mut Shim) -> u32 {
 
 #[test]
 fn open_sessions_of_both_eras_stay_connected_while_their_child_is_parked() {
-    let env = Env::with_fake(json!({"idleStopMs": 1000}));
+    // A server whose lists are the same for everyone (public): the cache may answer them.
+    let env = Env::with_fake(json!({"idleStopMs": 1000,
+                                    "env": {"FAKE_MCP_CACHE_SCOPE": "public"}}));
     let _d = env.daemon();
     // Each session starts as Claude Code does: its handshake and its tool list.
     let mut legacy = env.shim();
