@@ -8,6 +8,7 @@ mod broken_config;
 mod claude_config_patch;
 mod claude_json_lock;
 mod cli;
+mod control_wire;
 mod coogle_tool;
 mod distribution;
 mod doctor;
