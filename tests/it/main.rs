@@ -5,9 +5,9 @@
 mod support;
 
 mod broken_config;
-mod claude_config_patch;
 mod claude_json_lock;
 mod cli;
+mod client_config_patch;
 mod control_wire;
 mod coogle_tool;
 mod distribution;
