@@ -1,10 +1,10 @@
 //! The wire between the daemon and its clients: one JSON object per line on a Unix socket.
 //!
 //! This module owns every type both ends speak: the hello that opens an mcp-mode connection,
-//! control requests and responses ([`control`]), the closed set of error codes, the capped line
-//! reader, and the minimal JSON-RPC envelope the router reads. It must never interpret MCP beyond what
-//! routing needs: a message is parsed into its top-level fields as raw JSON, and what the
-//! router does not touch is written out byte for byte as it came in.
+//! control requests and responses (`control.rs`), the closed set of error codes, the capped
+//! line reader, and the minimal JSON-RPC envelope the router reads. It must never interpret MCP
+//! beyond what routing needs: a message is parsed into its top-level fields as raw JSON, and
+//! what the router does not touch is written out byte for byte as it came in.
 
 use std::fmt;
 
