@@ -59,7 +59,7 @@ pub fn warn(message: &str) {
     eprintln!("warning: {message}");
 }
 
-pub fn json(value: &serde_json::Value) {
+pub fn json<T: serde::Serialize + ?Sized>(value: &T) {
     out(&serde_json::to_string_pretty(value).unwrap_or_default());
 }
 

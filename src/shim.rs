@@ -31,10 +31,6 @@ const DISCONNECTED_PREFIX: &[u8] =
 /// `cli::shim_exe`): it holds only this module and what it uses.
 pub const SHIM_EXE: &str = "coogle-mcp";
 
-/// Set by `coogle` when it hands a session to the `coogle-mcp` executable: the version that one
-/// must have (see `cli::shim_exe`). Never passed on to a daemon the shim starts.
-pub const HANDOFF_VAR: &str = "COOGLE_SHIM";
-
 /// Lines from the client buffered while the daemon is away; past this, requests are refused.
 const MAX_BUFFERED: usize = 1000;
 

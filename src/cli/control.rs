@@ -6,13 +6,14 @@
 
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde::Serialize;
 
 use super::context::{Context, config_error};
 use super::status::render_status;
 use crate::client::{self, ClientError};
 use crate::config::Config;
 use crate::output::{self, ExitCode};
+use crate::wire::{Status, Target};
 
 /// How long `coogle stop` waits for the daemon to exit, beyond its configured grace period.
 const STOP_WAIT: Duration = Duration::from_secs(30);
@@ -22,22 +23,35 @@ fn none_running(result: &Result<impl Sized, ClientError>) -> bool {
     matches!(result, Err(ClientError::NotRunning { .. }))
 }
 
+/// `coogle status --json`: whether a daemon runs, then its status (or, with none, the socket
+/// nothing answered on). Scripts read these names.
+#[derive(Serialize)]
+struct StatusJson<'a> {
+    running: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    socket: Option<&'a std::path::Path>,
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    status: Option<&'a Status>,
+}
+
 pub(super) async fn status(ctx: &Context, as_json: bool) -> Result<ExitCode, ClientError> {
     let status = client::status(&ctx.socket).await;
     if as_json && none_running(&status) {
         // Scripts always get JSON; the exit code still says the daemon is unreachable.
-        output::json(&json!({"running": false, "socket": ctx.socket}));
+        output::json(&StatusJson {
+            running: false,
+            socket: Some(&ctx.socket),
+            status: None,
+        });
         return Ok(ExitCode::Usage);
     }
     let status = status?;
     if as_json {
-        let mut value = json!({"running": true});
-        if let (Some(out), Ok(Value::Object(fields))) =
-            (value.as_object_mut(), serde_json::to_value(&status))
-        {
-            out.extend(fields);
-        }
-        output::json(&value);
+        output::json(&StatusJson {
+            running: true,
+            socket: None,
+            status: Some(&status),
+        });
     } else {
         output::out(&render_status(&status));
     }
@@ -54,19 +68,11 @@ pub(super) async fn restart(
 ) -> Result<ExitCode, ClientError> {
     // This shell's project and environment pick the instance, as they would for a session
     // started here (a per-project server's child of this project, say).
-    let mut params = json!({
-        "project": crate::wire::own_project_dir(),
-        "env": crate::wire::own_env(),
-    });
-    if let Some(s) = server {
-        params["server"] = json!(s);
-    }
-    let r = client::control(&ctx.socket, "restart_child", params).await?;
-    output::out(&format!(
-        "restarted {} (pid {})",
-        r["server"].as_str().unwrap_or("upstream"),
-        r["pid"]
-    ));
+    let ready = client::restart_child(&ctx.socket, Target::here(server.as_deref())).await?;
+    let pid = ready
+        .pid
+        .map_or_else(|| "null".to_string(), |p| p.to_string());
+    output::out(&format!("restarted {} (pid {pid})", ready.server));
     Ok(ExitCode::Success)
 }
 

@@ -29,7 +29,8 @@ use crate::shim_identity::{self, Verdict};
 
 /// The main executable, beside `coogle-mcp`.
 const MAIN_EXE: &str = "coogle";
-use crate::shim::{HANDOFF_VAR, SHIM_EXE};
+use crate::client::HANDOFF_VAR;
+use crate::shim::SHIM_EXE;
 /// [`HANDOFF_VAR`]'s value asking `coogle` to run the shim itself.
 const IN_PROCESS: &str = "in-process";
 

@@ -108,16 +108,11 @@ pub(super) fn render_status(status: &Status) -> String {
 }
 
 fn session_line(s: &SessionStatus) -> String {
-    let info = |k: &str| {
-        s.client_info
-            .as_ref()
-            .and_then(|i| i.get(k))
-            .and_then(|v| v.as_str())
-    };
-    let client = info("name")
+    let client = s
+        .client_name()
         .or(s.client.as_deref())
         .unwrap_or("unknown client");
-    let version = info("version").unwrap_or("");
+    let version = s.client_version().unwrap_or("");
     let mut line = format!("    #{} {client} {version}", s.id);
     if let Some(pid) = s.pid {
         line.push_str(&format!(" · pid {pid}"));

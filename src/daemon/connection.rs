@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::net::UnixStream;
 
@@ -119,7 +119,7 @@ async fn mcp_session(
         project: hello.project_dir.as_deref(),
         env: hello.env.as_ref(),
     };
-    let handle = match server_name(&shared, &json!({"server": hello.server}))
+    let handle = match server_name(&shared, hello.server.as_deref())
         .and_then(|name| shared.upstreams.for_session(&name, asker, id))
     {
         Ok(h) => h,

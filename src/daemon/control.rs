@@ -1,29 +1,29 @@
-//! Control mode: request/response lines for the CLI and `nc -U` (`status`, `call`, `shutdown`,
-//! ...). The methods are a closed set and never tool names: a tool called `status` is reached
-//! through `call`, so no tool can collide with the daemon's own methods.
+//! Control mode, the daemon's side: request/response lines for the CLI and `nc -U` (`status`,
+//! `call`, `shutdown`, ...), read as a typed [`Request`] and answered with the method's typed
+//! [`Response`] (both in [`crate::wire::control`], which clients share). The methods are a
+//! closed set and never tool names: a tool called `status` is reached through `call`, so no tool
+//! can collide with the daemon's own methods.
 
 use std::sync::Arc;
 
-use serde_json::{Value, json};
 use tokio::io::{AsyncWriteExt, BufReader};
 
-use std::collections::BTreeMap;
-
 use super::Shared;
+use super::connection::too_long;
 use super::registry::Asker;
+use super::upstream::UpstreamHandle;
 use crate::config::Config;
+use crate::wire::{
+    self, ControlRequest, ControlResponse, ErrorCode, Info, Line, Pong, Refusal, Reloaded, Request,
+    Response, Status, Stopping, Target, ToolList, WireError,
+};
 
 /// How long a control connection may sit without sending a request.
 const CONTROL_IDLE: std::time::Duration = std::time::Duration::from_secs(10);
-use super::connection::too_long;
-use super::upstream::UpstreamHandle;
-use crate::wire::{
-    self, ControlMethod, ControlRequest, ControlResponse, ErrorCode, Info, Line, Status, WireError,
-};
 
 pub(super) async fn control_connection(
     shared: Arc<Shared>,
-    first: Result<ControlRequest, WireError>,
+    first: Result<ControlRequest, Refusal>,
     mut r: BufReader<tokio::net::unix::OwnedReadHalf>,
     mut w: tokio::net::unix::OwnedWriteHalf,
 ) {
@@ -47,7 +47,7 @@ pub(super) async fn control_connection(
                 Ok(Ok(Line::Complete)) => wire::parse_control(&buf),
                 Ok(Ok(Line::Eof)) if !wire::is_blank(&buf) => wire::parse_control(&buf),
                 Ok(Ok(Line::TooLong)) => {
-                    let resp = ControlResponse::err(Value::Null, too_long(cap));
+                    let resp = ControlResponse::err(serde_json::Value::Null, too_long(cap));
                     let _ = w.write_all(&wire::to_line(&resp)).await;
                     return;
                 }
@@ -55,14 +55,14 @@ pub(super) async fn control_connection(
             },
         };
         let resp = match req {
-            Ok(req) => {
-                let id = req.id.clone();
-                match control(&shared, req).await {
+            Ok(ControlRequest { id, request }) => {
+                tracing::debug!(method = request.method().as_str(), "control request");
+                match control(&shared, request).await {
                     Ok(result) => ControlResponse::ok(id, result),
                     Err(e) => ControlResponse::err(id, e),
                 }
             }
-            Err(e) => ControlResponse::err(Value::Null, e),
+            Err(Refusal { id, error }) => ControlResponse::err(id, error),
         };
         if w.write_all(&wire::to_line(&resp)).await.is_err() {
             return;
@@ -70,10 +70,9 @@ pub(super) async fn control_connection(
     }
 }
 
-/// The server a request names (`params.server`; none: the only one, or `google`), among
-/// those served now (the start's, and any a `reload` added).
-pub(super) fn server_name(shared: &Shared, params: &Value) -> Result<String, WireError> {
-    let name = params.get("server").and_then(|s| s.as_str());
+/// The server named (none: the only one, or `google`), among those served now (the start's,
+/// and any a `reload` added).
+pub(super) fn server_name(shared: &Shared, name: Option<&str>) -> Result<String, WireError> {
     shared
         .upstreams
         .resolve(name)
@@ -82,7 +81,7 @@ pub(super) fn server_name(shared: &Shared, params: &Value) -> Result<String, Wir
 
 /// Read the config file again, as the daemon did at start (the same path; none: the default
 /// one), and serve the servers new in it. A file that does not load changes nothing.
-async fn reload(shared: &Shared) -> Result<Value, WireError> {
+async fn reload(shared: &Shared) -> Result<Reloaded, WireError> {
     let file = shared.config.file.clone();
     let fresh = tokio::task::spawn_blocking(move || Config::load(file.as_deref()))
         .await
@@ -101,24 +100,17 @@ async fn reload(shared: &Shared) -> Result<Value, WireError> {
         removed = ?done.removed,
         "reloaded the config"
     );
-    to_value(&done)
+    Ok(done)
 }
 
 /// The instance a control request goes to: a shared server's unbound one; a per-project
-/// server's for `params.project` (the CLI sends its own); `params.env` gives the values of a
-/// server's `passEnv`, as a session's hello does.
-fn upstream(shared: &Shared, params: &Value) -> Result<UpstreamHandle, WireError> {
-    let name = server_name(shared, params)?;
-    let project = params
-        .get("project")
-        .and_then(Value::as_str)
-        .map(std::path::Path::new);
-    let env: Option<BTreeMap<String, String>> = params
-        .get("env")
-        .and_then(|e| serde_json::from_value(e.clone()).ok());
+/// server's for the target's project (the CLI sends its own); the target's `env` gives the
+/// values of a server's `passEnv`, as a session's hello does.
+fn upstream(shared: &Shared, target: &Target) -> Result<UpstreamHandle, WireError> {
+    let name = server_name(shared, target.server.as_deref())?;
     let asker = Asker {
-        project,
-        env: env.as_ref(),
+        project: target.project.as_deref(),
+        env: target.env.as_ref(),
     };
     shared.upstreams.for_control(&name, asker)
 }
@@ -136,95 +128,56 @@ fn info(shared: &Shared) -> Info {
     }
 }
 
-fn to_value<T: serde::Serialize>(v: &T) -> Result<Value, WireError> {
-    serde_json::to_value(v).map_err(|e| WireError::new(ErrorCode::Internal, e.to_string()))
-}
-
-async fn control(shared: &Shared, req: ControlRequest) -> Result<Value, WireError> {
-    let Some(method) = ControlMethod::parse(&req.method) else {
-        let known: Vec<&str> = ControlMethod::ALL.iter().map(|m| m.as_str()).collect();
-        return Err(WireError::new(
-            ErrorCode::InvalidRequest,
-            format!(
-                "unknown control method {:?}; the methods are {} (tool calls go through \"call\")",
-                req.method,
-                known.join(", ")
-            ),
-        ));
-    };
-    let params = &req.params;
-    match method {
-        ControlMethod::Ping => Ok(json!({"pong": true, "version": wire::VERSION})),
-        ControlMethod::Info => to_value(&info(shared)),
-        ControlMethod::Status => {
+async fn control(shared: &Shared, request: Request) -> Result<Response, WireError> {
+    Ok(match request {
+        Request::Ping => Pong::of_this_daemon().into(),
+        Request::Info => info(shared).into(),
+        Request::Status => {
             let mut upstreams = Vec::new();
             for u in shared.upstreams.all() {
                 upstreams.push(u.status().await);
             }
             upstreams.extend(shared.upstreams.without_instances());
-            to_value(&Status {
+            Status {
                 daemon: info(shared),
                 upstreams,
-            })
+            }
+            .into()
         }
-        ControlMethod::ListTools => list_tools(&upstream(shared, params)?).await,
-        ControlMethod::Call => call(&upstream(shared, params)?, params).await,
-        ControlMethod::StartChild => upstream(shared, params)?.start().await,
-        ControlMethod::RestartChild => upstream(shared, params)?.restart().await,
-        ControlMethod::Reload => reload(shared).await,
-        ControlMethod::Shutdown => {
+        Request::ListTools(target) => list_tools(&upstream(shared, &target)?).await?.into(),
+        Request::Call(call) => Response::Called(
+            upstream(shared, &call.target)?
+                .call_tool(&call.tool, &call.arguments)
+                .await?,
+        ),
+        Request::StartChild(target) => upstream(shared, &target)?.start().await?.into(),
+        Request::RestartChild(target) => upstream(shared, &target)?.restart().await?.into(),
+        Request::Reload => reload(shared).await?.into(),
+        Request::Shutdown => {
             let _ = shared.stop.send(true);
-            Ok(json!({"stopping": true, "pid": std::process::id()}))
+            Stopping {
+                stopping: true,
+                pid: std::process::id(),
+            }
+            .into()
         }
-    }
+    })
 }
 
 /// Every page of the tool list, bounded so a server whose cursors loop cannot hold us forever.
-async fn list_tools(u: &UpstreamHandle) -> Result<Value, WireError> {
+async fn list_tools(u: &UpstreamHandle) -> Result<ToolList, WireError> {
     let mut tools = Vec::new();
     let mut cursor: Option<String> = None;
     for _ in 0..100 {
-        let p = match &cursor {
-            Some(c) => json!({"cursor": c}),
-            None => json!({}),
-        };
-        let page: Value = serde_json::from_str(u.request("tools/list", p).await?.get())
-            .map_err(|e| WireError::new(ErrorCode::UpstreamError, e.to_string()))?;
-        if let Some(t) = page.get("tools").and_then(|t| t.as_array()) {
-            tools.extend(t.iter().cloned());
-        }
-        cursor = page
-            .get("nextCursor")
-            .and_then(|c| c.as_str())
-            .map(String::from);
+        let page = u.tools_page(cursor.as_deref()).await?;
+        tools.extend(page.tools.unwrap_or_default());
+        cursor = page.next_cursor;
         if cursor.is_none() {
             break;
         }
     }
-    Ok(json!({"server": u.name, "tools": tools}))
-}
-
-/// A one-shot tool call: `params: {server?, tool, arguments?}`.
-async fn call(u: &UpstreamHandle, params: &Value) -> Result<Value, WireError> {
-    let tool = params.get("tool").and_then(|t| t.as_str()).ok_or_else(|| {
-        WireError::new(
-            ErrorCode::InvalidRequest,
-            "call needs params.tool (the tool's name) and optional params.arguments (an object)",
-        )
-    })?;
-    let arguments = match params.get("arguments") {
-        None | Some(Value::Null) => json!({}),
-        Some(a @ Value::Object(_)) => a.clone(),
-        Some(_) => {
-            return Err(WireError::new(
-                ErrorCode::InvalidRequest,
-                "params.arguments must be a JSON object",
-            ));
-        }
-    };
-    let result = u
-        .request("tools/call", json!({"name": tool, "arguments": arguments}))
-        .await?;
-    serde_json::from_str(result.get())
-        .map_err(|e| WireError::new(ErrorCode::UpstreamError, e.to_string()))
+    Ok(ToolList {
+        server: u.name.clone(),
+        tools,
+    })
 }

@@ -86,11 +86,21 @@ pub fn inject(result: &RawValue, server: &str) -> Option<Box<RawValue>> {
 pub enum Action {
     Status,
     Info,
-    Restart { force: bool },
-    StartCall { tool: String, arguments: Value },
-    Wait { operation: String, wait: Duration },
+    Restart {
+        force: bool,
+    },
+    StartCall {
+        tool: String,
+        arguments: serde_json::Map<String, Value>,
+    },
+    Wait {
+        operation: String,
+        wait: Duration,
+    },
     ListOperations,
-    Cancel { operation: String },
+    Cancel {
+        operation: String,
+    },
 }
 
 pub fn parse(arguments: &Value) -> Result<Action, String> {
@@ -124,8 +134,8 @@ pub fn parse(arguments: &Value) -> Result<Action, String> {
                 return Err("`start_call` runs the server's tools, not coogle itself".into());
             }
             let arguments = match arguments.get("arguments") {
-                None | Some(Value::Null) => json!({}),
-                Some(a @ Value::Object(_)) => a.clone(),
+                None | Some(Value::Null) => serde_json::Map::new(),
+                Some(Value::Object(a)) => a.clone(),
                 Some(_) => return Err("`arguments` must be an object".into()),
             };
             Action::StartCall {
@@ -195,7 +205,7 @@ mod tests {
             parse(&json!({"action": "start_call", "tool": "echo"})).unwrap(),
             Action::StartCall {
                 tool: "echo".into(),
-                arguments: json!({})
+                arguments: serde_json::Map::new()
             }
         );
         assert_eq!(

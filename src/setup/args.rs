@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use super::claude_config::ClientKind;
+use super::client_config::ClientKind;
 
 /// Where the daemon's OAuth client comes from, as `setup --credentials-source` takes it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::claude_config::{self, Change, ClientKind, Intent, Journal, Patched, Plan, Shim};
+use super::client_config::{self, Change, ClientKind, Intent, Journal, Patched, Plan, Shim};
 use crate::crash_point;
 use crate::fsutil::{self, FsError, Mode, Written};
 use crate::process::{RunError, run_bounded};
@@ -29,7 +29,7 @@ enum CliError {
     Failed { program: PathBuf, error: RunError },
     #[error(
         "after `claude mcp add-json`, {} does not run coogle",
-        claude_config::describe(location)
+        client_config::describe(location)
     )]
     NotStored { location: Vec<String> },
 }
@@ -83,7 +83,7 @@ impl ClaudeCli {
 }
 
 /// Point Claude Code at coogle: user-scope changes through `cli`, the rest (per-project
-/// entries) directly. Falls back to [`claude_config::patch_file`] for everything when the CLI
+/// entries) directly. Falls back to [`client_config::patch_file`] for everything when the CLI
 /// fails before it changed anything; when it fails halfway, the removed entry is put back
 /// first. An unparsable file is refused untouched, as by the direct patch. `journal` is told
 /// what each write is about to change before it happens.
@@ -96,7 +96,7 @@ pub fn patch(
     let kind = ClientKind::ClaudeCode;
     apply(
         path,
-        &|doc| claude_config::patch(doc, kind, shim),
+        &|doc| client_config::patch(doc, kind, shim),
         &|stored| shim.is_exact(stored),
         cli,
         journal,
@@ -115,7 +115,7 @@ pub fn apply(
 ) -> Result<Patched, FsError> {
     let target = fsutil::resolve(path);
     let Some(bytes) = fsutil::read_optional(&target)? else {
-        return claude_config::apply_file(path, plan, journal);
+        return client_config::apply_file(path, plan, journal);
     };
     let doc = fsutil::parse_json(&bytes, &target)?;
     let (_, planned) = plan(&doc);
@@ -132,7 +132,7 @@ pub fn apply(
             .is_some_and(|e| !e.is_empty())
     };
     if user_scope.is_empty() || user_scope.iter().any(has_env) {
-        return claude_config::apply_file(path, plan, journal);
+        return client_config::apply_file(path, plan, journal);
     }
     // A lock a killed coogle left would make the CLI wait out Claude Code's stale time.
     fsutil::sweep(&target);
@@ -152,7 +152,7 @@ pub fn apply(
     // Record what the CLI actually stored (it may normalize the entry), so a revert matches.
     let now = fsutil::parse_json(&std::fs::read(&target).unwrap_or_default(), &target)?;
     for change in &mut done {
-        match claude_config::get_path(&now, &change.location) {
+        match client_config::get_path(&now, &change.location) {
             Some(stored) if stored_ok(stored) => change.written = stored.clone(),
             _ => {
                 failure.get_or_insert_with(|| CliError::NotStored {
@@ -162,7 +162,7 @@ pub fn apply(
         }
     }
     // Per-project entries (and whatever the CLI did not do) are patched directly.
-    let rest = claude_config::apply_file(path, plan, journal)?;
+    let rest = client_config::apply_file(path, plan, journal)?;
     let mut changes = done;
     changes.extend(rest.changes);
     Ok(Patched {
@@ -207,11 +207,11 @@ pub(super) fn put_back(path: &Path, location: &[String], original: &Value) -> Re
     fsutil::update_json(
         path,
         Mode::KeepOr(0o600),
-        claude_config::CLIENT_LOCK,
+        client_config::CLIENT_LOCK,
         |doc| {
             let mut new = doc.cloned().unwrap_or_else(|| serde_json::json!({}));
             let (parent, key) = location.split_at(location.len() - 1);
-            match claude_config::get_path_mut(&mut new, parent).and_then(Value::as_object_mut) {
+            match client_config::get_path_mut(&mut new, parent).and_then(Value::as_object_mut) {
                 Some(servers) if !servers.contains_key(&key[0]) => {
                     servers.insert(key[0].clone(), original.clone());
                     Ok(Some(new))

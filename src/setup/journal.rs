@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use super::claude_cli;
-use super::claude_config::{self, Change, ClientKind, describe, looks_like_coogle};
+use super::client_config::{self, Change, ClientKind, describe, looks_like_coogle};
 use super::state::{ClientState, Pending, PendingChange, SharedEntry, State};
 use super::ui::Ui;
 use crate::error::InstallError;
@@ -115,7 +115,7 @@ fn settle_one(
     for pc in &p.changes {
         let c = &pc.change;
         let what = format!("{} {}", p.kind.label(), describe(&c.location));
-        let now = claude_config::get_path(&doc, &c.location);
+        let now = client_config::get_path(&doc, &c.location);
         if let Some(now) = now.filter(|now| is_written(now, &c.written, p.via_cli)) {
             let mut change = c.clone();
             change.written = now.clone();

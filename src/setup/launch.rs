@@ -3,7 +3,7 @@
 //! daemon, and a PATH under which the daemon finds `uvx` and `npx`. Also `generate-plist` and
 //! `generate-unit`, which print exactly what setup would install.
 
-use super::claude_config::{Shim, Upstream};
+use super::client_config::{Shim, Upstream};
 use super::service;
 use crate::config::{Config, GlobalPaths};
 use crate::exec_path;

@@ -9,7 +9,7 @@
 
 mod args;
 mod claude_cli;
-pub mod claude_config;
+pub mod client_config;
 mod config_write;
 pub(crate) mod doctor;
 mod journal;

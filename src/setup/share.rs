@@ -24,7 +24,7 @@ mod unshare;
 use std::path::PathBuf;
 
 use super::args::ShareArgs;
-use super::claude_config::ClientKind;
+use super::client_config::ClientKind;
 use super::journal;
 use super::ui::{self, Ui};
 use crate::config::GlobalPaths;

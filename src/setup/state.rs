@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::claude_config::{Change, ClientKind};
+use super::client_config::{Change, ClientKind};
 use crate::config;
 use crate::fsutil::{self, FsError};
 

@@ -9,12 +9,12 @@ use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 use indicatif::ProgressBar;
-use serde_json::{Value, json};
 
 use super::ui::Ui;
 use crate::client::{self, ClientError};
 use crate::fsutil::PrivateDir;
 use crate::process::wait_or_kill;
+use crate::wire::Target;
 
 /// How long the test daemon may take to list its tools (a cold `uvx` download is slow).
 pub(super) const TEST_TIMEOUT: Duration = Duration::from_secs(90);
@@ -139,7 +139,7 @@ async fn probe(
 ) -> Result<TestReport, Cause> {
     let deadline = Instant::now() + TEST_TIMEOUT;
     loop {
-        if socket.exists() && client::control(socket, "ping", Value::Null).await.is_ok() {
+        if socket.exists() && client::ping(socket).await.is_ok() {
             break;
         }
         if let Ok(Some(status)) = child.try_wait() {
@@ -163,15 +163,14 @@ async fn probe(
         .iter()
         .map(|u| (u.name.clone(), u.state.as_str().to_owned()))
         .collect();
-    let _ = client::control(socket, "shutdown", Value::Null).await;
+    let _ = client::ask_shutdown(socket).await;
     Ok(TestReport { tools, upstreams })
 }
 
 /// `list_tools` for one upstream, retried until it answers or `deadline`.
 async fn count_tools(socket: &Path, name: &str, deadline: Instant) -> Result<usize, Cause> {
-    let params = json!({"server": name});
     let listed = loop {
-        match client::control(socket, "list_tools", params.clone()).await {
+        match client::list_tools(socket, Target::server(Some(name))).await {
             Ok(v) => break v,
             Err(error) if Instant::now() > deadline => {
                 return Err(Cause::ListTools {
@@ -182,11 +181,7 @@ async fn count_tools(socket: &Path, name: &str, deadline: Instant) -> Result<usi
             Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
         }
     };
-    Ok(listed
-        .get("tools")
-        .and_then(Value::as_array)
-        .map(Vec::len)
-        .unwrap_or(0))
+    Ok(listed.tools.len())
 }
 
 /// On every path, success or not, ask it to stop (SIGTERM stops its upstream's process group

@@ -57,6 +57,18 @@ impl EnvelopeError {
 }
 
 impl Message {
+    /// A request the daemon writes itself (on behalf of a control connection or a `coogle`
+    /// tool operation, or to ask a session for input): `{"jsonrpc":"2.0","id":…,"method":…,
+    /// "params":…}`, its params kept byte for byte.
+    pub fn request(id: Box<RawValue>, method: &str, params: Box<RawValue>) -> Message {
+        let mut fields = IndexMap::with_capacity(4);
+        fields.insert("jsonrpc".to_string(), raw("2.0"));
+        fields.insert("id".to_string(), id);
+        fields.insert("method".to_string(), raw(method));
+        fields.insert("params".to_string(), params);
+        Message { fields }
+    }
+
     pub fn parse(line: &[u8]) -> Result<Message, EnvelopeError> {
         let text = std::str::from_utf8(line)
             .map_err(|e| EnvelopeError::Parse(format!("not UTF-8: {e}")))?;
@@ -329,6 +341,14 @@ pub fn request_line(id: &RawValue, method: &str, params: &serde_json::Value) -> 
     out
 }
 
+/// `tools/call`'s params for a call the daemon makes itself (a control `call`, a `coogle` tool
+/// operation).
+#[derive(Debug, Serialize)]
+pub struct ToolCallParams<'a> {
+    pub name: &'a str,
+    pub arguments: &'a serde_json::Map<String, serde_json::Value>,
+}
+
 /// A tool result that reports a failure the agent should read (STYLE rule 8).
 pub fn tool_error_result(text: &str) -> serde_json::Value {
     serde_json::json!({
@@ -367,6 +387,28 @@ mod tests {
             out,
             "{\"jsonrpc\":\"2.0\",\"id\":42,\"method\":\"tools/call\",\"params\":{\"name\":\"x\",\"arguments\":{\"b\":1,\"a\":[1.50,\"\\u00e9\"]},\"_meta\":{\"progressToken\":\"u42\",\"other\":true}}}\n"
         );
+    }
+
+    /// A request the daemon makes is what a client writing the same line would have sent.
+    #[test]
+    fn a_request_built_is_the_request_parsed() {
+        let params = RawValue::from_string(r#"{"b": 1.50, "a":"\u00e9"}"#.into()).unwrap();
+        let built = Message::request(raw(&3), "tools/call", params);
+        assert_eq!(built.kind(), Kind::Request);
+        assert_eq!(built.method().as_deref(), Some("tools/call"));
+        let line = built.to_line();
+        assert_eq!(
+            String::from_utf8(line.clone()).unwrap(),
+            "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{\"b\": 1.50, \"a\":\"\\u00e9\"}}\n"
+        );
+        let parsed = Message::parse(line.trim_ascii_end()).unwrap();
+        assert_eq!(parsed.to_line(), line);
+        let args = serde_json::Map::new();
+        let call = raw(&ToolCallParams {
+            name: "echo",
+            arguments: &args,
+        });
+        assert_eq!(call.get(), r#"{"name":"echo","arguments":{}}"#);
     }
 
     #[test]

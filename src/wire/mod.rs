@@ -1,16 +1,18 @@
 //! The wire between the daemon and its clients: one JSON object per line on a Unix socket.
 //!
 //! This module owns every type both ends speak: the hello that opens an mcp-mode connection,
-//! control requests and responses, the closed set of error codes, the capped line reader, and
-//! the minimal JSON-RPC envelope the router reads. It must never interpret MCP beyond what
-//! routing needs: a message is parsed into its top-level fields as raw JSON, and what the
-//! router does not touch is written out byte for byte as it came in.
+//! control requests and responses (`control.rs`), the closed set of error codes, the capped
+//! line reader, and the minimal JSON-RPC envelope the router reads. It must never interpret MCP
+//! beyond what routing needs: a message is parsed into its top-level fields as raw JSON, and
+//! what the router does not touch is written out byte for byte as it came in.
 
 use std::fmt;
 
+mod control;
 mod envelope;
 mod status;
 
+pub use control::*;
 pub use envelope::*;
 pub use status::*;
 
@@ -286,114 +288,6 @@ impl WireError {
     }
 }
 
-/// The control methods. They are never tool names: an unknown method is `invalid_request`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ControlMethod {
-    Ping,
-    Info,
-    Status,
-    ListTools,
-    Call,
-    StartChild,
-    RestartChild,
-    Reload,
-    Shutdown,
-}
-
-impl ControlMethod {
-    pub const ALL: [ControlMethod; 9] = [
-        ControlMethod::Ping,
-        ControlMethod::Info,
-        ControlMethod::Status,
-        ControlMethod::ListTools,
-        ControlMethod::Call,
-        ControlMethod::StartChild,
-        ControlMethod::RestartChild,
-        ControlMethod::Reload,
-        ControlMethod::Shutdown,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ControlMethod::Ping => "ping",
-            ControlMethod::Info => "info",
-            ControlMethod::Status => "status",
-            ControlMethod::ListTools => "list_tools",
-            ControlMethod::Call => "call",
-            ControlMethod::StartChild => "start_child",
-            ControlMethod::RestartChild => "restart_child",
-            ControlMethod::Reload => "reload",
-            ControlMethod::Shutdown => "shutdown",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|m| m.as_str() == s)
-    }
-}
-
-/// What `reload` did: the servers new in the config file are served from now on; those that
-/// changed or went stay as they run until the daemon's next start.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
-pub struct Reloaded {
-    /// The file read (`None`: there was none, and the defaults apply).
-    #[serde(default)]
-    pub file: Option<std::path::PathBuf>,
-    pub added: Vec<String>,
-    pub changed: Vec<String>,
-    pub removed: Vec<String>,
-}
-
-/// A control request: `{"id":"1","method":"status","params":{...}}`.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct ControlRequest {
-    #[serde(default)]
-    pub id: serde_json::Value,
-    pub method: String,
-    #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
-    pub params: serde_json::Value,
-}
-
-/// A control response: `{"id":"1","ok":true,"result":{...}}` or `{"id":"1","ok":false,"error":{...}}`.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct ControlResponse {
-    pub id: serde_json::Value,
-    pub ok: bool,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub result: Option<serde_json::Value>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<WireError>,
-}
-
-impl ControlResponse {
-    pub fn ok(id: serde_json::Value, result: serde_json::Value) -> Self {
-        ControlResponse {
-            id,
-            ok: true,
-            result: Some(result),
-            error: None,
-        }
-    }
-    pub fn err(id: serde_json::Value, error: WireError) -> Self {
-        ControlResponse {
-            id,
-            ok: false,
-            result: None,
-            error: Some(error),
-        }
-    }
-    pub fn into_result(self) -> Result<serde_json::Value, WireError> {
-        match (self.ok, self.result, self.error) {
-            (true, r, _) => Ok(r.unwrap_or(serde_json::Value::Null)),
-            (false, _, Some(e)) => Err(e),
-            (false, _, None) => Err(WireError::new(
-                ErrorCode::Internal,
-                "the daemon answered ok=false without an error",
-            )),
-        }
-    }
-}
-
 /// Serialize any wire value as one line (with its trailing newline).
 pub fn to_line<T: Serialize>(value: &T) -> Vec<u8> {
     // Serializing our own plain data types cannot fail.
@@ -494,7 +388,7 @@ pub enum FirstLine {
 }
 
 /// Decide what a connection's first line is: a hello (has `coogle`) or a control request.
-pub fn parse_first_line(line: &[u8]) -> Result<FirstLine, WireError> {
+pub fn parse_first_line(line: &[u8]) -> Result<FirstLine, Refusal> {
     let value: serde_json::Value = serde_json::from_slice(line).map_err(|e| {
         WireError::new(
             ErrorCode::InvalidRequest,
@@ -517,22 +411,13 @@ pub fn parse_first_line(line: &[u8]) -> Result<FirstLine, WireError> {
                     "wire version {} is not supported (this daemon speaks {WIRE_VERSION})",
                     hello.coogle
                 ),
-            ));
+            )
+            .into());
         }
         Ok(FirstLine::Hello(hello))
     } else {
         parse_control(line).map(FirstLine::Control)
     }
-}
-
-/// Parse one control request line.
-pub fn parse_control(line: &[u8]) -> Result<ControlRequest, WireError> {
-    serde_json::from_slice(line).map_err(|e| {
-        WireError::new(
-            ErrorCode::InvalidRequest,
-            format!("not a control request ({e}); expected {{\"id\":\"1\",\"method\":\"status\"}}"),
-        )
-    })
 }
 
 #[cfg(test)]
@@ -548,10 +433,12 @@ mod tests {
             other => panic!("expected hello, got {other:?}"),
         }
         match parse_first_line(br#"{"id":"1","method":"status"}"#).unwrap() {
-            FirstLine::Control(c) => assert_eq!(c.method, "status"),
+            FirstLine::Control(c) => assert_eq!(c.request, Request::Status),
             other => panic!("expected control, got {other:?}"),
         }
-        let e = parse_first_line(br#"{"coogle":9,"mode":"mcp","version":"x"}"#).unwrap_err();
+        let e = parse_first_line(br#"{"coogle":9,"mode":"mcp","version":"x"}"#)
+            .unwrap_err()
+            .error;
         assert_eq!(e.code, ErrorCode::InvalidRequest);
         assert!(parse_first_line(b"garbage").is_err());
     }
@@ -585,7 +472,7 @@ mod tests {
         ] {
             let line =
                 format!(r#"{{"coogle":1,"mode":"mcp","version":"0.1.0","sessionToken":"{bad}"}}"#);
-            let e = parse_first_line(line.as_bytes()).unwrap_err();
+            let e = parse_first_line(line.as_bytes()).unwrap_err().error;
             assert_eq!(e.code, ErrorCode::InvalidRequest);
             assert!(e.message.contains("sessionToken must be"), "{e}");
             assert!(!e.message.contains(bad), "{e}");
@@ -600,18 +487,6 @@ mod tests {
         assert!(!version_newer("0.1.0-rc1", "0.1.0"));
         assert!(!version_newer("garbage", "0.1.0"));
         assert!(!version_newer("0.1.0", "0.2.0"));
-    }
-
-    #[test]
-    fn control_methods_are_a_closed_set() {
-        for m in ControlMethod::ALL {
-            assert_eq!(ControlMethod::parse(m.as_str()), Some(m));
-        }
-        assert_eq!(ControlMethod::parse("search_gmail_messages"), None);
-        assert_eq!(
-            serde_json::to_string(&ErrorCode::UpstreamUnavailable).unwrap(),
-            "\"upstream_unavailable\""
-        );
     }
 
     #[tokio::test]

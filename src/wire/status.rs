@@ -201,6 +201,24 @@ pub struct SessionStatus {
     pub stats: Stats,
 }
 
+impl SessionStatus {
+    /// The client's name, as its `clientInfo` gave it.
+    pub fn client_name(&self) -> Option<&str> {
+        self.client_info_field("name")
+    }
+
+    /// The client's version, as its `clientInfo` gave it.
+    pub fn client_version(&self) -> Option<&str> {
+        self.client_info_field("version")
+    }
+
+    /// `clientInfo` is the client's own object, kept as it came (it may carry more than MCP
+    /// names today): read here, once, for every reader of `status`.
+    fn client_info_field(&self, key: &str) -> Option<&str> {
+        self.client_info.as_ref()?.get(key)?.as_str()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

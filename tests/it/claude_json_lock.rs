@@ -11,7 +11,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime};
 
 use coogle::fsutil::{FsError, Moment, Written};
-use coogle::setup::claude_config::{self, ClientKind, Shim, Upstream};
+use coogle::setup::client_config::{self, ClientKind, Shim, Upstream};
 use serde_json::{Value, json};
 use support::{Env, Output};
 
@@ -221,7 +221,7 @@ fn a_write_undone_by_another_rename_is_never_reported_as_done() {
 
     // Undone every time: an error, and the file is as the other program left it.
     fs::write(&path, &original).unwrap();
-    let err = claude_config::patch_file_with_hook(
+    let err = client_config::patch_file_with_hook(
         &path,
         ClientKind::ClaudeCode,
         &shim(),
@@ -238,7 +238,7 @@ fn a_write_undone_by_another_rename_is_never_reported_as_done() {
     // Undone once: written again, and reported with its changes.
     fs::write(&path, &original).unwrap();
     let mut undone = false;
-    let p = claude_config::patch_file_with_hook(
+    let p = client_config::patch_file_with_hook(
         &path,
         ClientKind::ClaudeCode,
         &shim(),
@@ -257,7 +257,7 @@ fn a_write_undone_by_another_rename_is_never_reported_as_done() {
     // Replaced by a write that kept setup's change (and added its own key): done, with the
     // changes recorded, so uninstall can revert them.
     fs::write(&path, &original).unwrap();
-    let p = claude_config::patch_file_with_hook(
+    let p = client_config::patch_file_with_hook(
         &path,
         ClientKind::ClaudeCode,
         &shim(),

@@ -131,6 +131,43 @@ fn control_mode_answers_mistakes_with_structured_errors() {
     assert_eq!(hello_bad["error"]["code"], "not_found");
 }
 
+/// Regression (issue 19, item 1): a param of the wrong type was silently ignored (`"server": 5`
+/// listed the default server's tools, `"env": [1]` dropped the environment). It is refused under
+/// the request's id, naming what was wrong, and nothing is started.
+#[test]
+fn a_control_param_of_the_wrong_type_is_refused_under_its_id() {
+    let env = Env::with_fake(json!({}));
+    let _daemon = env.daemon();
+    for (line, says) in [
+        (
+            r#"{"id":"a","method":"list_tools","params":{"server":5}}"#,
+            "bad params for list_tools: invalid type: integer `5`, expected a string",
+        ),
+        (
+            r#"{"id":"a","method":"restart_child","params":{"env":[1]}}"#,
+            "bad params for restart_child: invalid type: sequence, expected a map",
+        ),
+        (
+            r#"{"id":"a","method":"start_child","params":"google"}"#,
+            "bad params for start_child: invalid type: string \"google\"",
+        ),
+        (
+            r#"{"id":"a","method":"call","params":{"tool":"echo","project":7}}"#,
+            "bad params for call: invalid type: integer `7`",
+        ),
+    ] {
+        let reply: Value =
+            serde_json::from_str(&raw_exchange(&env.socket, line.as_bytes()).unwrap()).unwrap();
+        assert_eq!(reply["id"], "a", "{line}: {reply}");
+        assert_eq!(reply["ok"], false, "{line}: {reply}");
+        assert_eq!(reply["error"]["code"], "invalid_request", "{line}: {reply}");
+        let message = reply["error"]["message"].as_str().unwrap();
+        assert!(message.starts_with(says), "{line}: {message}");
+    }
+    let status = control(&env.socket, "status", Value::Null).unwrap();
+    assert_eq!(status["upstreams"][0]["state"], "idle", "{status}");
+}
+
 #[test]
 fn several_control_requests_on_one_connection_like_nc() {
     let env = Env::with_fake(json!({}));

@@ -6,9 +6,10 @@ mod support;
 
 mod broken_config;
 mod cache_files;
-mod claude_config_patch;
 mod claude_json_lock;
 mod cli;
+mod client_config_patch;
+mod control_wire;
 mod coogle_tool;
 mod distribution;
 mod doctor;

@@ -16,7 +16,7 @@ use crate::daemon::child;
 use crate::daemon::coogle_tool::{self, Action};
 use crate::daemon::operations::{self, Owner, WaitOutcome, Waiter};
 use crate::daemon::stats::Outcome;
-use crate::wire::{self, Message, raw, response_line};
+use crate::wire::{self, Message, ToolCallParams, raw, response_line};
 
 impl Upstream {
     pub(super) fn offers_coogle_tool(&self) -> bool {
@@ -182,14 +182,15 @@ impl Upstream {
         sid: SessionId,
         owner: &Owner,
         tool: &str,
-        arguments: Value,
+        arguments: serde_json::Map<String, Value>,
     ) -> Value {
         let op = self.ops.start(tool, owner);
-        let params = json!({"name": tool, "arguments": arguments});
-        let line = wire::request_line(&raw(&0), "tools/call", &params);
-        if let Ok(msg) = Message::parse(line.trim_ascii_end()) {
-            self.forward(sid, Origin::Operation(op.clone()), Request::classify(msg));
-        }
+        let params = raw(&ToolCallParams {
+            name: tool,
+            arguments: &arguments,
+        });
+        let msg = Message::request(raw(&0), "tools/call", params);
+        self.forward(sid, Origin::Operation(op.clone()), Request::classify(msg));
         // Refused at once (the queue is full, the daemon is stopping): nothing was started, so
         // nothing is kept, and the refusal is the answer.
         if let Err(refusal) = self.ops.started(&op) {

@@ -179,6 +179,14 @@ pub(super) fn handshake_view(result: &RawValue) -> Box<RawValue> {
     raw(&fields)
 }
 
+/// The envelope of a request the daemon makes for itself or a control connection (the
+/// `server/discover` probe, its tool lists and housekeeping, `call` and `list_tools`): the
+/// capabilities it declares (config's, or those a tool list is revalidated for) and its own
+/// client info.
+pub(super) fn daemon_envelope(capabilities: &Value) -> Vec<(&'static str, Box<RawValue>)> {
+    envelope(Some(capabilities), Some(&daemon_client_info()), None)
+}
+
 /// The daemon's own client info, for requests it makes itself.
 pub(super) fn daemon_client_info() -> Value {
     json!({"name": "coogle", "title": "coogle", "version": wire::VERSION})

@@ -440,9 +440,7 @@ impl Upstream {
             let fields = era::envelope(s.capabilities.as_ref(), s.client_info.as_ref(), level);
             return (fields, Some(rank));
         }
-        let info = era::daemon_client_info();
-        let fields = era::envelope(Some(&self.config.client_capabilities), Some(&info), None);
-        (fields, None)
+        (era::daemon_envelope(&self.config.client_capabilities), None)
     }
 
     /// Start queued calls while there is room under `maxConcurrent`.
@@ -569,26 +567,10 @@ impl Upstream {
     }
 
     /// A request on behalf of a control connection (`tools/list`, `tools/call`).
-    pub(super) fn on_control_request(
-        &mut self,
-        method: &str,
-        params: &serde_json::Value,
-        reply: super::ControlReply,
-    ) {
-        let line = wire::request_line(&raw(&0), method, params);
-        let msg = match Message::parse(line.trim_ascii_end()) {
-            Ok(m) => m,
-            Err(e) => {
-                let _ = reply.send(Err(wire::WireError::new(
-                    ErrorCode::Internal,
-                    e.to_string(),
-                )));
-                return;
-            }
-        };
+    pub(super) fn on_control_request(&mut self, request: Message, reply: super::ControlReply) {
         let key = self.next_control_key;
         self.next_control_key += 1;
-        self.forward(key, Origin::Control(reply), Request::classify(msg));
+        self.forward(key, Origin::Control(reply), Request::classify(request));
     }
 
     /// The handshake-era version the child speaks (from its `initialize` answer).

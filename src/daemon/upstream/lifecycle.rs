@@ -9,7 +9,7 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
+use serde_json::json;
 use tokio::sync::oneshot;
 
 use super::child_io::{self, ChildHandle, StderrTail};
@@ -19,7 +19,7 @@ use super::{Internal, Upstream, ms};
 use crate::daemon::SessionId;
 use crate::daemon::child::{self, ChildRecord};
 use crate::daemon::stats::Outcome;
-use crate::wire::{self, ErrorCode, WireError, response_line};
+use crate::wire::{self, ChildReady, ErrorCode, WireError, response_line};
 
 /// The protocol version the daemon offers a child when no session has said which it speaks.
 pub(crate) const DEFAULT_PROTOCOL_VERSION: &str = "2025-11-25";
@@ -41,7 +41,7 @@ pub(super) use crate::wire::UpstreamState as State;
 
 /// Someone waiting for a restart to finish.
 pub(super) enum RestartWaiter {
-    Control(oneshot::Sender<Result<Value, WireError>>),
+    Control(super::ReadyReply),
     Tool {
         session: SessionId,
         client_id: Box<serde_json::value::RawValue>,
@@ -204,19 +204,9 @@ impl Upstream {
             self.send_initialize();
             return;
         }
-        let info = era::daemon_client_info();
-        let caps = self.config.client_capabilities.clone();
-        let meta: serde_json::Map<String, Value> = era::envelope(Some(&caps), Some(&info), None)
-            .into_iter()
-            .map(|(k, v)| {
-                (
-                    k.to_string(),
-                    serde_json::from_str(v.get()).unwrap_or(Value::Null),
-                )
-            })
-            .collect();
-        let params = json!({"_meta": meta});
-        self.life.probe = Some(self.send_internal(Internal::Discover, "server/discover", &params));
+        // `send_internal` puts the daemon's envelope on the probe.
+        let probe = self.send_internal(Internal::Discover, "server/discover", &json!({}));
+        self.life.probe = Some(probe);
     }
 
     fn send_initialize(&mut self) {
@@ -377,7 +367,10 @@ impl Upstream {
         let ready_pid = self.life.child.as_ref().map(|c| c.pid);
         let era = self.cache.era.map_or("?", Era::as_str);
         tracing::info!(upstream = %self.name, pid = ?ready_pid, era, "upstream ready");
-        self.answer_restart_waiters(Ok(json!({"server": self.name, "pid": ready_pid})));
+        self.answer_restart_waiters(Ok(ChildReady {
+            server: self.name.clone(),
+            pid: ready_pid,
+        }));
         self.refresh_tools();
         if self.cache.era == Some(Era::Modern) {
             // What sessions were served from disk is checked against the live child.
@@ -612,10 +605,12 @@ impl Upstream {
     }
 
     /// Start the child unless it runs; `reply` hears once it is ready (at once if it is).
-    pub(super) fn request_start(&mut self, reply: oneshot::Sender<Result<Value, WireError>>) {
+    pub(super) fn request_start(&mut self, reply: super::ReadyReply) {
         if self.life.is_ready() {
-            let pid = self.life.child.as_ref().map(|c| c.pid);
-            let _ = reply.send(Ok(json!({"server": self.name, "pid": pid})));
+            let _ = reply.send(Ok(ChildReady {
+                server: self.name.clone(),
+                pid: self.life.child.as_ref().map(|c| c.pid),
+            }));
             return;
         }
         self.life
@@ -635,7 +630,7 @@ impl Upstream {
         }
     }
 
-    fn answer_restart_waiters(&mut self, outcome: Result<Value, WireError>) {
+    fn answer_restart_waiters(&mut self, outcome: Result<ChildReady, WireError>) {
         for w in std::mem::take(&mut self.life.restart_waiters) {
             match w {
                 RestartWaiter::Control(reply) => {
@@ -643,9 +638,15 @@ impl Upstream {
                 }
                 RestartWaiter::Tool { session, client_id } => {
                     let result = match &outcome {
-                        Ok(v) => crate::daemon::coogle_tool::result(
-                            &format!("Restarted the `{}` server (pid {}).", self.name, v["pid"]),
-                            v.clone(),
+                        Ok(ready) => crate::daemon::coogle_tool::result(
+                            &format!(
+                                "Restarted the `{}` server (pid {}).",
+                                self.name,
+                                ready
+                                    .pid
+                                    .map_or_else(|| "null".to_string(), |p| p.to_string())
+                            ),
+                            serde_json::to_value(ready).unwrap_or_default(),
                         ),
                         Err(e) => wire::tool_error_result(&crate::redact::scrub(&e.message)),
                     };

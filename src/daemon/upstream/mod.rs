@@ -59,7 +59,8 @@ use super::scheduler::QueueKey;
 use super::stats::CallStats;
 use crate::config::ServerConfig;
 use crate::wire::{
-    self, ErrorCode, Hello, UpstreamStatus, WireError, error_line, raw, response_line, rpc_code,
+    self, ChildReady, ErrorCode, Hello, Message, ToolCallParams, UpstreamStatus, WireError,
+    error_line, raw, response_line, rpc_code,
 };
 use cache::Cache;
 use inflight::InFlight;
@@ -110,17 +111,20 @@ pub(crate) enum ChildEvent {
 /// Where a control request's answer goes.
 type ControlReply = oneshot::Sender<Result<Box<RawValue>, WireError>>;
 
+/// Where the answer to a start or restart goes: the child that is ready.
+type ReadyReply = oneshot::Sender<Result<ChildReady, WireError>>;
+
 pub(crate) enum ControlCmd {
     Status(oneshot::Sender<UpstreamStatus>),
-    /// A request on behalf of a control connection (`tools/list`, `tools/call`).
+    /// A request on behalf of a control connection (`tools/list`, `tools/call`), made by the
+    /// handle (see [`Message::request`]); its id is the daemon's to give.
     Request {
-        method: String,
-        params: Value,
+        request: Message,
         reply: ControlReply,
     },
-    Restart(oneshot::Sender<Result<Value, WireError>>),
+    Restart(ReadyReply),
     /// Start the child if it is not running (idle, failed); answered once it is ready.
-    Start(oneshot::Sender<Result<Value, WireError>>),
+    Start(ReadyReply),
     Shutdown {
         grace: Duration,
         done: oneshot::Sender<()>,
@@ -160,11 +164,15 @@ impl UpstreamHandle {
             .unwrap_or_else(|_| UpstreamStatus::stopped(&self.name))
     }
 
-    pub async fn request(&self, method: &str, params: Value) -> Result<Box<RawValue>, WireError> {
+    /// A request to the child on behalf of a control connection; the answer's `result`, raw.
+    async fn request(
+        &self,
+        method: &str,
+        params: Box<RawValue>,
+    ) -> Result<Box<RawValue>, WireError> {
         let (tx, rx) = oneshot::channel();
         let cmd = ControlCmd::Request {
-            method: method.to_string(),
-            params,
+            request: Message::request(raw(&0), method, params),
             reply: tx,
         };
         if !self.send(Event::Control(cmd)).await {
@@ -173,7 +181,39 @@ impl UpstreamHandle {
         rx.await.unwrap_or_else(|_| Err(gone()))
     }
 
-    pub async fn start(&self) -> Result<Value, WireError> {
+    /// One page of the child's tool list (from the cache when it can answer).
+    pub async fn tools_page(&self, cursor: Option<&str>) -> Result<ToolsPage, WireError> {
+        #[derive(serde::Serialize)]
+        struct Params<'a> {
+            #[serde(skip_serializing_if = "Option::is_none")]
+            cursor: Option<&'a str>,
+        }
+        let page = self.request("tools/list", raw(&Params { cursor })).await?;
+        serde_json::from_str(page.get()).map_err(|e| {
+            WireError::new(
+                ErrorCode::UpstreamError,
+                format!("the server's tools/list answer is malformed: {e}"),
+            )
+        })
+    }
+
+    /// A tool call through the fair queue, as a session's would go; the tool's result as the
+    /// server gave it.
+    pub async fn call_tool(
+        &self,
+        tool: &str,
+        arguments: &serde_json::Map<String, Value>,
+    ) -> Result<Value, WireError> {
+        let params = raw(&ToolCallParams {
+            name: tool,
+            arguments,
+        });
+        let result = self.request("tools/call", params).await?;
+        serde_json::from_str(result.get())
+            .map_err(|e| WireError::new(ErrorCode::UpstreamError, e.to_string()))
+    }
+
+    pub async fn start(&self) -> Result<ChildReady, WireError> {
         let (tx, rx) = oneshot::channel();
         if !self.send(Event::Control(ControlCmd::Start(tx))).await {
             return Err(gone());
@@ -181,7 +221,7 @@ impl UpstreamHandle {
         rx.await.unwrap_or_else(|_| Err(gone()))
     }
 
-    pub async fn restart(&self) -> Result<Value, WireError> {
+    pub async fn restart(&self) -> Result<ChildReady, WireError> {
         let (tx, rx) = oneshot::channel();
         if !self.send(Event::Control(ControlCmd::Restart(tx))).await {
             return Err(gone());
@@ -198,6 +238,15 @@ impl UpstreamHandle {
             let _ = rx.await;
         }
     }
+}
+
+/// One page of a `tools/list` answer, as far as control mode reads it.
+#[derive(Debug, serde::Deserialize)]
+pub(crate) struct ToolsPage {
+    #[serde(default)]
+    pub tools: Option<Vec<Value>>,
+    #[serde(default, rename = "nextCursor")]
+    pub next_cursor: Option<String>,
 }
 
 /// What an upstream actor is started with.
@@ -441,11 +490,7 @@ impl Upstream {
             ControlCmd::Status(reply) => {
                 let _ = reply.send(self.status());
             }
-            ControlCmd::Request {
-                method,
-                params,
-                reply,
-            } => self.on_control_request(&method, &params, reply),
+            ControlCmd::Request { request, reply } => self.on_control_request(request, reply),
             ControlCmd::Restart(reply) => self.request_restart(RestartWaiter::Control(reply)),
             ControlCmd::Start(reply) => self.request_start(reply),
             ControlCmd::Shutdown { grace, done } => self.begin_shutdown(grace, done),
@@ -473,8 +518,8 @@ impl Upstream {
         }
     }
 
-    /// A request of the daemon's own; returns its uid. On a 2026-07-28 child it carries the
-    /// daemon's envelope (unless `params` brings its own).
+    /// A request of the daemon's own; returns its uid. On a 2026-07-28 child, and as the
+    /// `server/discover` probe, it carries the daemon's envelope (unless `params` brings its own).
     fn send_internal(&mut self, what: Internal, method: &str, params: &Value) -> u64 {
         self.send_internal_as(what, method, params, None)
     }
@@ -489,29 +534,20 @@ impl Upstream {
         tools_key: Option<(String, Box<RawValue>)>,
     ) -> u64 {
         let uid = self.inflight.take_uid();
-        let mut params = params.clone();
-        if self.cache.era == Some(era::Era::Modern)
-            && params.get("_meta").is_none()
-            && let Some(obj) = params.as_object_mut()
-        {
-            let caps: Option<Value> = tools_key
+        let mut msg = Message::request(raw(&uid), method, raw(params));
+        // The probe is a 2026-07-28 request whatever the child turns out to be; the rest carry
+        // the envelope once the child is known to be of that era (unless they bring their own).
+        let modern = what == Internal::Discover || self.cache.era == Some(era::Era::Modern);
+        if modern && params.is_object() && params.get("_meta").is_none() {
+            let revalidated: Option<Value> = tools_key
                 .as_ref()
                 .and_then(|(_, c)| serde_json::from_str(c.get()).ok());
-            let caps = caps.unwrap_or_else(|| self.config.client_capabilities.clone());
-            let info = era::daemon_client_info();
-            let fields = era::envelope(Some(&caps), Some(&info), None);
-            let meta: serde_json::Map<String, Value> = fields
-                .into_iter()
-                .map(|(k, v)| {
-                    (
-                        k.to_string(),
-                        serde_json::from_str(v.get()).unwrap_or(Value::Null),
-                    )
-                })
-                .collect();
-            obj.insert("_meta".into(), Value::Object(meta));
+            let caps = revalidated
+                .as_ref()
+                .unwrap_or(&self.config.client_capabilities);
+            msg.set_meta_fields(era::daemon_envelope(caps));
         }
-        self.to_child(wire::request_line(&raw(&uid), method, &params));
+        self.to_child(msg.to_line());
         let now = Instant::now();
         let deadline = match what {
             Internal::Listen => None,

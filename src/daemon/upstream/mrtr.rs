@@ -146,13 +146,9 @@ impl Upstream {
                     key,
                 },
             );
-            let params = req.params.unwrap_or_else(|| raw(&json!({})));
-            let mut line = wire::request_line(&shown, &req.method, &serde_json::Value::Null);
             // The params as the child wrote them, byte for byte.
-            if let Ok(mut m) = Message::parse(line.trim_ascii_end()) {
-                m.set_field("params", params);
-                line = m.to_line();
-            }
+            let params = req.params.unwrap_or_else(|| raw(&json!({})));
+            let line = Message::request(shown.clone(), &req.method, params).to_line();
             waiting.push(shown);
             self.send_to_session(sid, line);
         }

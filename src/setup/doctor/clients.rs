@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::super::claude_config::{self, ClientKind, Shim, Upstream, describe};
+use super::super::client_config::{self, ClientKind, Shim, Upstream, describe};
 use super::super::launch::shim_for;
 use super::{Doctor, same_file};
 use crate::exec_path;
@@ -59,13 +59,13 @@ impl Doctor<'_> {
                 return;
             }
         };
-        let entries = claude_config::entries(&doc, kind);
+        let entries = client_config::entries(&doc, kind);
         let client_path = client_path(
             kind,
             Platform::current().os,
             &std::env::var_os("PATH").unwrap_or_default(),
         );
-        let google = claude_config::google_entries(&doc, kind);
+        let google = client_config::google_entries(&doc, kind);
         for (loc, _) in &google {
             self.fail(
                 &format!(
@@ -139,7 +139,7 @@ impl Doctor<'_> {
         let stale: Vec<_> = entries
             .iter()
             .filter(|(_, e)| {
-                claude_config::looks_like_coogle(e)
+                client_config::looks_like_coogle(e)
                     && !self.runs_shim(&self.shim, e, client_path)
                     && !self
                         .resolve(e, client_path)

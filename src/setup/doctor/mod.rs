@@ -11,7 +11,7 @@ mod upstreams;
 use std::path::{Path, PathBuf};
 
 use super::args::DoctorArgs;
-use super::claude_config::{ClientKind, Shim, Upstream};
+use super::client_config::{ClientKind, Shim, Upstream};
 use super::launch::shim_for;
 use super::ui::Ui;
 use crate::config::GlobalPaths;

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use super::super::claude_config::{self, ClientKind, describe, shim_server};
+use super::super::client_config::{self, ClientKind, describe, shim_server};
 use super::super::state::State;
 use super::Doctor;
 use crate::config::Config;
@@ -33,8 +33,8 @@ impl Doctor<'_> {
             else {
                 continue;
             };
-            for (loc, entry) in claude_config::entries(&doc, kind) {
-                if !claude_config::looks_like_coogle(entry) {
+            for (loc, entry) in client_config::entries(&doc, kind) {
+                if !client_config::looks_like_coogle(entry) {
                     continue;
                 }
                 let server = shim_server(entry);

@@ -19,7 +19,7 @@ use crate::config::GlobalPaths;
 use crate::error::InstallError;
 use crate::fsutil::{self, FsError, Written};
 use crate::setup::claude_cli::{self, ClaudeCli};
-use crate::setup::claude_config::{self, ClientKind, Intent, Journal, Patched};
+use crate::setup::client_config::{self, ClientKind, Intent, Journal, Patched};
 use crate::setup::journal;
 use crate::setup::launch::shim_for;
 use crate::setup::state::{AddedUpstream, State};
@@ -53,7 +53,7 @@ pub fn apply(
         add_upstreams(ui, state, &cfg_path, &added, &mut outcome)?;
     }
     let (command, options) = {
-        let shim = shim_for(paths, claude_config::Upstream::Google);
+        let shim = shim_for(paths, client_config::Upstream::Google);
         (shim.command, shim.options)
     };
     for (kind, path, group) in by_file(chosen, &assigned) {
@@ -230,7 +230,7 @@ fn rewrite_file(
             };
             claude_cli::apply(path, &plan, &stored_ok, &cli, journal)
         }
-        None => claude_config::apply_file(path, &plan, journal),
+        None => client_config::apply_file(path, &plan, journal),
     }
 }
 
@@ -251,7 +251,7 @@ fn report(ui: &Ui, kind: ClientKind, p: &Patched, outcome: &mut Outcome) {
         let server = args.and_then(|a| a.get(2)).and_then(Value::as_str);
         ui.ok(&format!(
             "{label}: {} now runs `coogle mcp --server {}`",
-            claude_config::describe(&c.location),
+            client_config::describe(&c.location),
             server.unwrap_or("?")
         ));
     }

@@ -41,7 +41,7 @@ impl Launch {
         if transport != "stdio" || entry.get("url").is_some() {
             return Err(NotShared::NotStdio);
         }
-        if crate::setup::claude_config::looks_like_coogle(entry) {
+        if crate::setup::client_config::looks_like_coogle(entry) {
             return Err(NotShared::Coogle);
         }
         let launch = Launch::of_block(entry).map_err(NotShared::Unsupported)?;

@@ -14,7 +14,7 @@ use serde_json::{Map, Value, json};
 
 use super::launch::{Launch, server_name};
 use super::scan::Candidate;
-use crate::setup::claude_config::{Change, Plan, get_path, get_path_mut};
+use crate::setup::client_config::{Change, Plan, get_path, get_path_mut};
 
 /// Names coogle gives its own upstreams; a shared entry never takes them.
 const RESERVED: [&str; 2] = ["google", "search"];
@@ -173,7 +173,7 @@ pub fn remove_servers(user: &Value, remove: &[(String, Value)]) -> (Value, Vec<S
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::setup::claude_config::ClientKind;
+    use crate::setup::client_config::ClientKind;
 
     fn cand(name: &str, entry: Value) -> Candidate {
         Candidate {

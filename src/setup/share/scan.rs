@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::launch::{Launch, NotShared};
 use crate::fsutil::{self, FsError};
-use crate::setup::claude_config::{self, ClientKind, describe};
+use crate::setup::client_config::{self, ClientKind, describe};
 
 /// One client entry that can be shared.
 #[derive(Debug, Clone)]
@@ -68,7 +68,7 @@ pub fn scan(files: &[(ClientKind, PathBuf)]) -> Scan {
                 continue;
             }
         };
-        for (location, entry) in claude_config::entries(&doc, *kind) {
+        for (location, entry) in client_config::entries(&doc, *kind) {
             // `projects["/p"].mcpServers.x`: the client runs it in /p.
             let project = match location.as_slice() {
                 [p, dir, ..] if p == "projects" => Some(dir.as_str()),

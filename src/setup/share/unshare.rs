@@ -3,7 +3,7 @@
 //!
 //! An entry is restored only while it is still what `share` wrote; one the user edited since
 //! is left as it is (and said so). A file whose only changes since were coogle's gets its
-//! backup's exact bytes back ([`claude_config::revert_file`]). An upstream is removed only
+//! backup's exact bytes back ([`client_config::revert_file`]). An upstream is removed only
 //! while it is as `share` wrote it. What could not be restored (a file that no longer parses)
 //! stays recorded, so a later run can retry. A running daemon is told to reload, and keeps
 //! serving a removed upstream until its next start (sessions may be using it). `--dry-run`
@@ -22,7 +22,7 @@ use crate::error::InstallError;
 use crate::fsutil::{self, FsError, Mode};
 use crate::output::ExitCode;
 use crate::setup::args::UnshareArgs;
-use crate::setup::claude_config::{self, Reverted, describe, shim_server};
+use crate::setup::client_config::{self, Reverted, describe, shim_server};
 use crate::setup::journal;
 use crate::setup::state::{SharedEntry, State};
 use crate::setup::ui::Ui;
@@ -112,7 +112,7 @@ fn preview(ui: &Ui, paths: &GlobalPaths, state: &State, chosen: &[usize]) {
         let entries: Vec<&SharedEntry> = idx.iter().map(|&i| &state.shared[i]).collect();
         let label = entries[0].kind.label();
         let changes: Vec<_> = entries.iter().map(|e| e.change.clone()).collect();
-        match claude_config::preview_revert(&path, &changes) {
+        match client_config::preview_revert(&path, &changes) {
             Err(e) => ui.fail(&format!("{}: {e}", path.display())),
             Ok(report) => {
                 for r in &report {
@@ -211,7 +211,7 @@ fn restore_file(
     let changes: Vec<_> = entries.iter().map(|e| e.change.clone()).collect();
     let mut backups: Vec<PathBuf> = entries.iter().filter_map(|e| e.backup.clone()).collect();
     backups.dedup();
-    let (_, report) = claude_config::revert_file(path, &changes, &backups)?;
+    let (_, report) = client_config::revert_file(path, &changes, &backups)?;
     let now = fsutil::read_optional(path)?
         .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
         .unwrap_or(Value::Null);
@@ -229,10 +229,10 @@ fn restore_file(
         }
     }
     for e in entries {
-        let current = claude_config::get_path(&now, &e.change.location);
+        let current = client_config::get_path(&now, &e.change.location);
         if let Some(cur) = current
             && cur != e.change.original.as_ref().unwrap_or(&Value::Null)
-            && claude_config::looks_like_coogle(cur)
+            && client_config::looks_like_coogle(cur)
             && shim_server(cur) == e.upstream
         {
             still_used.insert(e.upstream.clone());

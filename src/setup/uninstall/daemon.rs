@@ -5,8 +5,6 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
-
 use crate::client::{self, ClientError};
 use crate::config::GlobalPaths;
 use crate::wire::{SessionStatus, Status};
@@ -27,17 +25,11 @@ impl Session {
     /// `claude-code 2.1.328 (pid 4242, Claude Code session 5f1c…) on upstream google`.
     pub fn describe(&self) -> String {
         let s = &self.status;
-        let client = s
-            .client_info
-            .as_ref()
-            .map(|ci| {
-                let name = ci.get("name").and_then(Value::as_str).unwrap_or("a client");
-                match ci.get("version").and_then(Value::as_str) {
-                    Some(v) => format!("{name} {v}"),
-                    None => name.to_owned(),
-                }
-            })
-            .unwrap_or_else(|| "a client that has not said who it is".to_owned());
+        let client = match (&s.client_info, s.client_name(), s.client_version()) {
+            (None, ..) => "a client that has not said who it is".to_owned(),
+            (Some(_), name, Some(v)) => format!("{} {v}", name.unwrap_or("a client")),
+            (Some(_), name, None) => name.unwrap_or("a client").to_owned(),
+        };
         let mut about = Vec::new();
         if let Some(pid) = s.pid {
             about.push(format!("pid {pid}"));
@@ -156,7 +148,7 @@ pub(super) fn stop(socket: &Path) -> Result<Option<u32>, ClientError> {
 pub(in crate::setup) fn shutdown_daemon(paths: &GlobalPaths) -> Option<PathBuf> {
     let socket = paths.socket_loading_config();
     let rt = runtime()?;
-    rt.block_on(client::control(&socket, "shutdown", Value::Null))
+    rt.block_on(client::ask_shutdown(&socket))
         .is_ok()
         .then_some(socket)
 }

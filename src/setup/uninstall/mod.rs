@@ -18,7 +18,7 @@ mod leftovers;
 use std::path::PathBuf;
 
 use super::args::UninstallArgs;
-use super::claude_config::{self, ClientKind, Reverted};
+use super::client_config::{self, ClientKind, Reverted};
 use super::journal;
 use super::service;
 use super::state::{ClientState, State};
@@ -285,9 +285,9 @@ fn restore_clients(ui: &Ui, state: &mut State, dry_run: bool) -> bool {
 fn restore_client(ui: &Ui, c: &ClientState, dry_run: bool) -> bool {
     let label = c.kind.label();
     let result = if dry_run {
-        claude_config::preview_revert(&c.path, &c.changes).map(|r| (Written::Unchanged, r))
+        client_config::preview_revert(&c.path, &c.changes).map(|r| (Written::Unchanged, r))
     } else {
-        claude_config::revert_file(&c.path, &c.changes, &c.backups)
+        client_config::revert_file(&c.path, &c.changes, &c.backups)
     };
     let (written, report) = match result {
         Ok(r) => r,

@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use super::super::args::ClientChoice;
 use super::super::claude_cli::{self, ClaudeCli};
-use super::super::claude_config::{self, ClientKind, Intent, Patched, Shim, Upstream};
+use super::super::client_config::{self, ClientKind, Intent, Patched, Shim, Upstream};
 use super::super::journal;
 use super::super::launch::shim_for;
 use super::super::state::State;
@@ -79,7 +79,7 @@ impl Wizard<'_> {
                 };
                 match &cli {
                     Some(cli) => claude_cli::patch(path, shim, cli, &mut journal),
-                    None => claude_config::patch_file_journaled(path, kind, shim, &mut journal),
+                    None => client_config::patch_file_journaled(path, kind, shim, &mut journal),
                 }
             };
             let p = match patched {
@@ -135,7 +135,7 @@ impl Wizard<'_> {
             return;
         }
         for c in &p.changes {
-            let what = claude_config::describe(&c.location);
+            let what = client_config::describe(&c.location);
             if c.original.is_some() {
                 ui.ok(&format!("{label}: replaced {what} with coogle"));
             } else {

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-use super::super::claude_config::{self, ClientKind};
+use super::super::client_config::{self, ClientKind};
 use super::super::search_path;
 use super::Wizard;
 use super::credentials::CredChoice;
@@ -113,10 +113,10 @@ fn names_upstream(doc: &Value) -> bool {
 /// pointing the client at coogle changes nothing about what runs.
 fn upstream_from_client(claude_json: &Path) -> Option<(String, Value)> {
     let doc: Value = serde_json::from_slice(&std::fs::read(claude_json).ok()?).ok()?;
-    let (location, entry) = claude_config::google_entries(&doc, ClientKind::ClaudeCode)
+    let (location, entry) = client_config::google_entries(&doc, ClientKind::ClaudeCode)
         .into_iter()
         .find(|(_, e)| {
-            !claude_config::looks_like_coogle(e) && e.get("command").is_some_and(Value::is_string)
+            !client_config::looks_like_coogle(e) && e.get("command").is_some_and(Value::is_string)
         })?;
     let mut block = serde_json::Map::new();
     block.insert("command".into(), entry["command"].clone());
@@ -142,7 +142,7 @@ fn upstream_from_client(claude_json: &Path) -> Option<(String, Value)> {
     if !env.is_empty() {
         block.insert("env".into(), Value::Object(env));
     }
-    Some((claude_config::describe(&location), Value::Object(block)))
+    Some((client_config::describe(&location), Value::Object(block)))
 }
 
 fn command_line(block: &Value) -> String {

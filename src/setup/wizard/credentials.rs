@@ -8,7 +8,7 @@
 use std::path::Path;
 
 use super::super::args::{CredentialsSource, SetupArgs};
-use super::super::claude_config::{self, ClientKind};
+use super::super::client_config::{self, ClientKind};
 use super::super::ui::Ui;
 use crate::config::{Config, Credentials, CredentialsConfig, env_credentials_from};
 use crate::error::InstallError;
@@ -140,7 +140,7 @@ impl Sources<'_> {
     fn claude_json_entry(&self) -> Option<(String, Credentials)> {
         let bytes = std::fs::read(self.claude_json).ok()?;
         let doc: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
-        claude_config::find_credentials(&doc, ClientKind::ClaudeCode)
+        client_config::find_credentials(&doc, ClientKind::ClaudeCode)
             .map(|(at, c)| (format!("{at} in {}", self.claude_json.display()), c))
     }
 

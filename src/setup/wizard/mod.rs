@@ -18,7 +18,7 @@ mod share;
 use std::path::PathBuf;
 
 use super::args::SetupArgs;
-use super::claude_config::ClientKind;
+use super::client_config::ClientKind;
 use super::journal;
 use super::ui::{self, Ui};
 use super::{test_daemon, verify};

@@ -8,7 +8,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use coogle::fsutil::{FsError, Moment, Written};
-use coogle::setup::claude_config::{self, ClientKind, Shim, Upstream, patch, revert};
+use coogle::setup::client_config::{self, ClientKind, Shim, Upstream, patch, revert};
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
 
@@ -55,7 +55,7 @@ fn patch_backs_up_keeps_order_and_mode_and_is_idempotent() {
     let (path, original) = copy_fixture(dir.path(), "claude.json", 0o600);
     let before: Value = serde_json::from_slice(&original).unwrap();
 
-    let p = claude_config::patch_file(&path, ClientKind::ClaudeCode, &shim()).unwrap();
+    let p = client_config::patch_file(&path, ClientKind::ClaudeCode, &shim()).unwrap();
     let Written::Replaced { backup } = &p.written else {
         panic!("expected a replaced file, got {:?}", p.written)
     };
@@ -103,7 +103,7 @@ fn patch_backs_up_keeps_order_and_mode_and_is_idempotent() {
     // Twice changes nothing: same bytes, no new backup.
     let listing = files_in(dir.path());
     let bytes = fs::read(&path).unwrap();
-    let again = claude_config::patch_file(&path, ClientKind::ClaudeCode, &shim()).unwrap();
+    let again = client_config::patch_file(&path, ClientKind::ClaudeCode, &shim()).unwrap();
     assert_eq!(again.written, Written::Unchanged);
     assert!(again.changes.is_empty());
     assert_eq!(fs::read(&path).unwrap(), bytes);
@@ -111,7 +111,7 @@ fn patch_backs_up_keeps_order_and_mode_and_is_idempotent() {
 
     // Revert puts the exact bytes back.
     let (w, _) =
-        claude_config::revert_file(&path, &p.changes, std::slice::from_ref(backup)).unwrap();
+        client_config::revert_file(&path, &p.changes, std::slice::from_ref(backup)).unwrap();
     assert!(matches!(w, Written::Replaced { .. }));
     assert_eq!(fs::read(&path).unwrap(), original);
     assert_eq!(mode(&path), 0o600);
@@ -121,7 +121,7 @@ fn patch_backs_up_keeps_order_and_mode_and_is_idempotent() {
 fn looser_mode_is_kept_too() {
     let dir = tempfile::tempdir().unwrap();
     let (path, _) = copy_fixture(dir.path(), "claude.json", 0o644);
-    let p = claude_config::patch_file(&path, ClientKind::ClaudeCode, &shim()).unwrap();
+    let p = client_config::patch_file(&path, ClientKind::ClaudeCode, &shim()).unwrap();
     assert_eq!(mode(&path), 0o644);
     // The backup still holds the OAuth secret: it is private whatever the original's mode.
     let Written::Replaced { backup } = &p.written else {
@@ -135,7 +135,7 @@ fn unparsable_file_is_refused_and_untouched() {
     let dir = tempfile::tempdir().unwrap();
     let (path, original) = copy_fixture(dir.path(), "corrupt_claude.json", 0o600);
     let listing = files_in(dir.path());
-    let err = claude_config::patch_file(&path, ClientKind::ClaudeCode, &shim()).unwrap_err();
+    let err = client_config::patch_file(&path, ClientKind::ClaudeCode, &shim()).unwrap_err();
     assert!(matches!(err, FsError::Parse { line: 5, .. }), "{err:?}");
     let text = err.to_string();
     assert!(text.contains("corrupt_claude.json"), "{text}");
@@ -145,7 +145,7 @@ fn unparsable_file_is_refused_and_untouched() {
 
     // A top level that is not an object is refused the same way.
     fs::write(&path, b"[1, 2]").unwrap();
-    let err = claude_config::patch_file(&path, ClientKind::ClaudeCode, &shim()).unwrap_err();
+    let err = client_config::patch_file(&path, ClientKind::ClaudeCode, &shim()).unwrap_err();
     assert!(matches!(err, FsError::NotAnObject { .. }), "{err:?}");
     assert_eq!(fs::read(&path).unwrap(), b"[1, 2]");
 }
@@ -156,7 +156,7 @@ fn a_write_by_another_program_before_the_rename_is_kept() {
     let (path, _) = copy_fixture(dir.path(), "claude.json", 0o600);
     let mut calls = 0;
     let mut second_version = Vec::new();
-    let p = claude_config::patch_file_with_hook(
+    let p = client_config::patch_file_with_hook(
         &path,
         ClientKind::ClaudeCode,
         &shim(),
@@ -206,7 +206,7 @@ fn a_file_that_never_settles_is_left_to_the_other_program() {
     let dir = tempfile::tempdir().unwrap();
     let (path, _) = copy_fixture(dir.path(), "claude.json", 0o600);
     let mut n = 0;
-    let err = claude_config::patch_file_with_hook(
+    let err = client_config::patch_file_with_hook(
         &path,
         ClientKind::ClaudeCode,
         &shim(),
@@ -232,7 +232,7 @@ fn a_file_that_never_settles_is_left_to_the_other_program() {
 fn missing_file_is_created_private() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join(".claude.json");
-    let p = claude_config::patch_file(&path, ClientKind::ClaudeCode, &shim()).unwrap();
+    let p = client_config::patch_file(&path, ClientKind::ClaudeCode, &shim()).unwrap();
     assert_eq!(p.written, Written::Created);
     assert_eq!(mode(&path), 0o600);
     let doc: Value = serde_json::from_slice(&fs::read(&path).unwrap()).unwrap();
@@ -248,7 +248,7 @@ fn symlinked_config_stays_a_symlink() {
     let (real, _) = copy_fixture(dir.path(), "claude.json", 0o600);
     let link = dir.path().join("link.json");
     std::os::unix::fs::symlink(&real, &link).unwrap();
-    claude_config::patch_file(&link, ClientKind::ClaudeCode, &shim()).unwrap();
+    client_config::patch_file(&link, ClientKind::ClaudeCode, &shim()).unwrap();
     assert!(
         fs::symlink_metadata(&link)
             .unwrap()
@@ -263,7 +263,7 @@ fn symlinked_config_stays_a_symlink() {
 fn desktop_and_cursor_files() {
     let dir = tempfile::tempdir().unwrap();
     let (desktop, original) = copy_fixture(dir.path(), "claude_desktop_config.json", 0o644);
-    let p = claude_config::patch_file(&desktop, ClientKind::ClaudeDesktop, &shim()).unwrap();
+    let p = client_config::patch_file(&desktop, ClientKind::ClaudeDesktop, &shim()).unwrap();
     let doc: Value = serde_json::from_slice(&fs::read(&desktop).unwrap()).unwrap();
     assert_eq!(
         doc["mcpServers"]["workspace"],
@@ -274,11 +274,11 @@ fn desktop_and_cursor_files() {
     let Written::Replaced { backup } = &p.written else {
         panic!()
     };
-    claude_config::revert_file(&desktop, &p.changes, std::slice::from_ref(backup)).unwrap();
+    client_config::revert_file(&desktop, &p.changes, std::slice::from_ref(backup)).unwrap();
     assert_eq!(fs::read(&desktop).unwrap(), original);
 
     let (cursor, _) = copy_fixture(dir.path(), "cursor_mcp.json", 0o644);
-    claude_config::patch_file(&cursor, ClientKind::Cursor, &shim()).unwrap();
+    client_config::patch_file(&cursor, ClientKind::Cursor, &shim()).unwrap();
     let doc: Value = serde_json::from_slice(&fs::read(&cursor).unwrap()).unwrap();
     assert_eq!(keys(&doc["mcpServers"]), ["playwright", "coogle"]);
     assert_eq!(
@@ -297,7 +297,7 @@ fn revert_leaves_entries_edited_since_alone() {
     assert!(
         report
             .iter()
-            .any(|r| matches!(r, claude_config::Reverted::Skipped(_)))
+            .any(|r| matches!(r, client_config::Reverted::Skipped(_)))
     );
     assert_eq!(
         back["mcpServers"]["google-workspace"]["args"],
@@ -391,8 +391,8 @@ proptest! {
         prop_assert_eq!(serde_json::to_string(&twice).unwrap(), serde_json::to_string(&once).unwrap());
 
         // No Google entry is left, and coogle's entry exists somewhere.
-        prop_assert!(claude_config::google_entries(&once, ClientKind::ClaudeCode).is_empty());
-        prop_assert!(claude_config::entries(&once, ClientKind::ClaudeCode)
+        prop_assert!(client_config::google_entries(&once, ClientKind::ClaudeCode).is_empty());
+        prop_assert!(client_config::entries(&once, ClientKind::ClaudeCode)
             .iter().any(|(_, e)| shim.is_exact(e)));
 
         // The top-level key order is the original's (mcpServers may be appended).
@@ -453,7 +453,7 @@ proptest! {
         let parsed_as_object = serde_json::from_slice::<Value>(&bytes)
             .ok()
             .is_some_and(|v| v.is_object());
-        match claude_config::patch_file(&path, ClientKind::ClaudeCode, &shim()) {
+        match client_config::patch_file(&path, ClientKind::ClaudeCode, &shim()) {
             Err(e) => {
                 prop_assert!(!parsed_as_object, "a valid document was refused: {e}");
                 prop_assert!(
@@ -467,7 +467,7 @@ proptest! {
             Ok(p) => {
                 prop_assert!(parsed_as_object, "an invalid document was patched");
                 let doc: Value = serde_json::from_slice(&fs::read(&path).unwrap()).unwrap();
-                prop_assert!(claude_config::entries(&doc, ClientKind::ClaudeCode)
+                prop_assert!(client_config::entries(&doc, ClientKind::ClaudeCode)
                     .iter().any(|(_, e)| shim().is_exact(e)));
                 prop_assert_eq!(mode(&path), 0o640);
                 let backups: Vec<PathBuf> = match &p.written {
@@ -481,7 +481,7 @@ proptest! {
                     }
                     Written::Created => unreachable!("the file existed"),
                 };
-                claude_config::revert_file(&path, &p.changes, &backups).unwrap();
+                client_config::revert_file(&path, &p.changes, &backups).unwrap();
                 prop_assert_eq!(fs::read(&path).unwrap(), bytes);
             }
         }
