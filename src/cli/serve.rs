@@ -82,8 +82,12 @@ pub(super) fn serve(
         }
     };
     loop {
-        let runtime = match tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
+        // One thread runs the whole daemon (blocking work goes to tokio's blocking pool). Every
+        // child is spawned from it, which is what keeps children alive across an upgrade in
+        // place: Linux's parent-death signal fires when the *thread* that spawned a child ends,
+        // and the exec below ends every thread but this one. It is no slower: the router's
+        // work per line is a few microseconds, and no cross-thread wake-ups are paid.
+        let runtime = match tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
         {
