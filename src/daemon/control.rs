@@ -111,6 +111,7 @@ fn upstream(shared: &Shared, target: &Target) -> Result<UpstreamHandle, WireErro
     let asker = Asker {
         project: target.project.as_deref(),
         env: target.env.as_ref(),
+        token: None,
     };
     shared.upstreams.for_control(&name, asker)
 }

@@ -33,7 +33,7 @@ use super::reaper::Reaper;
 use super::upstream::{self, UpstreamHandle};
 use crate::config::{self, Config, ServerConfig, Sharing};
 use crate::paths::RuntimePaths;
-use crate::wire::{ErrorCode, Reloaded, UpstreamStatus, WireError};
+use crate::wire::{ErrorCode, Reloaded, SessionToken, UpstreamStatus, WireError};
 
 /// How long an evicted instance's child has to stop (nothing is in flight on it).
 const EVICT_GRACE: Duration = Duration::from_secs(1);
@@ -44,7 +44,38 @@ pub(crate) enum Scope {
     /// Everyone (a shared server), and control requests of a shared server.
     Unbound,
     Project(PathBuf),
-    Session(SessionId),
+    Session(SessionKey),
+}
+
+/// Which session a per-session instance is for: the shim's secret token, which its reconnects
+/// carry too (so its child survives a reconnect, and an upgrade in place), else (an older shim)
+/// its one connection.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) enum SessionKey {
+    Token(SessionToken),
+    Connection(SessionId),
+}
+
+impl SessionKey {
+    /// Text that tells keys apart, for digests only (it holds the token).
+    fn id_text(&self) -> String {
+        match self {
+            SessionKey::Token(t) => format!("token:{}", t.secret()),
+            SessionKey::Connection(c) => format!("connection:{c}"),
+        }
+    }
+}
+
+impl Scope {
+    /// Text that tells scopes apart, for digests only (file names, labels): a token in it is
+    /// never shown as it is.
+    fn id_text(&self) -> String {
+        match self {
+            Scope::Unbound => "unbound".to_string(),
+            Scope::Project(p) => format!("project:{}", p.display()),
+            Scope::Session(k) => format!("session:{}", k.id_text()),
+        }
+    }
 }
 
 /// Which instance of a server: its scope and its `passEnv` values (absent ones left out).
@@ -78,7 +109,10 @@ impl Instance {
         let scope = match &self.scope {
             Scope::Unbound => None,
             Scope::Project(p) => Some(p.display().to_string()),
-            Scope::Session(s) => Some(format!("session {s}")),
+            Scope::Session(SessionKey::Connection(s)) => Some(format!("session {s}")),
+            Scope::Session(k @ SessionKey::Token(_)) => {
+                Some(format!("session #{}", &digest(&k.id_text())[..8]))
+            }
         };
         let passed = (!self.passed.is_empty()).then(|| {
             let names: Vec<&str> = self.passed.keys().map(String::as_str).collect();
@@ -135,6 +169,8 @@ pub(crate) struct Asker<'a> {
     pub project: Option<&'a Path>,
     /// Its environment, for the server's `passEnv`.
     pub env: Option<&'a BTreeMap<String, String>>,
+    /// The shim's secret token, for a per-session server (see [`SessionKey`]).
+    pub token: Option<&'a SessionToken>,
 }
 
 struct Slot {
@@ -278,7 +314,10 @@ impl Registry {
                 }
             },
             Sharing::PerSession => match session {
-                Some(s) => Scope::Session(s),
+                Some(s) => Scope::Session(match asker.token {
+                    Some(t) => SessionKey::Token(t.clone()),
+                    None => SessionKey::Connection(s),
+                }),
                 None => {
                     return Err(WireError::new(
                         ErrorCode::InvalidRequest,
@@ -347,7 +386,7 @@ impl Registry {
         let record = if *instance == Instance::unbound() {
             self.runtime.child_record(&base.name)
         } else {
-            let id = format!("{:?}{}", instance.scope, instance.values_text());
+            let id = format!("{}{}", instance.scope.id_text(), instance.values_text());
             self.runtime
                 .child_record(&format!("{}@{}", base.name, &digest(&id)[..8]))
         };
@@ -370,10 +409,13 @@ impl Registry {
         let Some(key) = inner.session_of.remove(&session) else {
             return Vec::new();
         };
-        if let Some(slot) = inner.instances.get_mut(&key) {
-            slot.sessions = slot.sessions.saturating_sub(1);
-        }
-        if key.1.scope == Scope::Session(session) {
+        let Some(slot) = inner.instances.get_mut(&key) else {
+            return Vec::new();
+        };
+        slot.sessions = slot.sessions.saturating_sub(1);
+        // A session's own instance goes once no connection of that session is left (a shim
+        // that reconnected may briefly have two).
+        if matches!(key.1.scope, Scope::Session(_)) && slot.sessions == 0 {
             return inner
                 .instances
                 .shift_remove(&key)

@@ -158,6 +158,11 @@ impl SessionToken {
         }
     }
 
+    /// The token itself, for keys and digests only: never to be shown.
+    pub fn secret(&self) -> &str {
+        &self.0
+    }
+
     /// This process's token, made once (122 random bits from the OS) and the same for every
     /// hello it says.
     pub fn of_this_process() -> &'static SessionToken {
