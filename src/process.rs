@@ -195,6 +195,26 @@ pub(crate) fn set_cloexec(fd: std::os::fd::RawFd, on: bool) -> std::io::Result<(
     Ok(())
 }
 
+/// The exit of child `pid`, collected if it has exited: "exit status: N" or "signal: N", as the
+/// standard library says it; `None` while it runs. A pid that is not (or no longer) this
+/// process's child reads as exited, status unknown.
+pub fn collect_exit(pid: u32) -> Option<String> {
+    let Ok(p) = libc::pid_t::try_from(pid) else {
+        return Some("exited (status unknown)".to_string());
+    };
+    let mut status: libc::c_int = 0;
+    // SAFETY: waitpid on one pid, writing only into the int we own; WNOHANG never blocks.
+    let got = unsafe { libc::waitpid(p, &mut status, libc::WNOHANG) };
+    match got {
+        0 => None,
+        n if n == p => {
+            use std::os::unix::process::ExitStatusExt;
+            Some(std::process::ExitStatus::from_raw(status).to_string())
+        }
+        _ => Some("exited (status unknown)".to_string()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

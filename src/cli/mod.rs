@@ -80,6 +80,10 @@ pub enum Command {
         /// replaces (`<listener fd>,<lock fd>`)
         #[arg(long, hide = true, value_name = "FDS")]
         inherit: Option<String>,
+        /// Upgrade in place: the running children the replaced daemon carried over (the
+        /// descriptor of its state)
+        #[arg(long, hide = true, value_name = "FD", requires = "inherit")]
+        carry: Option<String>,
     },
     /// The stdio MCP server an agent starts: a pump to the daemon (starts one if needed)
     Mcp {
@@ -176,7 +180,8 @@ pub fn run(cli: Cli) -> ExitCode {
             log_stderr,
             standby,
             inherit,
-        } => serve::serve(&paths, log_stderr, standby, inherit),
+            carry,
+        } => serve::serve(&paths, log_stderr, standby, inherit, carry),
         Command::Status { json } => {
             control_command(
                 &paths,

@@ -51,6 +51,7 @@ pub(super) fn serve(
     log_stderr: bool,
     standby: Option<PathBuf>,
     inherit: Option<String>,
+    carry: Option<String>,
 ) -> ExitCode {
     // The daemon's own working directory is fixed, never its starter's: nothing it does may
     // depend on which client happened to start it (a project's `.env`, relative paths;
@@ -73,7 +74,14 @@ pub(super) fn serve(
             }
         };
     }
-    let mut inherited = match inherit.as_deref().map(daemon::Inherited::from_arg) {
+    let inherited = inherit.as_deref().map(|arg| {
+        let i = daemon::Inherited::from_arg(arg)?;
+        match carry.as_deref() {
+            Some(fd) => i.with_carry(fd),
+            None => Ok(i),
+        }
+    });
+    let mut inherited = match inherited {
         None => None,
         Some(Ok(i)) => Some(i),
         Some(Err(e)) => {

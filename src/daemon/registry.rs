@@ -29,8 +29,9 @@ use std::time::Duration;
 use indexmap::IndexMap;
 
 use super::SessionId;
+use super::handover::carried::CarriedScope;
 use super::reaper::Reaper;
-use super::upstream::{self, UpstreamHandle};
+use super::upstream::{self, Adopted, UpstreamHandle};
 use crate::config::{self, Config, ServerConfig, Sharing};
 use crate::paths::RuntimePaths;
 use crate::wire::{ErrorCode, Reloaded, SessionToken, UpstreamStatus, WireError};
@@ -96,6 +97,32 @@ impl std::fmt::Debug for Instance {
 }
 
 impl Instance {
+    /// How an upgrade in place names it; `None` for an older shim's session, whose
+    /// reconnect cannot be told from another session.
+    fn carried_as(&self) -> Option<CarriedScope> {
+        Some(match &self.scope {
+            Scope::Unbound => CarriedScope::Unbound,
+            Scope::Project(p) => CarriedScope::Project(p.clone()),
+            Scope::Session(SessionKey::Token(t)) => CarriedScope::Session(t.secret().to_string()),
+            Scope::Session(SessionKey::Connection(_)) => return None,
+        })
+    }
+
+    /// The instance a carried child belonged to.
+    fn of_carried(scope: &CarriedScope, passed: &BTreeMap<String, String>) -> Option<Instance> {
+        let scope = match scope {
+            CarriedScope::Unbound => Scope::Unbound,
+            CarriedScope::Project(p) => Scope::Project(p.clone()),
+            CarriedScope::Session(t) => {
+                Scope::Session(SessionKey::Token(SessionToken::new(t).ok()?))
+            }
+        };
+        Some(Instance {
+            scope,
+            passed: passed.clone(),
+        })
+    }
+
     fn unbound() -> Instance {
         Instance {
             scope: Scope::Unbound,
@@ -200,8 +227,15 @@ pub(crate) struct Registry {
 
 impl Registry {
     /// Every shared server's unbound instance is made at once (its child still starts on
-    /// demand), so `status` lists it; other instances are made on first need.
-    pub fn new(config: &Config, runtime: &RuntimePaths, reaper: &Arc<Reaper>) -> Registry {
+    /// demand), so `status` lists it; other instances are made on first need. `adopted`: the
+    /// running children the daemon this one replaced carried over, each taken over by its
+    /// instance (one whose server is gone from the config is stopped).
+    pub fn new(
+        config: &Config,
+        runtime: &RuntimePaths,
+        reaper: &Arc<Reaper>,
+        adopted: Vec<Adopted>,
+    ) -> Registry {
         let r = Registry {
             servers: Mutex::new(config.servers.clone()),
             inner: Mutex::new(Inner::default()),
@@ -211,10 +245,39 @@ impl Registry {
             coogle_tool: config.coogle_tool,
             reaper: reaper.clone(),
         };
+        for a in adopted {
+            r.adopt(a);
+        }
         for (name, server) in &config.servers {
             r.make_unbound(name, server);
         }
         r
+    }
+
+    fn adopt(&self, a: Adopted) {
+        let c = &a.instance;
+        let pid = a.pipes.pid;
+        let base = self.servers().get(&c.server).cloned();
+        let instance = Instance::of_carried(&c.scope, &c.passed_env);
+        let (Some(base), Some(instance)) = (base, instance) else {
+            tracing::warn!(upstream = %c.server, pid, "the config no longer has this server; stopping the child it carried over");
+            super::child::signal_group(pid, libc::SIGKILL);
+            return;
+        };
+        let key = (c.server.clone(), instance);
+        let mut inner = self.inner();
+        if inner.instances.contains_key(&key) {
+            super::child::signal_group(pid, libc::SIGKILL);
+            return;
+        }
+        let handle = self.start(&base, &key.1, Some(a));
+        inner.instances.insert(
+            key,
+            Slot {
+                handle,
+                sessions: 0,
+            },
+        );
     }
 
     fn inner(&self) -> std::sync::MutexGuard<'_, Inner> {
@@ -357,7 +420,7 @@ impl Registry {
             if extra {
                 make_room(&mut inner, server, self.max_instances)?;
             }
-            let handle = self.start(&base, &key.1);
+            let handle = self.start(&base, &key.1, None);
             inner.instances.insert(
                 key.clone(),
                 Slot {
@@ -378,7 +441,12 @@ impl Registry {
         Ok(handle)
     }
 
-    fn start(&self, base: &ServerConfig, instance: &Instance) -> UpstreamHandle {
+    fn start(
+        &self,
+        base: &ServerConfig,
+        instance: &Instance,
+        adopted: Option<Adopted>,
+    ) -> UpstreamHandle {
         let mut config = base.clone();
         if let Scope::Project(dir) = &instance.scope {
             config.cwd = Some(dir.clone());
@@ -392,6 +460,8 @@ impl Registry {
         };
         upstream::start(upstream::Start {
             cache_key: instance.cache_key(base),
+            carried_as: instance.carried_as(),
+            adopted,
             passed_env: instance.passed.clone(),
             config,
             instance: instance.label(),

@@ -23,6 +23,7 @@
 //! can be inherited like the listener, and they stay children of the same pid.
 
 mod candidate;
+pub(crate) mod carried;
 mod standby;
 mod takeover;
 
@@ -32,7 +33,30 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 pub(crate) use standby::standby;
-pub(crate) use takeover::{InheritError, Inherited, Replacement};
+pub(crate) use takeover::{Carry, InheritError, Inherited, Replacement};
+
+/// Write down the children to carry over (`detached`), for `--carry`: the state file, and the
+/// descriptors it names, which stay open across the exec.
+pub(crate) fn carry(
+    dir: &Path,
+    detached: Vec<crate::daemon::upstream::Detached>,
+) -> std::io::Result<Carry> {
+    let mut fds = Vec::new();
+    let mut instances = Vec::new();
+    for d in detached {
+        let mut instance = d.instance;
+        let pipes = d.pipes;
+        instance.child.stdin = carried::raw(&pipes.stdin);
+        instance.child.stdout = carried::raw(&pipes.stdout);
+        instance.child.stderr = carried::raw(&pipes.stderr);
+        instance.child.stdout_pending = pipes.stdout_pending;
+        instance.child.stderr_pending = pipes.stderr_pending;
+        fds.extend([pipes.stdin, pipes.stdout, pipes.stderr]);
+        instances.push(instance);
+    }
+    let file = carried::write(dir, instances)?;
+    Ok(Carry { file, fds })
+}
 
 use crate::wire;
 
@@ -63,6 +87,10 @@ struct StandbyReply {
 /// Taking over by exec with `serve --inherit <listener>,<lock>`: a contract between versions,
 /// so a later coogle that changes it names the new way differently.
 const TAKEOVER: &str = "inherit-1";
+
+/// Taking the running children over too, with `--carry <fd>` (see [`carried`]): an upgrade in
+/// place that restarts no child.
+const CARRY: &str = "carry-1";
 
 /// A file on disk as it is now: a changed binary is a new candidate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -95,6 +123,8 @@ pub(crate) struct Verified {
     pub exe: PathBuf,
     pub id: FileId,
     pub version: String,
+    /// It takes the running children over (else they are stopped first).
+    pub carries: bool,
 }
 
 #[derive(Default)]
@@ -198,9 +228,14 @@ impl Handover {
         }
         tracing::info!(exe = %exe.display(), "coogle {version} is installed; starting it on the side to check that it can serve before handing over");
         match candidate::prove(&self.socket, &self.reaper, &exe, id, &version) {
-            Ok(()) => {
-                tracing::info!(exe = %exe.display(), "coogle {version} proved it can serve; this daemon ({}) hands over to it once no call is queued or in flight", wire::VERSION);
-                self.state().verified = Some(Verified { exe, id, version });
+            Ok(carries) => {
+                tracing::info!(exe = %exe.display(), carries, "coogle {version} proved it can serve; this daemon ({}) hands over to it once no call is queued or in flight", wire::VERSION);
+                self.state().verified = Some(Verified {
+                    exe,
+                    id,
+                    version,
+                    carries,
+                });
                 self.ready.store(true, Ordering::Release);
             }
             Err(why) => self.refuse(id, &exe, Some(&version), &why),
@@ -219,6 +254,13 @@ impl Handover {
             st.refused.remove(0);
         }
         st.refused.push(id);
+    }
+
+    /// The hand-over did not happen now (something was busy): keep it for the next quiet
+    /// moment.
+    pub fn put_back(&self, v: Verified) {
+        self.state().verified = Some(v);
+        self.ready.store(true, Ordering::Release);
     }
 
     /// At the moment of handing over: the verified binary, if the file is still the one that
@@ -280,7 +322,7 @@ fn own_args(socket: &Path, extra: &[std::ffi::OsString]) -> Vec<std::ffi::OsStri
 
 /// `args` without `--standby`, `--inherit` and `--socket` (in either form, with their values).
 fn without_ours(args: impl Iterator<Item = std::ffi::OsString>) -> Vec<std::ffi::OsString> {
-    const OURS: [&str; 3] = ["--standby", "--inherit", "--socket"];
+    const OURS: [&str; 4] = ["--standby", "--inherit", "--carry", "--socket"];
     let mut out = Vec::new();
     let mut args = args.peekable();
     while let Some(a) = args.next() {

@@ -23,6 +23,14 @@ pub(crate) struct Replacement {
     pub id: FileId,
     pub listener: OwnedFd,
     pub lock: File,
+    /// The running children, carried over (see `carried`).
+    pub carry: Option<Carry>,
+}
+
+/// What an upgrade in place carries: the state file, and every descriptor it names.
+pub(crate) struct Carry {
+    pub file: File,
+    pub fds: Vec<OwnedFd>,
 }
 
 impl std::fmt::Debug for Replacement {
@@ -41,23 +49,40 @@ impl Replacement {
         use std::os::unix::process::CommandExt;
         let (listener, lock) = (self.listener.as_raw_fd(), self.lock.as_raw_fd());
         let inherit = format!("{listener},{lock}");
-        let flags = crate::process::set_cloexec(listener, false)
-            .and_then(|()| crate::process::set_cloexec(lock, false));
+        let mut args: Vec<std::ffi::OsString> = vec!["--inherit".into(), inherit.into()];
+        let mut kept = vec![listener, lock];
+        if let Some(carry) = &self.carry {
+            args.push("--carry".into());
+            args.push(carry.file.as_raw_fd().to_string().into());
+            kept.push(carry.file.as_raw_fd());
+            kept.extend(carry.fds.iter().map(AsRawFd::as_raw_fd));
+        }
+        let flags = kept
+            .iter()
+            .try_for_each(|fd| crate::process::set_cloexec(*fd, false));
         let err = match flags {
             Ok(()) => std::process::Command::new(&self.exe)
-                .args(own_args(
-                    &self.socket,
-                    &["--inherit".into(), inherit.into()],
-                ))
+                .args(own_args(&self.socket, &args))
                 .exec(),
             Err(e) => e,
         };
-        let _ = crate::process::set_cloexec(listener, true);
-        let _ = crate::process::set_cloexec(lock, true);
+        for fd in kept {
+            let _ = crate::process::set_cloexec(fd, true);
+        }
+        // Serving on with this version: the carried children are taken back from the file,
+        // as the new version would have taken them.
+        let carry = self.carry.map(|c| {
+            for fd in c.fds {
+                // Owned by the file's numbers from now on (see `Inherited::carried`).
+                std::mem::forget(fd);
+            }
+            OwnedFd::from(c.file)
+        });
         let back = Inherited {
             listener: self.listener,
             lock: self.lock,
             refused: Some(self.id),
+            carry,
         };
         (err, back)
     }
@@ -70,6 +95,8 @@ pub(crate) struct Inherited {
     lock: File,
     /// A binary not to hand over to again.
     pub refused: Option<FileId>,
+    /// The carried state of an upgrade in place (`--carry`), when there was one.
+    carry: Option<OwnedFd>,
 }
 
 impl std::fmt::Debug for Inherited {
@@ -144,7 +171,66 @@ impl Inherited {
             listener,
             lock,
             refused: None,
+            carry: None,
         })
+    }
+
+    /// The carried state's descriptor, `--carry <fd>`: a regular file, close-on-exec from now
+    /// on.
+    pub fn with_carry(mut self, arg: &str) -> Result<Inherited, InheritError> {
+        let fd: RawFd = arg
+            .trim()
+            .parse()
+            .map_err(|_| InheritError::Syntax(arg.to_string()))?;
+        if fd <= 2 {
+            return Err(InheritError::Bad {
+                fd,
+                what: "stdin, stdout or stderr",
+            });
+        }
+        crate::process::set_cloexec(fd, true)?;
+        // SAFETY: `--carry` names a descriptor the daemon this one replaced opened for it
+        // (fcntl just worked on it), not stdio; nothing else here uses it.
+        self.carry = Some(unsafe { OwnedFd::from_raw_fd(fd) });
+        Ok(self)
+    }
+
+    /// The running children carried over, ready to be adopted; those whose descriptors are
+    /// not there are stopped.
+    pub fn carried(&mut self) -> Vec<crate::daemon::upstream::Adopted> {
+        use std::os::fd::IntoRawFd;
+        let Some(fd) = self.carry.take() else {
+            return Vec::new();
+        };
+        let instances = match super::carried::read(fd.into_raw_fd()) {
+            Ok(i) => i,
+            Err(e) => {
+                tracing::error!(
+                    "the state the replaced daemon carried over does not read ({e}); its children are reaped and start again"
+                );
+                return Vec::new();
+            }
+        };
+        let mut out = Vec::new();
+        for mut instance in instances {
+            let pid = instance.child.pid;
+            let Some([stdin, stdout, stderr]) = super::carried::take_fds(&instance.child) else {
+                tracing::warn!(upstream = %instance.server, pid, "a carried child's pipes are not there; stopping it");
+                crate::daemon::child::signal_group(pid, libc::SIGKILL);
+                continue;
+            };
+            let pipes = crate::daemon::upstream::DetachedPipes {
+                pid,
+                started_at: crate::daemon::upstream::started_at(instance.child.started_at_ms),
+                stdin,
+                stdout,
+                stderr,
+                stdout_pending: std::mem::take(&mut instance.child.stdout_pending),
+                stderr_pending: std::mem::take(&mut instance.child.stderr_pending),
+            };
+            out.push(crate::daemon::upstream::Adopted { instance, pipes });
+        }
+        out
     }
 
     /// The listener and the lock, once checked: the listener serves `rt`'s socket, and the
