@@ -17,7 +17,7 @@ use super::control::{control_connection, server_name};
 use super::registry::Asker;
 use super::upstream::{Event, UpstreamHandle};
 use super::{FIRST_LINE_TIMEOUT, SessionId, Shared, outbox};
-use crate::paths;
+
 use crate::wire::{
     self, ControlResponse, ErrorCode, FirstLine, Hello, HelloReply, Line, WireError,
 };
@@ -60,7 +60,7 @@ pub(super) async fn accepted(shared: Arc<Shared>, mut stream: UnixStream) {
 
 async fn handle_connection(shared: Arc<Shared>, stream: UnixStream) {
     match stream.peer_cred() {
-        Ok(cred) if cred.uid() == paths::uid() => {}
+        Ok(cred) if cred.uid() == crate::os::uid() => {}
         Ok(cred) => {
             tracing::warn!(
                 peer_uid = cred.uid(),

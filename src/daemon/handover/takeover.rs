@@ -8,10 +8,11 @@
 //! again as soon as the new daemon has them: no child ever inherits them.
 
 use std::fs::File;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::path::PathBuf;
 
 use super::{FileId, own_args};
+use crate::os::{self, FdKind};
 use crate::paths::RuntimePaths;
 
 /// What the old daemon execs into.
@@ -41,8 +42,8 @@ impl Replacement {
         use std::os::unix::process::CommandExt;
         let (listener, lock) = (self.listener.as_raw_fd(), self.lock.as_raw_fd());
         let inherit = format!("{listener},{lock}");
-        let flags = crate::process::set_cloexec(listener, false)
-            .and_then(|()| crate::process::set_cloexec(lock, false));
+        let flags = os::set_cloexec(&self.listener, false)
+            .and_then(|()| os::set_cloexec(&self.lock, false));
         let err = match flags {
             Ok(()) => std::process::Command::new(&self.exe)
                 .args(own_args(
@@ -52,8 +53,8 @@ impl Replacement {
                 .exec(),
             Err(e) => e,
         };
-        let _ = crate::process::set_cloexec(listener, true);
-        let _ = crate::process::set_cloexec(lock, true);
+        let _ = os::set_cloexec(&self.listener, true);
+        let _ = os::set_cloexec(&self.lock, true);
         let back = Inherited {
             listener: self.listener,
             lock: self.lock,
@@ -106,40 +107,34 @@ impl Inherited {
         if listener == lock {
             return Err(syntax());
         }
-        let kind = |fd: RawFd| -> Result<libc::mode_t, InheritError> {
+        let kind = |fd: RawFd| -> Result<FdKind, InheritError> {
             if fd <= 2 {
                 return Err(InheritError::Bad {
                     fd,
                     what: "stdin, stdout or stderr",
                 });
             }
-            // SAFETY: fstat writes only into the struct we own; a closed descriptor fails.
-            let mut st: libc::stat = unsafe { std::mem::zeroed() };
-            if unsafe { libc::fstat(fd, &mut st) } != 0 {
-                return Err(InheritError::Bad {
-                    fd,
-                    what: "not open",
-                });
-            }
-            Ok(st.st_mode & libc::S_IFMT)
+            os::fd_kind(fd).map_err(|_| InheritError::Bad {
+                fd,
+                what: "not open",
+            })
         };
-        if kind(listener)? != libc::S_IFSOCK {
+        if kind(listener)? != FdKind::Socket {
             return Err(InheritError::Bad {
                 fd: listener,
                 what: "not a socket",
             });
         }
-        if kind(lock)? != libc::S_IFREG {
+        if kind(lock)? != FdKind::File {
             return Err(InheritError::Bad {
                 fd: lock,
                 what: "not a regular file",
             });
         }
-        crate::process::set_cloexec(listener, true)?;
-        crate::process::set_cloexec(lock, true)?;
-        // SAFETY: both are open (fstat said so), distinct, not stdio, and were handed to this
-        // process for it to own by the daemon it replaced; nothing else here uses them.
-        let (listener, lock) = unsafe { (OwnedFd::from_raw_fd(listener), File::from_raw_fd(lock)) };
+        // Both open (fstat said so), distinct, not stdio, and handed to this process for it to
+        // own by the daemon it replaced; close-on-exec from now on.
+        let listener = os::adopt_inherited_fd(listener)?;
+        let lock = File::from(os::adopt_inherited_fd(lock)?);
         Ok(Inherited {
             listener,
             lock,
@@ -163,9 +158,7 @@ impl Inherited {
             return Err(not_the_lock());
         }
         // The same open file holds it already: taking it again only confirms that.
-        // SAFETY: flock on a descriptor we own.
-        let rc = unsafe { libc::flock(self.lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-        if rc != 0 {
+        if !matches!(os::try_lock(&self.lock), Ok(true)) {
             return Err(not_the_lock());
         }
         let listener = std::os::unix::net::UnixListener::from(self.listener);
