@@ -72,10 +72,7 @@ pub(crate) fn reached(name: &'static str) {
             n = total,
             "crash point: dying here (COOGLE_CRASH_AT)"
         );
-        // SAFETY: kill(2) on our own pid with SIGKILL; nothing after it runs.
-        unsafe {
-            libc::kill(libc::getpid(), libc::SIGKILL);
-        }
+        crate::os::die_now();
     }
 }
 

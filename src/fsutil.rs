@@ -28,7 +28,7 @@ use serde_json::Value;
 
 use crate::crash_point;
 use crate::date::timestamp;
-use crate::procs;
+use crate::os;
 
 /// How many times a write is retried when the file changes under it.
 pub const ATTEMPTS: u32 = 5;
@@ -121,7 +121,7 @@ impl LockOwner {
         let pid = std::process::id();
         Some(LockOwner {
             pid,
-            start: procs::info(pid).map(|p| p.start),
+            start: os::process(pid).map(|p| p.start),
             dev,
             ino,
             mtime,
@@ -219,7 +219,7 @@ fn take_over_dead_coogle_lock(dir: &Path, owner_path: &Path) -> bool {
     let Some(owner) = LockOwner::read(owner_path) else {
         return false;
     };
-    if owner.is_ours() || !owner.describes(dir) || procs::still_running(owner.pid, owner.start) {
+    if owner.is_ours() || !owner.describes(dir) || os::still_running(owner.pid, owner.start) {
         return false;
     }
     if fs::remove_dir(dir).is_err() {
@@ -376,10 +376,10 @@ pub fn backup(path: &Path, bytes: &[u8], mode: u32) -> Result<PathBuf, FsError> 
     unreachable!("the loop returns")
 }
 
-/// The start time of this process, as [`procs`] reads it.
+/// The start time of this process, as [`os::process`] reads it.
 fn own_start() -> Option<u64> {
     static START: std::sync::OnceLock<Option<u64>> = std::sync::OnceLock::new();
-    *START.get_or_init(|| procs::info(std::process::id()).map(|p| p.start))
+    *START.get_or_init(|| os::process(std::process::id()).map(|p| p.start))
 }
 
 /// `<name>.coogle-tmp-`: every temp file coogle writes beside a file starts so.
@@ -470,7 +470,7 @@ pub fn sweep(path: &Path) -> Swept {
     if take_over_dead_coogle_lock(&lock, &owner) {
         out.lock = Some(lock);
     } else if !lock.exists()
-        && LockOwner::read(&owner).is_some_and(|o| !procs::still_running(o.pid, o.start))
+        && LockOwner::read(&owner).is_some_and(|o| !os::still_running(o.pid, o.start))
     {
         // A record whose lock is gone: its coogle died between the rmdir and removing it.
         let _ = fs::remove_file(&owner);
@@ -494,7 +494,7 @@ fn temp_writer_is_gone(rest: &str) -> bool {
         .filter(|s| !s.contains('T'))
         .and_then(|s| s.parse::<u64>().ok())
         .filter(|&s| s != 0);
-    !procs::still_running(pid, start)
+    !os::still_running(pid, start)
 }
 
 fn sync_dir(path: &Path) {
@@ -825,7 +825,7 @@ mod tests {
 
         fs::create_dir(&lock).unwrap();
         assert!(!taken(), "a fresh lock without a record is waited for");
-        record(1, procs::info(1).map(|p| p.start));
+        record(1, os::process(1).map(|p| p.start));
         assert!(!taken(), "a lock whose maker runs is waited for");
         record(dead, None);
         let claude_codes = {

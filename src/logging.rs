@@ -44,7 +44,7 @@ pub fn open_private(path: &Path) -> io::Result<File> {
         if dir == crate::paths::log_dir()
             && let Ok(meta) = std::fs::symlink_metadata(dir)
             && meta.is_dir()
-            && meta.uid() == crate::paths::uid()
+            && meta.uid() == crate::os::uid()
             && meta.mode() & 0o077 != 0
         {
             std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
@@ -57,7 +57,7 @@ pub fn open_private(path: &Path) -> io::Result<File> {
         .open(path)?;
     // On the open file (fchmod), so a rename in between cannot redirect it.
     let meta = file.metadata()?;
-    if meta.mode() & 0o077 != 0 && meta.uid() == crate::paths::uid() {
+    if meta.mode() & 0o077 != 0 && meta.uid() == crate::os::uid() {
         file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
     }
     Ok(file)

@@ -10,6 +10,8 @@ use std::io;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
+use crate::os;
+
 /// The longest path a Unix socket address can hold on both Linux and macOS: macOS's `sun_path`
 /// is 104 bytes (Linux's 108), one of them the terminating NUL.
 pub const MAX_SOCKET_PATH: usize = 103;
@@ -64,7 +66,7 @@ impl std::fmt::Display for Replaceable {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Replaceable::Owner(uid) => {
-                write!(f, "is owned by {}", crate::peer::describe_uid(*uid))
+                write!(f, "is owned by {}", os::describe_uid(*uid))
             }
             Replaceable::OthersWrite(mode) => write!(
                 f,
@@ -76,11 +78,6 @@ impl std::fmt::Display for Replaceable {
             ),
         }
     }
-}
-
-pub fn uid() -> u32 {
-    // SAFETY: getuid has no preconditions and cannot fail.
-    unsafe { libc::getuid() }
 }
 
 fn env_path(name: &str) -> Option<PathBuf> {
@@ -135,13 +132,13 @@ impl Platform {
         let os = Os::current();
         Platform {
             os,
-            uid: uid(),
+            uid: crate::os::uid(),
             home: home(),
             xdg_runtime_dir: env_path("XDG_RUNTIME_DIR"),
             xdg_config_home: env_path("XDG_CONFIG_HOME"),
             xdg_state_home: env_path("XDG_STATE_HOME"),
             xdg_cache_home: env_path("XDG_CACHE_HOME"),
-            user_temp_dir: (os == Os::MacOs).then(darwin_user_temp_dir).flatten(),
+            user_temp_dir: (os == Os::MacOs).then(crate::os::user_temp_dir).flatten(),
         }
     }
 
@@ -213,66 +210,12 @@ impl Platform {
     }
 }
 
-/// `confstr(_CS_DARWIN_USER_TEMP_DIR)`, when it answers with an absolute path.
-#[cfg(target_os = "macos")]
-fn darwin_user_temp_dir() -> Option<PathBuf> {
-    use std::ffi::CStr;
-    use std::os::unix::ffi::OsStrExt;
-
-    let mut buf = vec![0 as libc::c_char; libc::PATH_MAX as usize + 1];
-    // SAFETY: confstr writes at most `buf.len()` bytes, NUL included, into our buffer and
-    // returns the length it needed (0 on error).
-    let needed =
-        unsafe { libc::confstr(libc::_CS_DARWIN_USER_TEMP_DIR, buf.as_mut_ptr(), buf.len()) };
-    if needed == 0 || needed > buf.len() {
-        return None;
-    }
-    // SAFETY: on success the buffer holds a NUL-terminated string.
-    let dir = unsafe { CStr::from_ptr(buf.as_ptr()) };
-    let dir = PathBuf::from(std::ffi::OsStr::from_bytes(dir.to_bytes()));
-    dir.is_absolute().then_some(dir)
-}
-
-#[cfg(not(target_os = "macos"))]
-fn darwin_user_temp_dir() -> Option<PathBuf> {
-    None
-}
-
 /// `$HOME` when it is an absolute path, else the password database's entry for this user (a
 /// service or cron job may run without `HOME`), else `/`.
 pub fn home() -> PathBuf {
     env_path("HOME")
-        .or_else(passwd_home)
+        .or_else(|| os::user_home(os::uid()))
         .unwrap_or_else(|| PathBuf::from("/"))
-}
-
-/// This user's home directory from the password database (`getpwuid_r`).
-fn passwd_home() -> Option<PathBuf> {
-    use std::ffi::CStr;
-    use std::os::unix::ffi::OsStrExt;
-
-    let mut buf = vec![0 as libc::c_char; 16 * 1024];
-    // SAFETY: an all-zero passwd is a valid value (null pointers, zero ids); getpwuid_r fills it.
-    let mut pwd: libc::passwd = unsafe { std::mem::zeroed() };
-    let mut result: *mut libc::passwd = std::ptr::null_mut();
-    // SAFETY: every pointer refers to live, correctly sized storage owned by this frame;
-    // getpwuid_r (unlike getpwuid) writes only into the buffers we pass.
-    let rc = unsafe {
-        libc::getpwuid_r(
-            libc::getuid(),
-            &mut pwd,
-            buf.as_mut_ptr(),
-            buf.len(),
-            &mut result,
-        )
-    };
-    if rc != 0 || result.is_null() || pwd.pw_dir.is_null() {
-        return None;
-    }
-    // SAFETY: on success pw_dir points to a NUL-terminated string inside `buf`, still alive.
-    let dir = unsafe { CStr::from_ptr(pwd.pw_dir) };
-    let dir = std::ffi::OsStr::from_bytes(dir.to_bytes());
-    (!dir.is_empty()).then(|| PathBuf::from(dir))
 }
 
 /// [`Platform::config_home`] of this process: where coogle's config, the systemd user unit
@@ -431,7 +374,7 @@ fn verify_dir(dir: &Path, ours: bool) -> Result<(), PathError> {
 /// write in it, the sticky bit keeps them to their own entries (as on `/tmp`). Both the path
 /// as written and the one its symlinks lead to are checked.
 pub fn replaceable_parents(dir: &Path) -> Vec<(PathBuf, Replaceable)> {
-    let me = uid();
+    let me = os::uid();
     let mut seen = std::collections::BTreeSet::new();
     let mut out = Vec::new();
     let canonical = fs::canonicalize(dir).ok();
@@ -500,7 +443,7 @@ fn owned_dir(dir: &Path) -> Result<fs::Metadata, PathError> {
             path: dir.to_path_buf(),
         });
     }
-    let me = uid();
+    let me = os::uid();
     if meta.uid() != me {
         return Err(PathError::WrongOwner {
             path: dir.to_path_buf(),
@@ -743,13 +686,13 @@ mod tests {
     fn current_platform() {
         let p = Platform::current();
         assert_eq!(p.os, Os::current());
-        assert_eq!(p.uid, uid());
+        assert_eq!(p.uid, os::uid());
         match p.os {
             Os::Linux => assert_eq!(p.user_temp_dir, None),
             Os::MacOs => {
                 let dir = p.user_temp_dir.expect("confstr(_CS_DARWIN_USER_TEMP_DIR)");
                 let meta = fs::metadata(&dir).unwrap();
-                assert_eq!(meta.uid(), uid());
+                assert_eq!(meta.uid(), os::uid());
                 assert_eq!(meta.mode() & 0o077, 0, "{}", dir.display());
             }
         }

@@ -1,7 +1,6 @@
 //! Running short-lived helper programs with a time limit: a service manager (`systemctl`,
-//! `launchctl`), `claude mcp …`, a tool's `--version`, a downloaded coogle binary; and the few
-//! process facts the hand-over to a newer daemon needs (which file a process runs, a
-//! descriptor's close-on-exec flag).
+//! `launchctl`), `claude mcp …`, a tool's `--version`, a downloaded coogle binary; and which
+//! file starts this binary once it was replaced on disk.
 //!
 //! Every wait here is bounded and a child past its limit is killed and reaped, so a hung
 //! program can never hang coogle or leave a zombie. Nothing here runs in `coogle mcp` or the
@@ -138,81 +137,6 @@ pub(crate) fn live_exe(exe: &Path) -> PathBuf {
         return PathBuf::from(stripped);
     }
     exe.to_path_buf()
-}
-
-/// The (device, inode) of the executable process `pid` runs, whatever its path has become
-/// since (replaced, renamed, deleted): Linux stats `/proc/<pid>/exe`, macOS the path
-/// `proc_pidpath` reports.
-pub(crate) fn exe_identity(pid: u32) -> std::io::Result<(u64, u64)> {
-    use std::os::unix::fs::MetadataExt;
-    let meta = imp::exe_metadata(pid)?;
-    Ok((meta.dev(), meta.ino()))
-}
-
-#[cfg(target_os = "macos")]
-mod imp {
-    pub fn exe_metadata(pid: u32) -> std::io::Result<std::fs::Metadata> {
-        let mut buf = vec![0u8; libc::PROC_PIDPATHINFO_MAXSIZE as usize];
-        // SAFETY: proc_pidpath writes at most `buf.len()` bytes into `buf` and returns how many.
-        let n =
-            unsafe { libc::proc_pidpath(pid as i32, buf.as_mut_ptr().cast(), buf.len() as u32) };
-        if n <= 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        buf.truncate(n as usize);
-        use std::os::unix::ffi::OsStringExt;
-        std::fs::metadata(std::ffi::OsString::from_vec(buf))
-    }
-}
-
-#[cfg(not(target_os = "macos"))]
-mod imp {
-    pub fn exe_metadata(pid: u32) -> std::io::Result<std::fs::Metadata> {
-        std::fs::metadata(format!("/proc/{pid}/exe"))
-    }
-}
-
-/// Whether `fd` is closed when this process execs another program (`FD_CLOEXEC`): the daemon
-/// clears it on the listener and lock it hands to its successor, and the successor sets it
-/// again at once so no child inherits them.
-pub(crate) fn set_cloexec(fd: std::os::fd::RawFd, on: bool) -> std::io::Result<()> {
-    // SAFETY: fcntl with F_GETFD/F_SETFD reads and writes only the descriptor's flags; an
-    // invalid descriptor makes it fail with EBADF, which is returned.
-    unsafe {
-        let flags = libc::fcntl(fd, libc::F_GETFD);
-        if flags < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        let flags = if on {
-            flags | libc::FD_CLOEXEC
-        } else {
-            flags & !libc::FD_CLOEXEC
-        };
-        if libc::fcntl(fd, libc::F_SETFD, flags) < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-    }
-    Ok(())
-}
-
-/// The exit of child `pid`, collected if it has exited: "exit status: N" or "signal: N", as the
-/// standard library says it; `None` while it runs. A pid that is not (or no longer) this
-/// process's child reads as exited, status unknown.
-pub fn collect_exit(pid: u32) -> Option<String> {
-    let Ok(p) = libc::pid_t::try_from(pid) else {
-        return Some("exited (status unknown)".to_string());
-    };
-    let mut status: libc::c_int = 0;
-    // SAFETY: waitpid on one pid, writing only into the int we own; WNOHANG never blocks.
-    let got = unsafe { libc::waitpid(p, &mut status, libc::WNOHANG) };
-    match got {
-        0 => None,
-        n if n == p => {
-            use std::os::unix::process::ExitStatusExt;
-            Some(std::process::ExitStatus::from_raw(status).to_string())
-        }
-        _ => Some("exited (status unknown)".to_string()),
-    }
 }
 
 #[cfg(test)]

@@ -29,21 +29,22 @@ macro_rules! shim_identity {
             env!("CARGO_PKG_VERSION"),
             "\0"
         );
-        /// What `coogle` reads in this file, without running it, before it hands a session
-        /// here.
-        #[used]
-        #[cfg_attr(target_os = "macos", unsafe(link_section = "__DATA,__coogle_id"))]
-        #[cfg_attr(not(target_os = "macos"), unsafe(link_section = ".coogle_id"))]
-        static IDENTITY: [u8; IDENTITY_TEXT.len()] = {
-            let text = IDENTITY_TEXT.as_bytes();
-            let mut out = [0u8; IDENTITY_TEXT.len()];
-            let mut i = 0;
-            while i < text.len() {
-                out[i] = text[i];
-                i += 1;
-            }
-            out
-        };
+        $crate::static_in_section! {
+            elf = ".coogle_id",
+            macho = "__DATA,__coogle_id",
+            /// What `coogle` reads in this file, without running it, before it hands a session
+            /// here.
+            static IDENTITY: [u8; IDENTITY_TEXT.len()] = {
+                let text = IDENTITY_TEXT.as_bytes();
+                let mut out = [0u8; IDENTITY_TEXT.len()];
+                let mut i = 0;
+                while i < text.len() {
+                    out[i] = text[i];
+                    i += 1;
+                }
+                out
+            };
+        }
     };
 }
 

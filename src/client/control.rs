@@ -101,7 +101,7 @@ pub async fn shutdown(socket: &Path, limit: Duration) -> Result<u32, ClientError
 /// Whether process `pid` has exited: gone, or a zombie its parent has not reaped yet (a daemon
 /// started by a test or a supervisor that waits later). Pid 0 is never a daemon.
 fn has_exited(pid: u32) -> bool {
-    pid == 0 || !crate::procs::still_running(pid, None)
+    pid == 0 || !crate::os::still_running(pid, None)
 }
 
 /// One request on its own connection, its answer read as `A` (what the method answers).

@@ -55,16 +55,8 @@ impl Starter {
             .stdin(Stdio::null())
             .stdout(out)
             .stderr(err);
-        use std::os::unix::process::CommandExt;
-        // SAFETY: setsid is async-signal-safe and affects only the child.
-        unsafe {
-            cmd.pre_exec(|| {
-                if libc::setsid() < 0 {
-                    return Err(io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
+        // A session of its own: the terminal's hang-up or Ctrl-C never reaches the daemon.
+        crate::os::start_new_session(&mut cmd);
         let child = cmd.spawn().map_err(|source| ClientError::Spawn {
             exe: self.exe.clone(),
             source,

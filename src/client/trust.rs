@@ -10,8 +10,8 @@ use std::path::Path;
 use tokio::net::UnixStream;
 
 use super::{ClientError, is_absent, not_running};
+use crate::os;
 use crate::paths::{self, PathError};
-use crate::peer;
 
 /// Why a client refused a socket before sending it anything.
 #[derive(Debug, thiserror::Error)]
@@ -20,8 +20,8 @@ pub enum Untrusted {
     Dir(PathError),
     #[error(
         "the process listening on it runs as {}, not as you ({})",
-        peer::describe_uid(*peer),
-        peer::describe_uid(*me)
+        os::describe_uid(*peer),
+        os::describe_uid(*me)
     )]
     Peer { peer: u32, me: u32 },
     #[error("could not ask the kernel who listens on it: {0}")]
@@ -36,7 +36,7 @@ pub(super) fn untrusted_hint(socket: &Path, problem: &Untrusted) -> String {
     let dir_owner = || {
         use std::os::unix::fs::MetadataExt;
         std::fs::symlink_metadata(dir)
-            .map(|m| peer::describe_uid(m.uid()))
+            .map(|m| os::describe_uid(m.uid()))
             .unwrap_or_else(|_| "an unknown user".into())
     };
     match problem {
@@ -44,7 +44,7 @@ pub(super) fn untrusted_hint(socket: &Path, problem: &Untrusted) -> String {
             "{} belongs to {}, not to you: another user may have created it to read coogle's traffic. \
              Remove it (`sudo rm -rf {}`), {elsewhere}",
             path.display(),
-            peer::describe_uid(*owner),
+            os::describe_uid(*owner),
             path.display()
         ),
         Untrusted::Dir(PathError::Symlink { path } | PathError::NotADirectory { path }) => {
@@ -74,7 +74,7 @@ pub(super) fn untrusted_hint(socket: &Path, problem: &Untrusted) -> String {
             "{} is served by {} and its directory {} is owned by {}; that is not your coogle \
              daemon. Stop that process and remove the socket (`sudo rm {}`), {elsewhere}",
             socket.display(),
-            peer::describe_uid(*who),
+            os::describe_uid(*who),
             dir.display(),
             dir_owner(),
             socket.display()
@@ -102,9 +102,9 @@ fn check_dir(socket: &Path) -> Result<(), ClientError> {
 }
 
 /// After connecting, before the first byte: the listening process runs as this user.
-fn check_peer(socket: &Path, stream: &impl std::os::fd::AsRawFd) -> Result<(), ClientError> {
-    let me = paths::uid();
-    match peer::peer_uid(stream) {
+fn check_peer(socket: &Path, stream: &impl std::os::fd::AsFd) -> Result<(), ClientError> {
+    let me = os::uid();
+    match os::peer_uid(stream) {
         Ok(uid) if uid == me => Ok(()),
         Ok(uid) => Err(untrusted(socket, Untrusted::Peer { peer: uid, me })),
         Err(e) => Err(untrusted(socket, Untrusted::PeerUnknown(e))),

@@ -52,7 +52,9 @@ pub(super) const SERVER_KEYS: &[&str] = &[
     "idleStopMs",
     "stateful",
     "sharing",
+    "signIn",
 ];
+pub(super) const SIGN_IN_KEYS: &[&str] = &["urlMarker", "accountArgument"];
 
 /// Merge `overlay` into `base`: objects merge key by key, recursively; arrays, scalars and
 /// `null` in the overlay replace what was there.

@@ -33,7 +33,9 @@ use serde_json::{Map, Value};
 pub(crate) use credentials::{OAUTH_PREFIX, env_credentials_from};
 pub use global_paths::GlobalPaths;
 pub use keys::{UnknownKey, native_shape};
-pub use types::{Config, Credentials, CredentialsConfig, SearchConfig, ServerConfig, Sharing};
+pub use types::{
+    Config, Credentials, CredentialsConfig, SearchConfig, ServerConfig, Sharing, SignInConfig,
+};
 
 use crate::{fsutil, paths};
 use keys::DEFAULT_SERVER;

@@ -13,12 +13,12 @@ use serde_json::{Map, Value, json};
 
 use super::keys::{
     DEFAULT_CLAUDE_JSON, DEFAULT_LOG_LEVEL, DEFAULT_MCP_SERVER_NAME, DEFAULT_SERVER,
-    DEFAULT_SHUTDOWN_GRACE_MS, SERVER_KEYS, TOP_LEVEL_KEYS, UnknownKey, deep_merge, defaults,
-    unknown_keys,
+    DEFAULT_SHUTDOWN_GRACE_MS, SERVER_KEYS, SIGN_IN_KEYS, TOP_LEVEL_KEYS, UnknownKey, deep_merge,
+    defaults, unknown_keys,
 };
 use super::{
     Config, ConfigError, CredentialsConfig, DEFAULT_CALL_TIMEOUT_MS, DEFAULT_IDLE_STOP,
-    DEFAULT_MAX_LINE_BYTES, Host, ServerConfig, Sharing, search,
+    DEFAULT_MAX_LINE_BYTES, Host, ServerConfig, Sharing, SignInConfig, search,
 };
 
 /// How errors name the config when there was no file.
@@ -459,6 +459,27 @@ fn server_from(
         Some(Value::Bool(b)) => *b,
         Some(_) => return Err(r.invalid(format!("{at}stateful must be true or false"))),
     };
+    let sign_in = match obj.get("signIn") {
+        None | Some(Value::Null) => SignInConfig::guess(name, DEFAULT_SERVER, &command, &args),
+        Some(Value::Bool(false)) => None,
+        Some(Value::Bool(true)) => Some(SignInConfig::workspace_mcp()),
+        Some(Value::Object(o)) => {
+            let at = format!("{at}signIn.");
+            r.note_unknown(o, SIGN_IN_KEYS, &at);
+            let url_marker = r
+                .non_empty_string(o, "urlMarker", &at)?
+                .ok_or_else(|| r.invalid(format!("{at}urlMarker is required")))?;
+            Some(SignInConfig {
+                url_marker,
+                account_argument: r.non_empty_string(o, "accountArgument", &at)?,
+            })
+        }
+        Some(_) => {
+            return Err(r.invalid(format!(
+                "{at}signIn must be true, false or an object with urlMarker (and accountArgument)"
+            )));
+        }
+    };
     let client_capabilities = match obj.get("clientCapabilities") {
         None | Some(Value::Null) => json!({"roots": {}, "elicitation": {}}),
         Some(v @ Value::Object(_)) => v.clone(),
@@ -479,6 +500,7 @@ fn server_from(
         idle_stop,
         stateful,
         sharing,
+        sign_in,
         search_path: Vec::new(),
     })
 }
@@ -831,5 +853,66 @@ mod tests {
             e.to_string().contains("coogleTool must be true or false"),
             "{e}"
         );
+    }
+
+    /// Sign-in reading is the server's own setting: on for workspace-mcp (the built-in `google`
+    /// server, or any that runs it), off for every other unless its config says how it asks.
+    #[test]
+    fn sign_in_is_a_servers_own_setting() {
+        let google = SignInConfig::workspace_mcp();
+        assert_eq!(
+            from(json!({})).unwrap().servers["google"].sign_in,
+            Some(google.clone())
+        );
+        let config = from(json!({"servers": {
+            "google": {"command": "fake-mcp", "credentials": {"source": "none"}},
+            "mail": {"command": "uvx", "args": ["workspace-mcp", "--tools", "gmail"]},
+            "time": {"command": "uvx", "args": ["mcp-server-time"]},
+            "off": {"command": "uvx", "args": ["workspace-mcp"], "signIn": false},
+            "on": {"command": "notes-mcp", "signIn": true},
+            "own": {"command": "notes-mcp", "signIn": {"urlMarker": "Log in at", "accountArgument": "user", "extra": 1}},
+            "one": {"command": "notes-mcp", "signIn": {"urlMarker": "Log in at"}},
+        }}))
+        .unwrap();
+        let sign_in = |name: &str| config.servers[name].sign_in.clone();
+        assert_eq!(sign_in("google"), Some(google.clone()), "the built-in name");
+        assert_eq!(sign_in("mail"), Some(google.clone()), "runs workspace-mcp");
+        assert_eq!(sign_in("time"), None);
+        assert_eq!(sign_in("off"), None);
+        assert_eq!(sign_in("on"), Some(google));
+        assert_eq!(
+            sign_in("own"),
+            Some(SignInConfig {
+                url_marker: "Log in at".into(),
+                account_argument: Some("user".into()),
+            })
+        );
+        assert_eq!(sign_in("one").unwrap().account_argument, None);
+        assert!(
+            config
+                .unknown_keys
+                .iter()
+                .any(|u| u.key == "servers.own.signIn.extra"),
+            "{:?}",
+            config.unknown_keys
+        );
+        for (bad, says) in [
+            (
+                json!("yes"),
+                "servers.x.signIn must be true, false or an object",
+            ),
+            (json!({}), "servers.x.signIn.urlMarker is required"),
+            (
+                json!({"urlMarker": ""}),
+                "servers.x.signIn.urlMarker must not be empty",
+            ),
+            (
+                json!({"urlMarker": "a", "accountArgument": 3}),
+                "servers.x.signIn.accountArgument must be a string",
+            ),
+        ] {
+            let e = invalid_detail(json!({"servers": {"x": {"command": "c", "signIn": bad}}}));
+            assert!(e.starts_with(says), "{bad}: {e}");
+        }
     }
 }

@@ -103,6 +103,7 @@ pub(super) fn add_search_upstream(
             idle_stop: super::DEFAULT_IDLE_STOP,
             stateful: false,
             sharing: super::Sharing::Shared,
+            sign_in: None,
             search_path: Vec::new(),
         },
     );

@@ -61,6 +61,7 @@ pub(super) fn server_with(credentials: CredentialsConfig, env: &[(&str, &str)]) 
         idle_stop: super::DEFAULT_IDLE_STOP,
         stateful: false,
         sharing: super::Sharing::Shared,
+        sign_in: Some(super::SignInConfig::workspace_mcp()),
         search_path: Vec::new(),
     }
 }

@@ -138,6 +138,9 @@ pub struct ServerConfig {
     pub stateful: bool,
     /// `sharing`: who shares one child (default by the kind of server, see [`Sharing::guess`]).
     pub sharing: Sharing,
+    /// `signIn`: how the server asks its user to sign in, when it does (default: see
+    /// [`SignInConfig::guess`]). `None`: its answers are never read for a sign-in.
+    pub sign_in: Option<SignInConfig>,
     /// The top-level `path`, for finding `command` and as the head of the child's PATH.
     pub search_path: Vec<PathBuf>,
 }
@@ -153,6 +156,43 @@ pub enum Sharing {
     /// Each session its own child, stopped with the session. For servers that hold one user's
     /// interactive state, such as a browser.
     PerSession,
+}
+
+/// How a server asks its user to sign in, as workspace-mcp does for Google: it answers a call
+/// for an account that is not signed in with a URL after a fixed text, and starts a flow that
+/// another such call would only replace. The daemon then answers the calls that were already
+/// waiting for that account with the same URL, and tells every session once.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SignInConfig {
+    /// `urlMarker`: the text right before the URL in the answer.
+    pub url_marker: String,
+    /// `accountArgument`: the call argument that names the account; without it, the server
+    /// has one account.
+    pub account_argument: Option<String>,
+}
+
+impl SignInConfig {
+    /// workspace-mcp's (Google Workspace MCP): `Authorization URL: https://accounts.google.com/…`,
+    /// for the account in `user_google_email`.
+    pub fn workspace_mcp() -> SignInConfig {
+        SignInConfig {
+            url_marker: "Authorization URL:".to_owned(),
+            account_argument: Some("user_google_email".to_owned()),
+        }
+    }
+
+    /// The default for a server: workspace-mcp's way for the built-in `google` server (named
+    /// `default_server`) and for any server whose command line runs workspace-mcp; none for
+    /// every other, whose answers may say anything.
+    pub fn guess(
+        name: &str,
+        default_server: &str,
+        command: &str,
+        args: &[String],
+    ) -> Option<SignInConfig> {
+        (name == default_server || command_line(command, args).contains("workspace-mcp"))
+            .then(SignInConfig::workspace_mcp)
+    }
 }
 
 /// What a command line's words say it runs: browser automation.
@@ -236,6 +276,7 @@ impl fmt::Debug for ServerConfig {
             .field("max_concurrent", &self.max_concurrent)
             .field("call_timeout", &self.call_timeout)
             .field("client_capabilities", &self.client_capabilities)
+            .field("sign_in", &self.sign_in)
             .field("search_path", &self.search_path)
             .finish()
     }

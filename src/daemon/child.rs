@@ -19,8 +19,8 @@ use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
 
 use crate::config::ServerConfig;
 use crate::exec_path;
+use crate::os;
 use crate::paths::Platform;
-use crate::procs;
 
 mod environment;
 
@@ -99,18 +99,8 @@ pub fn spawn(
         .stderr(Stdio::piped())
         .kill_on_drop(false)
         .process_group(0);
-    #[cfg(target_os = "linux")]
-    {
-        // SAFETY: prctl is async-signal-safe and touches only the calling (child) process.
-        unsafe {
-            cmd.pre_exec(|| {
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
-    }
+    // Linux: a SIGKILLed daemon takes its direct child along (see the module's doc).
+    os::die_with_parent(cmd.as_std_mut());
     let mut child = cmd.spawn().map_err(|error| SpawnError::Spawn {
         command: display_command(server),
         error,
@@ -151,13 +141,8 @@ pub fn display_command(server: &ServerConfig) -> String {
 
 /// Send `signal` to the process group led by `pgid`. Errors (the group is gone) are ignored.
 pub fn signal_group(pgid: u32, signal: i32) {
-    if pgid == 0 {
-        return;
-    }
-    // SAFETY: killpg only sends a signal; a stale group gives ESRCH, which we ignore.
-    unsafe {
-        libc::killpg(pgid as libc::pid_t, signal);
-    }
+    // No group (0) is refused by the OS layer; a stale one gives ESRCH: nothing to stop.
+    let _ = os::signal_group(pgid, signal);
 }
 
 /// Stop a child's whole group: SIGTERM, then SIGKILL after `grace` if the leader has not
@@ -174,7 +159,7 @@ pub async fn stop_group(pgid: u32, grace: Duration, exited: impl std::future::Fu
 pub struct ChildRecord {
     pub pid: u32,
     pub pgid: u32,
-    /// The leader's start time as [`procs::ProcInfo::start`] reads it (Linux: clock ticks since
+    /// The leader's start time as [`os::Process::start`] reads it (Linux: clock ticks since
     /// boot; macOS: microseconds since the epoch), to tell a recycled pid from ours. The name is
     /// older than the macOS unit and kept so records of running daemons stay readable.
     #[serde(default)]
@@ -196,7 +181,7 @@ pub fn remove_record(path: &Path) {
 /// A process's (group, start time), for the record written when a child starts; `None` where
 /// the OS cannot say (the record then never leads to a kill).
 pub fn proc_stat(pid: u32) -> Option<(u32, u64)> {
-    procs::info(pid).map(|p| (p.pgid, p.start))
+    os::process(pid).map(|p| (p.pgid, p.start))
 }
 
 /// Kill what is left of the groups recorded in `dir` by earlier daemons of this socket.
@@ -223,12 +208,14 @@ pub fn reap_recorded(records: &[PathBuf], keep: &[u32]) -> Vec<u32> {
 }
 
 fn reap_group(record: &ChildRecord) -> Vec<u32> {
-    let members = members_to_kill(record, procs::info(record.pid), &procs::group(record.pgid));
+    let members = members_to_kill(
+        record,
+        os::process(record.pid),
+        &os::process_group(record.pgid),
+    );
     for pid in &members {
-        // SAFETY: sending SIGKILL to a pid we just tied to our recorded group.
-        unsafe {
-            libc::kill(*pid as libc::pid_t, libc::SIGKILL);
-        }
+        // A pid just tied to our recorded group.
+        let _ = os::signal(*pid, libc::SIGKILL);
     }
     if !members.is_empty() {
         tracing::warn!(
@@ -248,8 +235,8 @@ fn reap_group(record: &ChildRecord) -> Vec<u32> {
 /// OS that could not say) never leads to a kill.
 fn members_to_kill(
     record: &ChildRecord,
-    leader: Option<procs::ProcInfo>,
-    group: &[procs::ProcInfo],
+    leader: Option<os::Process>,
+    group: &[os::Process],
 ) -> Vec<u32> {
     let Some(start) = record.start_ticks else {
         return Vec::new();
@@ -268,7 +255,7 @@ fn members_to_kill(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::procs::ProcInfo;
+    use crate::os::Process;
 
     fn record(pid: u32, start: Option<u64>) -> ChildRecord {
         ChildRecord {
@@ -280,8 +267,14 @@ mod tests {
         }
     }
 
-    fn proc(pid: u32, pgid: u32, start: u64) -> ProcInfo {
-        ProcInfo { pid, pgid, start }
+    fn proc(pid: u32, pgid: u32, start: u64) -> Process {
+        Process {
+            pid,
+            ppid: 1,
+            pgid,
+            start,
+            zombie: false,
+        }
     }
 
     #[test]

@@ -17,7 +17,7 @@ use super::control::{control_connection, server_name};
 use super::registry::Asker;
 use super::upstream::{Event, UpstreamHandle};
 use super::{FIRST_LINE_TIMEOUT, SessionId, Shared, outbox};
-use crate::paths;
+
 use crate::wire::{
     self, ControlResponse, ErrorCode, FirstLine, Hello, HelloReply, Line, WireError,
 };
@@ -60,7 +60,7 @@ pub(super) async fn accepted(shared: Arc<Shared>, mut stream: UnixStream) {
 
 async fn handle_connection(shared: Arc<Shared>, stream: UnixStream) {
     match stream.peer_cred() {
-        Ok(cred) if cred.uid() == paths::uid() => {}
+        Ok(cred) if cred.uid() == crate::os::uid() => {}
         Ok(cred) => {
             tracing::warn!(
                 peer_uid = cred.uid(),
@@ -73,7 +73,10 @@ async fn handle_connection(shared: Arc<Shared>, stream: UnixStream) {
             return;
         }
     }
-    let cap = shared.config.max_line_bytes;
+    // The first line is a hello, which carries the client's whole environment (for
+    // `passEnv`), or a control request: neither is an MCP message, so `maxLineBytes` (a cap on
+    // those) must not refuse a client whose environment is larger than it.
+    let cap = shared.config.max_line_bytes.max(FIRST_LINE_MIN_CAP);
     let (r, mut w) = stream.into_split();
     let mut r = BufReader::new(r);
     let mut buf = Vec::new();
@@ -100,6 +103,10 @@ async fn handle_connection(shared: Arc<Shared>, stream: UnixStream) {
         Err(e) => control_connection(shared, Err(e), r, w).await,
     }
 }
+
+/// Linux caps one environment string at 128 KiB and all of them with the arguments at a
+/// quarter of the stack limit (2 MiB by default): 4 MiB holds any environment a client has.
+const FIRST_LINE_MIN_CAP: usize = 4 * 1024 * 1024;
 
 pub(super) fn too_long(cap: usize) -> WireError {
     WireError::new(

@@ -22,7 +22,6 @@ mod upstream;
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
-use std::os::fd::AsRawFd;
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -49,34 +48,12 @@ fn connection_limit(configured: Option<usize>, upstreams: usize) -> usize {
     if let Some(n) = configured {
         return n;
     }
-    let files = raise_file_limit();
+    // Raised to the hard limit first, as far as 10240 (macOS reports an infinite hard limit it
+    // does not honour).
+    let files = crate::os::raise_open_files(10_240)
+        .and_then(|n| usize::try_from(n).ok())
+        .unwrap_or(1024);
     files.saturating_sub(64 + 8 * upstreams).clamp(16, 4096)
-}
-
-/// Raise the soft limit on open files towards the hard one (capped: macOS reports an infinite
-/// hard limit it does not honour); returns the soft limit in force.
-fn raise_file_limit() -> usize {
-    let mut lim = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit/setrlimit read and write the struct we own.
-    unsafe {
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) != 0 {
-            return 1024;
-        }
-        let want = lim.rlim_max.min(10_240);
-        if want > lim.rlim_cur {
-            let raised = libc::rlimit {
-                rlim_cur: want,
-                rlim_max: lim.rlim_max,
-            };
-            if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 {
-                lim.rlim_cur = want;
-            }
-        }
-    }
-    usize::try_from(lim.rlim_cur).unwrap_or(1024)
 }
 
 /// How often the daemon looks at the process table for what lives below its children.
@@ -168,17 +145,15 @@ fn take_lock(rt: &RuntimePaths) -> Result<Option<File>, DaemonError> {
             path: rt.lock.clone(),
             source,
         })?;
-    // SAFETY: flock on a file descriptor we own.
-    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-    if rc != 0 {
-        let err = std::io::Error::last_os_error();
-        if err.raw_os_error() == Some(libc::EWOULDBLOCK) {
-            return Ok(None);
+    match crate::os::try_lock(&file) {
+        Ok(true) => {}
+        Ok(false) => return Ok(None),
+        Err(source) => {
+            return Err(DaemonError::Lock {
+                path: rt.lock.clone(),
+                source,
+            });
         }
-        return Err(DaemonError::Lock {
-            path: rt.lock.clone(),
-            source: err,
-        });
     }
     let _ = file.set_len(0);
     let _ = writeln!(file, "{}", std::process::id());

@@ -14,19 +14,10 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::os::{self, Process};
+
 /// How long stopped processes get between SIGTERM and SIGKILL.
 const GRACE: Duration = Duration::from_millis(500);
-
-/// One row of the process table.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Proc {
-    pub pid: u32,
-    pub ppid: u32,
-    /// Start time (clock ticks since boot on Linux, µs since the epoch on macOS), to tell a
-    /// recycled pid from the process we saw.
-    pub start: u64,
-    pub zombie: bool,
-}
 
 #[derive(Default)]
 struct Inner {
@@ -60,16 +51,11 @@ impl Reaper {
     /// children become its own children, so it can stop them (Linux; a no-op elsewhere). Only
     /// a process that is a daemon of its own calls this: it changes the whole process.
     pub fn new() -> Arc<Reaper> {
-        #[cfg(target_os = "linux")]
-        {
-            // SAFETY: prctl with PR_SET_CHILD_SUBREAPER only changes this process's attribute.
-            let rc = unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
-            if rc != 0 {
-                tracing::warn!(
-                    "could not become a child subreaper: {}",
-                    std::io::Error::last_os_error()
-                );
-            }
+        match os::become_subreaper() {
+            Ok(()) => {}
+            // macOS: the walk by parent pid is all there is.
+            Err(e) if e.kind() == std::io::ErrorKind::Unsupported => {}
+            Err(e) => tracing::warn!("could not become a child subreaper: {e}"),
         }
         Arc::new(Reaper::default())
     }
@@ -85,7 +71,7 @@ impl Reaper {
 
     /// Remember who lives below each child, and reap zombies that were reparented to us.
     pub fn scan(&self) {
-        let table = processes();
+        let table = os::processes();
         let mut inner = self.lock();
         let seen = descendants_by_leader(&table, &inner.leaders);
         for (key, leader) in seen {
@@ -113,8 +99,8 @@ impl Reaper {
         let victims = {
             let mut inner = self.lock();
             inner.leaders.remove(&pid);
-            let table = processes();
-            let mut victims: Vec<Proc> = Vec::new();
+            let table = os::processes();
+            let mut victims: Vec<Process> = Vec::new();
             for p in &table {
                 let owner = inner.below.get(&(p.pid, p.start));
                 let orphan = p.ppid == std::process::id() && !inner.leaders.contains_key(&p.pid);
@@ -136,8 +122,8 @@ impl Reaper {
     /// reparented to the daemon goes, except the children in `keep` (carried over to the next
     /// daemon in an upgrade in place) and what lives below them.
     pub fn sweep_all_but(&self, keep: &[u32]) {
-        let table = processes();
-        let victims: Vec<Proc> = {
+        let table = os::processes();
+        let victims: Vec<Process> = {
             let inner = self.lock();
             let me = std::process::id();
             table
@@ -160,10 +146,10 @@ impl Reaper {
 
 /// Every process below each leader, by (pid, start): the leader's pid.
 fn descendants_by_leader(
-    table: &[Proc],
+    table: &[Process],
     leaders: &HashMap<u32, String>,
 ) -> HashMap<(u32, u64), u32> {
-    let mut children: HashMap<u32, Vec<&Proc>> = HashMap::new();
+    let mut children: HashMap<u32, Vec<&Process>> = HashMap::new();
     for p in table {
         children.entry(p.ppid).or_default().push(p);
     }
@@ -183,12 +169,12 @@ fn descendants_by_leader(
 
 /// SIGTERM, a short grace, then SIGKILL for any that are still the same processes; reap those
 /// that were ours.
-fn stop(victims: &[Proc]) {
+fn stop(victims: &[Process]) {
     for p in victims {
         signal(p.pid, libc::SIGTERM);
     }
     std::thread::sleep(GRACE);
-    let now: HashMap<u32, Proc> = processes().into_iter().map(|p| (p.pid, p)).collect();
+    let now: HashMap<u32, Process> = os::processes().into_iter().map(|p| (p.pid, p)).collect();
     for p in victims {
         if now
             .get(&p.pid)
@@ -205,106 +191,25 @@ fn stop(victims: &[Proc]) {
     }
 }
 
+/// A pid that is gone by now is fine: there is nothing left to stop.
 fn signal(pid: u32, sig: i32) {
-    // SAFETY: kill only sends a signal; a pid that is gone gives ESRCH, which is fine.
-    unsafe {
-        libc::kill(pid as libc::pid_t, sig);
-    }
+    let _ = os::signal(pid, sig);
 }
 
 /// Collect a reparented child's exit, so it does not linger as a zombie of the daemon.
 fn reap(pid: u32) {
-    let mut status = 0;
-    // SAFETY: waitpid on one pid that is our child (the caller checked), without blocking.
-    unsafe {
-        libc::waitpid(pid as libc::pid_t, &mut status, libc::WNOHANG);
-    }
-}
-
-/// The process table.
-#[cfg(target_os = "linux")]
-pub(crate) fn processes() -> Vec<Proc> {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter_map(|pid| {
-            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-            parse_stat(pid, &stat)
-        })
-        .collect()
-}
-
-/// One `/proc/<pid>/stat` line: the command is in parentheses and may hold anything, so the
-/// fields are read after the last `)`.
-#[cfg(target_os = "linux")]
-fn parse_stat(pid: u32, stat: &str) -> Option<Proc> {
-    let rest = stat.get(stat.rfind(')')? + 2..)?;
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    // rest starts at field 3 (state); ppid is field 4, starttime field 22.
-    Some(Proc {
-        pid,
-        zombie: *f.first()? == "Z",
-        ppid: f.get(1)?.parse().ok()?,
-        start: f.get(19)?.parse().ok()?,
-    })
-}
-
-/// The process table, from the kernel's process list.
-#[cfg(target_os = "macos")]
-pub(crate) fn processes() -> Vec<Proc> {
-    // SAFETY: a null buffer asks for the number of pids; the second call fills at most the
-    // buffer it is given; proc_pidinfo writes at most size_of::<proc_bsdinfo>() bytes.
-    unsafe {
-        let n = libc::proc_listallpids(std::ptr::null_mut(), 0);
-        if n <= 0 {
-            return Vec::new();
-        }
-        let mut pids = vec![0 as libc::c_int; n as usize + 64];
-        let bytes = (pids.len() * std::mem::size_of::<libc::c_int>()) as libc::c_int;
-        let n = libc::proc_listallpids(pids.as_mut_ptr().cast(), bytes);
-        if n <= 0 {
-            return Vec::new();
-        }
-        pids.truncate(n as usize);
-        pids.into_iter()
-            .filter(|p| *p > 0)
-            .filter_map(|pid| {
-                let mut info: libc::proc_bsdinfo = std::mem::zeroed();
-                let size = std::mem::size_of::<libc::proc_bsdinfo>() as libc::c_int;
-                let got = libc::proc_pidinfo(
-                    pid,
-                    libc::PROC_PIDTBSDINFO,
-                    0,
-                    (&mut info as *mut libc::proc_bsdinfo).cast(),
-                    size,
-                );
-                (got == size).then(|| Proc {
-                    pid: pid as u32,
-                    ppid: info.pbi_ppid,
-                    start: info.pbi_start_tvsec * 1_000_000 + info.pbi_start_tvusec,
-                    zombie: info.pbi_status == libc::SZOMB,
-                })
-            })
-            .collect()
-    }
-}
-
-#[cfg(not(any(target_os = "linux", target_os = "macos")))]
-pub(crate) fn processes() -> Vec<Proc> {
-    Vec::new()
+    let _ = os::try_collect(pid);
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn p(pid: u32, ppid: u32) -> Proc {
-        Proc {
+    fn p(pid: u32, ppid: u32) -> Process {
+        Process {
             pid,
             ppid,
+            pgid: pid,
             start: u64::from(pid) * 10,
             zombie: false,
         }
@@ -329,19 +234,5 @@ mod tests {
             !below.contains_key(&(10, 100)),
             "the leader itself is the group's"
         );
-    }
-
-    #[cfg(target_os = "linux")]
-    #[test]
-    fn the_process_table_has_us_and_our_parent() {
-        let me = std::process::id();
-        let table = processes();
-        let row = table.iter().find(|p| p.pid == me).expect("this process");
-        // SAFETY: getppid has no preconditions.
-        assert_eq!(row.ppid, unsafe { libc::getppid() } as u32);
-        assert!(row.start > 0 && !row.zombie);
-        let odd = "123 (a) b) c) S 7 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 4242 0 0";
-        let parsed = parse_stat(123, odd).unwrap();
-        assert_eq!((parsed.ppid, parsed.start), (7, 4242));
     }
 }

@@ -74,7 +74,7 @@ pub(super) fn run(ui: &Ui, cfg_path: &Path) -> Result<TestReport, TestDaemonErro
     // In /tmp, not $TMPDIR: a socket path must stay short (macOS's $TMPDIR is long).
     let path = PathBuf::from(format!(
         "/tmp/coogle-setup-{}-{}",
-        crate::paths::uid(),
+        crate::os::uid(),
         std::process::id()
     ));
     // Removed when this returns, after the log's tail is read.
@@ -188,10 +188,7 @@ async fn count_tools(socket: &Path, name: &str, deadline: Instant) -> Result<usi
 /// too; a SIGKILL alone would orphan it where there is no PDEATHSIG, as on macOS).
 fn stop(child: &mut Child) {
     if let Ok(None) = child.try_wait() {
-        // SAFETY: kill(2) on our own child's pid.
-        unsafe {
-            libc::kill(child.id() as libc::pid_t, libc::SIGTERM);
-        }
+        let _ = crate::os::signal(child.id(), libc::SIGTERM);
     }
     wait_or_kill(child, Duration::from_secs(10));
 }

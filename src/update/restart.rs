@@ -103,11 +103,10 @@ fn replace_directly(
 
 /// True when no daemon holds the single-instance lock beside `socket` (or there is none).
 fn lock_free(socket: &Path) -> bool {
-    use std::os::fd::AsRawFd;
     let lock = paths::RuntimePaths::for_socket(socket).lock;
     let Ok(file) = std::fs::File::open(&lock) else {
         return true;
     };
-    // SAFETY: flock on a descriptor we own; a lock we get is released when `file` closes.
-    unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) == 0 }
+    // A lock we get is released when `file` closes.
+    matches!(crate::os::try_lock(&file), Ok(true))
 }

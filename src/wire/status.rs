@@ -135,7 +135,7 @@ pub struct UpstreamStatus {
     /// set for everyone).
     pub capabilities_from: Option<String>,
     pub stats: Stats,
-    /// Google sign-ins the upstream is waiting for.
+    /// Sign-ins the upstream is waiting for (see the server's `signIn` setting).
     pub sign_in: Vec<SignInStatus>,
     pub sessions: Vec<SessionStatus>,
 }

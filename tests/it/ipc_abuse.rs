@@ -46,7 +46,11 @@ fn an_oversized_line_is_refused_and_only_that_connection_closes() {
     env.write_config(&json!({"maxLineBytes": 4096, "servers": {"google": {
         "command": fake_mcp(), "credentials": {"source": "none"}}}}));
     let _daemon = env.daemon();
-    let mut other = env.shim();
+    // Regression: the hello carries the client's environment, and one larger than
+    // `maxLineBytes` (a cap on MCP lines) got the shim refused.
+    let mut cmd = env.cmd();
+    cmd.env("A_LARGE_VARIABLE", "v".repeat(8_000));
+    let mut other = env.stdio_server(cmd, &["mcp"]);
     other.initialize();
 
     let sock = UnixStream::connect(&env.socket).unwrap();

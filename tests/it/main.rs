@@ -63,6 +63,7 @@ mod shim_answers;
 mod shim_footprint;
 mod shim_sibling;
 mod sign_in;
+mod sign_in_setting;
 mod soak;
 mod socket_dir_mode;
 mod socket_parent;

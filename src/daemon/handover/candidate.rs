@@ -11,7 +11,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use super::{CARRY, FileId, StandbyHello, StandbyReply, TAKEOVER, own_args};
-use crate::paths::{self, MAX_SOCKET_PATH, RuntimePaths};
+use crate::paths::{MAX_SOCKET_PATH, RuntimePaths};
 use crate::wire;
 
 /// How long the candidate has to listen (it loads the config first).
@@ -96,13 +96,13 @@ fn standby_path(rt: &RuntimePaths) -> Result<PathBuf, String> {
 
 fn check(child: &mut Child, path: &Path, id: FileId, version: &str) -> Result<bool, String> {
     let stream = connect(child, path)?;
-    let me = paths::uid();
-    match crate::peer::peer_uid(&stream) {
+    let me = crate::os::uid();
+    match crate::os::peer_uid(&stream) {
         Ok(uid) if uid == me => {}
         Ok(uid) => return Err(format!("its socket is served by uid {uid}, not by you")),
         Err(e) => return Err(format!("could not tell who serves its socket: {e}")),
     }
-    match crate::peer::peer_pid(&stream) {
+    match crate::os::peer_pid(&stream) {
         Ok(pid) if pid == child.id() => {}
         Ok(pid) => {
             return Err(format!(
@@ -116,7 +116,7 @@ fn check(child: &mut Child, path: &Path, id: FileId, version: &str) -> Result<bo
             ));
         }
     }
-    match crate::process::exe_identity(child.id()) {
+    match crate::os::executable_id(child.id()) {
         Ok(file) if id.same_file(file) => {}
         Ok(_) => return Err("the process that answers runs another executable".into()),
         Err(e) => return Err(format!("could not tell which file it runs: {e}")),

@@ -12,7 +12,7 @@
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{Read, Seek, Write};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -115,28 +115,25 @@ pub(crate) fn write(dir: &Path, instances: Vec<CarriedInstance>) -> std::io::Res
     Ok(f)
 }
 
-/// The carried state from descriptor `fd`, which this process owns from now on (it is closed).
-pub(crate) fn read(fd: RawFd) -> std::io::Result<Vec<CarriedInstance>> {
-    // SAFETY: `--carry <fd>` names a descriptor the daemon this one replaced left open for it,
-    // and nothing else in this process uses it.
-    let f = unsafe { File::from_raw_fd(fd) };
+/// The carried state, from the file the replaced daemon wrote (closed once read).
+pub(crate) fn read(f: File) -> std::io::Result<Vec<CarriedInstance>> {
     let mut bytes = Vec::new();
     f.take(MAX_CARRIED).read_to_end(&mut bytes)?;
     let file: CarriedFile = serde_json::from_slice(&bytes).map_err(std::io::Error::other)?;
     Ok(file.instances)
 }
 
-/// The descriptors a carried child names, owned from now on; `None` when one is not open (it
-/// is then left alone: the child is not adopted).
-pub(crate) fn take_fds(child: &CarriedChild) -> Option<[OwnedFd; 3]> {
+/// The descriptors a carried child names, owned from now on: taken from `owned` (what this
+/// process still holds, after its own exec failed) or else adopted as inherited across the
+/// exec. `None` when one is not there (the child is then not adopted).
+pub(crate) fn take_fds(child: &CarriedChild, owned: &mut Vec<OwnedFd>) -> Option<[OwnedFd; 3]> {
     let mut out = Vec::new();
     for fd in [child.stdin, child.stdout, child.stderr] {
-        if fd <= 2 || crate::process::set_cloexec(fd, true).is_err() {
-            return None;
-        }
-        // SAFETY: an open descriptor (fcntl just worked on it) above stdio, handed to this
-        // process for this child by the daemon it replaced.
-        out.push(unsafe { OwnedFd::from_raw_fd(fd) });
+        let fd = match owned.iter().position(|o| o.as_raw_fd() == fd) {
+            Some(i) => owned.swap_remove(i),
+            None => crate::os::adopt_inherited_fd(fd).ok()?,
+        };
+        out.push(fd);
     }
     out.try_into().ok()
 }

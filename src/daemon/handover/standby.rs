@@ -80,9 +80,8 @@ pub(crate) fn standby(socket: &Path, path: &Path) -> Result<(), StandbyError> {
 
 /// Answer one connection if it is the daemon that started this process; true when it was.
 fn answer(conn: &std::os::unix::net::UnixStream) -> bool {
-    let ours = crate::peer::peer_uid(conn).is_ok_and(|u| u == paths::uid());
-    let parent =
-        crate::peer::peer_pid(conn).is_ok_and(|p| p == std::os::unix::process::parent_id());
+    let ours = crate::os::peer_uid(conn).is_ok_and(|u| u == crate::os::uid());
+    let parent = crate::os::peer_pid(conn).is_ok_and(|p| p == std::os::unix::process::parent_id());
     if !ours || !parent {
         tracing::warn!(
             "refused a connection to the standby socket that is not from the daemon that started it"

@@ -8,10 +8,11 @@
 //! again as soon as the new daemon has them: no child ever inherits them.
 
 use std::fs::File;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::path::PathBuf;
 
 use super::{FileId, own_args};
+use crate::os::{self, FdKind};
 use crate::paths::RuntimePaths;
 
 /// What the old daemon execs into.
@@ -50,34 +51,31 @@ impl Replacement {
         let (listener, lock) = (self.listener.as_raw_fd(), self.lock.as_raw_fd());
         let inherit = format!("{listener},{lock}");
         let mut args: Vec<std::ffi::OsString> = vec!["--inherit".into(), inherit.into()];
-        let mut kept = vec![listener, lock];
         if let Some(carry) = &self.carry {
             args.push("--carry".into());
             args.push(carry.file.as_raw_fd().to_string().into());
-            kept.push(carry.file.as_raw_fd());
-            kept.extend(carry.fds.iter().map(AsRawFd::as_raw_fd));
         }
-        let flags = kept
-            .iter()
-            .try_for_each(|fd| crate::process::set_cloexec(*fd, false));
-        let err = match flags {
-            Ok(()) => std::process::Command::new(&self.exe)
-                .args(own_args(&self.socket, &args))
-                .exec(),
-            Err(e) => e,
-        };
-        for fd in kept {
-            let _ = crate::process::set_cloexec(fd, true);
-        }
-        // Serving on with this version: the carried children are taken back from the file,
-        // as the new version would have taken them.
-        let carry = self.carry.map(|c| {
-            for fd in c.fds {
-                // Owned by the file's numbers from now on (see `Inherited::carried`).
-                std::mem::forget(fd);
+        let err = {
+            let mut kept: Vec<BorrowedFd> = vec![self.listener.as_fd(), self.lock.as_fd()];
+            if let Some(carry) = &self.carry {
+                kept.push(carry.file.as_fd());
+                kept.extend(carry.fds.iter().map(AsFd::as_fd));
             }
-            OwnedFd::from(c.file)
-        });
+            let flags = kept.iter().try_for_each(|fd| os::set_cloexec(fd, false));
+            let err = match flags {
+                Ok(()) => std::process::Command::new(&self.exe)
+                    .args(own_args(&self.socket, &args))
+                    .exec(),
+                Err(e) => e,
+            };
+            for fd in kept {
+                let _ = os::set_cloexec(fd, true);
+            }
+            err
+        };
+        // Serving on with this version: the carried children are taken back as the new
+        // version would have taken them, their descriptors from what this process still owns.
+        let carry = self.carry;
         let back = Inherited {
             listener: self.listener,
             lock: self.lock,
@@ -96,7 +94,7 @@ pub(crate) struct Inherited {
     /// A binary not to hand over to again.
     pub refused: Option<FileId>,
     /// The carried state of an upgrade in place (`--carry`), when there was one.
-    carry: Option<OwnedFd>,
+    carry: Option<Carry>,
 }
 
 impl std::fmt::Debug for Inherited {
@@ -133,40 +131,34 @@ impl Inherited {
         if listener == lock {
             return Err(syntax());
         }
-        let kind = |fd: RawFd| -> Result<libc::mode_t, InheritError> {
+        let kind = |fd: RawFd| -> Result<FdKind, InheritError> {
             if fd <= 2 {
                 return Err(InheritError::Bad {
                     fd,
                     what: "stdin, stdout or stderr",
                 });
             }
-            // SAFETY: fstat writes only into the struct we own; a closed descriptor fails.
-            let mut st: libc::stat = unsafe { std::mem::zeroed() };
-            if unsafe { libc::fstat(fd, &mut st) } != 0 {
-                return Err(InheritError::Bad {
-                    fd,
-                    what: "not open",
-                });
-            }
-            Ok(st.st_mode & libc::S_IFMT)
+            os::fd_kind(fd).map_err(|_| InheritError::Bad {
+                fd,
+                what: "not open",
+            })
         };
-        if kind(listener)? != libc::S_IFSOCK {
+        if kind(listener)? != FdKind::Socket {
             return Err(InheritError::Bad {
                 fd: listener,
                 what: "not a socket",
             });
         }
-        if kind(lock)? != libc::S_IFREG {
+        if kind(lock)? != FdKind::File {
             return Err(InheritError::Bad {
                 fd: lock,
                 what: "not a regular file",
             });
         }
-        crate::process::set_cloexec(listener, true)?;
-        crate::process::set_cloexec(lock, true)?;
-        // SAFETY: both are open (fstat said so), distinct, not stdio, and were handed to this
-        // process for it to own by the daemon it replaced; nothing else here uses them.
-        let (listener, lock) = unsafe { (OwnedFd::from_raw_fd(listener), File::from_raw_fd(lock)) };
+        // Both open (fstat said so), distinct, not stdio, and handed to this process for it to
+        // own by the daemon it replaced; close-on-exec from now on.
+        let listener = os::adopt_inherited_fd(listener)?;
+        let lock = File::from(os::adopt_inherited_fd(lock)?);
         Ok(Inherited {
             listener,
             lock,
@@ -188,21 +180,26 @@ impl Inherited {
                 what: "stdin, stdout or stderr",
             });
         }
-        crate::process::set_cloexec(fd, true)?;
-        // SAFETY: `--carry` names a descriptor the daemon this one replaced opened for it
-        // (fcntl just worked on it), not stdio; nothing else here uses it.
-        self.carry = Some(unsafe { OwnedFd::from_raw_fd(fd) });
+        if os::fd_kind(fd).ok() != Some(FdKind::File) {
+            return Err(InheritError::Bad {
+                fd,
+                what: "not a regular file",
+            });
+        }
+        self.carry = Some(Carry {
+            file: File::from(os::adopt_inherited_fd(fd)?),
+            fds: Vec::new(),
+        });
         Ok(self)
     }
 
     /// The running children carried over, ready to be adopted; those whose descriptors are
     /// not there are stopped.
     pub fn carried(&mut self) -> Vec<crate::daemon::upstream::Adopted> {
-        use std::os::fd::IntoRawFd;
-        let Some(fd) = self.carry.take() else {
+        let Some(Carry { file, mut fds }) = self.carry.take() else {
             return Vec::new();
         };
-        let instances = match super::carried::read(fd.into_raw_fd()) {
+        let instances = match super::carried::read(file) {
             Ok(i) => i,
             Err(e) => {
                 tracing::error!(
@@ -214,9 +211,10 @@ impl Inherited {
         let mut out = Vec::new();
         for mut instance in instances {
             let pid = instance.child.pid;
-            let Some([stdin, stdout, stderr]) = super::carried::take_fds(&instance.child) else {
+            let Some([stdin, stdout, stderr]) = super::carried::take_fds(&instance.child, &mut fds)
+            else {
                 tracing::warn!(upstream = %instance.server, pid, "a carried child's pipes are not there; stopping it");
-                crate::daemon::child::signal_group(pid, libc::SIGKILL);
+                let _ = os::signal_group(pid, libc::SIGKILL);
                 continue;
             };
             let pipes = crate::daemon::upstream::DetachedPipes {
@@ -249,9 +247,7 @@ impl Inherited {
             return Err(not_the_lock());
         }
         // The same open file holds it already: taking it again only confirms that.
-        // SAFETY: flock on a descriptor we own.
-        let rc = unsafe { libc::flock(self.lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-        if rc != 0 {
+        if !matches!(os::try_lock(&self.lock), Ok(true)) {
             return Err(not_the_lock());
         }
         let listener = std::os::unix::net::UnixListener::from(self.listener);

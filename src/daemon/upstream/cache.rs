@@ -413,7 +413,7 @@ fn read_private(path: &Path) -> std::io::Result<Option<Vec<u8>>> {
             "it is larger than {MAX_FILE_BYTES} bytes"
         )));
     }
-    if meta.uid() == crate::paths::uid() && meta.mode() & 0o077 != 0 {
+    if meta.uid() == crate::os::uid() && meta.mode() & 0o077 != 0 {
         // An older coogle wrote it with the umask's mode: make it the user's alone.
         file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
     }
@@ -473,7 +473,7 @@ fn private_dir(dir: &Path) -> std::io::Result<()> {
     }
     let meta = std::fs::symlink_metadata(dir)?;
     if meta.is_dir()
-        && meta.uid() == crate::paths::uid()
+        && meta.uid() == crate::os::uid()
         && meta.mode() & 0o077 != 0
         && meta.mode() & 0o1000 == 0
     {

@@ -19,6 +19,7 @@ use tokio::task::JoinHandle;
 use super::{ChildEvent, Event};
 use crate::daemon::child::{self, Spawned};
 use crate::daemon::outbox::Outbox;
+use crate::os;
 use crate::wire::{self, Line};
 
 /// How many of the child's last stderr lines are kept for error messages.
@@ -313,14 +314,19 @@ fn wire_up(
     })
 }
 
-/// An adopted child's exit: it is this process's child, but not the runtime's, so it is asked
-/// for now and then. Its status is collected, so it leaves no zombie.
+/// An adopted child's exit: it is this process's child (spawned before the exec), but not the
+/// runtime's, so the OS layer watches it (a pidfd, a kqueue) and collects its status: it leaves
+/// no zombie. Said as the standard library says a spawned child's.
 async fn adopted_exit(pid: u32) -> String {
-    loop {
-        if let Some(status) = crate::process::collect_exit(pid) {
-            return status;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
+    let info = match os::ProcessWatch::new(pid) {
+        Ok(mut watch) => watch.exited().await.ok(),
+        // Gone already, and collected by someone else.
+        Err(_) => None,
+    };
+    match info {
+        Some(os::ExitInfo::Code(code)) => format!("exit status: {code}"),
+        Some(os::ExitInfo::Signal(sig)) => format!("signal: {sig}"),
+        Some(os::ExitInfo::NotOurChild) | None => "exited (status unknown)".to_string(),
     }
 }
 

@@ -296,12 +296,12 @@ impl Upstream {
         }
     }
 
-    /// Note what a call's answer says about its account's Google sign-in.
+    /// Note what a call's answer says about its account's sign-in.
     fn track_sign_in(&mut self, account: &str, answer: &Message) {
         use super::sign_in::{Change, notice_text};
         match self.sign_ins.track(account, answer) {
             Change::Asked(url) => {
-                tracing::warn!(upstream = %self.name, account, "Google sign-in required: {url}");
+                tracing::warn!(upstream = %self.name, account, "sign-in required: {url}");
                 let data = notice_text(&self.name, &url);
                 let params = json!({"level": "warning", "logger": "coogle", "data": data});
                 let line = wire::notification_line("notifications/message", Some(&params));

@@ -413,7 +413,11 @@ impl Upstream {
             Pending {
                 is_call,
                 tool: is_call.then(|| req.tool.clone()),
-                account: is_call.then(|| req.account.clone()),
+                account: if is_call {
+                    self.sign_ins.account(&req)
+                } else {
+                    None
+                },
                 first_tools_page: session.is_some() && req.is_first_tools_page(),
                 deadline: listen.is_none().then(|| now + self.config.call_timeout),
                 origin,
@@ -455,7 +459,7 @@ impl Upstream {
             };
             // A call that was already waiting when the upstream asked this account to sign in
             // gets that same sign-in: forwarding it would only start another flow.
-            if let Some(url) = self.sign_ins.answer_for(&q.req.account, q.since) {
+            if let Some(url) = self.sign_ins.answer_for(&q.req, q.since) {
                 let text = super::sign_in::call_text(&self.name, url);
                 self.count_session_outcome(&q.origin, Outcome::Error, Duration::ZERO);
                 self.reply_error_verbatim(q.origin, true, ErrorCode::UpstreamError, &text);

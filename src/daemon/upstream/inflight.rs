@@ -41,7 +41,8 @@ pub(super) struct Pending {
     /// The session's own progress token; the child was given the uid instead.
     pub token: Option<Box<RawValue>>,
     pub task: TaskRole,
-    /// For calls: the account, to notice sign-in requests and their completion.
+    /// For calls to an upstream that asks for sign-ins (see `sign_in`): the account, to notice
+    /// sign-in requests and their completion. `None`: the answer is not read for one.
     pub account: Option<String>,
     /// A session's first-page `tools/list`: the `coogle` tool is added to the answer.
     pub first_tools_page: bool,

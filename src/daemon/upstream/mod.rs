@@ -440,7 +440,7 @@ impl Upstream {
             server_requests: ServerRequests::default(),
             subscriptions: Subscriptions::default(),
             tasks: Tasks::default(),
-            sign_ins: SignIns::default(),
+            sign_ins: SignIns::new(config.sign_in.as_ref()),
             child_log_level: None,
             unattributed_logs: 0,
             missed_retry_at: None,

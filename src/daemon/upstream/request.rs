@@ -1,10 +1,9 @@
 //! What the router needs to know of a request, read once when it arrives.
 //!
 //! A request is classified into a [`Request`]: its method, its id, and the handful of params the
-//! router acts on (the tool and account of a call, a task id, a subscription URI, a log level,
-//! the progress token). `params` is scanned once, as raw top-level fields; the tool's arguments
-//! are only skimmed for the Google account. The message itself is kept as it came, so whatever
-//! is forwarded is forwarded byte for byte.
+//! router acts on (the tool of a call and its arguments, raw; a task id, a subscription URI, a
+//! log level, the progress token). `params` is scanned once, as raw top-level fields. The
+//! message itself is kept as it came, so whatever is forwarded is forwarded byte for byte.
 
 use indexmap::IndexMap;
 use serde_json::value::RawValue;
@@ -62,9 +61,6 @@ pub(super) struct Request {
     pub id: Box<RawValue>,
     /// `tools/call`: the tool (`params.name`), "" when missing.
     pub tool: String,
-    /// `tools/call`: the Google account the call is for (`arguments.user_google_email`), ""
-    /// when unnamed.
-    pub account: String,
     /// `params.cursor` is present: a later page of a list.
     pub has_cursor: bool,
     /// `params.task` is present: a task-augmented request (its answer names a new task).
@@ -77,7 +73,8 @@ pub(super) struct Request {
     pub level: Option<String>,
     /// `params._meta.progressToken`, raw.
     pub progress_token: Option<Box<RawValue>>,
-    /// `tools/call`: `params.arguments`, raw (the `coogle` tool reads its own).
+    /// `tools/call`: `params.arguments`, raw (the `coogle` tool reads its own; a sign-in reads
+    /// the account, see `sign_in`).
     pub arguments: Option<Box<RawValue>>,
     /// The 2026-07-28 envelope in `params._meta`, when the request carries one.
     pub envelope: Option<Envelope>,
@@ -119,15 +116,10 @@ impl Request {
             log_level: meta_text(&meta, era::META_LOG_LEVEL),
             capabilities: meta.shift_remove(era::META_CAPABILITIES),
         });
-        let (mut tool, mut account, mut arguments) = (String::new(), String::new(), None);
+        let (mut tool, mut arguments) = (String::new(), None);
         if method == Method::ToolsCall {
             tool = text(&params, "name").unwrap_or_default();
             arguments = params.shift_remove("arguments");
-            account = arguments
-                .as_ref()
-                .and_then(|a| serde_json::from_str::<Account>(a.get()).ok())
-                .and_then(|a| a.user_google_email)
-                .unwrap_or_default();
         }
         let only = |m: &[Method], key: &str| {
             if m.contains(&method) {
@@ -146,7 +138,6 @@ impl Request {
             name,
             id,
             tool,
-            account,
             progress_token,
             arguments,
             envelope,
@@ -160,13 +151,6 @@ impl Request {
     }
 }
 
-/// Only the account of a call's arguments; every other argument is skipped unparsed.
-#[derive(serde::Deserialize)]
-struct Account {
-    #[serde(default)]
-    user_google_email: Option<String>,
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -176,14 +160,17 @@ mod tests {
     }
 
     #[test]
-    fn a_call_is_read_once_for_tool_account_and_token() {
+    fn a_call_is_read_once_for_tool_arguments_and_token() {
         let r = classify(
             r#"{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"send","arguments":{"body":{"x":[1,2]},"user_google_email":"me@x.org"},"_meta":{"progressToken":7}}}"#,
         );
         assert_eq!(r.method, Method::ToolsCall);
         assert_eq!(r.id.get(), "\"a\"");
         assert_eq!(r.tool, "send");
-        assert_eq!(r.account, "me@x.org");
+        assert_eq!(
+            r.arguments.unwrap().get(),
+            r#"{"body":{"x":[1,2]},"user_google_email":"me@x.org"}"#
+        );
         assert_eq!(r.progress_token.unwrap().get(), "7");
         assert!(!r.creates_task);
     }
@@ -216,8 +203,7 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":{},"task":{}}}"#,
         );
         assert!(c.creates_task);
-        assert_eq!(c.account, "");
         let odd = classify(r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":[1]}"#);
-        assert_eq!((odd.tool.as_str(), odd.account.as_str()), ("", ""));
+        assert_eq!((odd.tool.as_str(), odd.arguments.is_none()), ("", true));
     }
 }

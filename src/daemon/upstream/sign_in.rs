@@ -1,16 +1,22 @@
-//! Google sign-in awareness: workspace-mcp answers a call for an account that is not signed in
-//! with an authorization URL and starts a local OAuth flow. A second flow for the same account
-//! would only replace the first, so calls that were already waiting when the upstream asked for
-//! a sign-in get that same URL from the daemon instead of being forwarded, and the daemon tells
-//! every session once. The first call that succeeds for the account clears it.
+//! Sign-ins a server asks its user for, read only when the server's own settings say how it
+//! asks (`signIn` in its config; workspace-mcp's Google sign-in by default for the `google`
+//! server and any server that runs workspace-mcp). Such a server answers a call for an account
+//! that is not signed in with a URL after a fixed text, and starts a flow that a second flow
+//! for the same account would only replace: so calls that were already waiting when it asked
+//! get that same URL from the daemon instead of being forwarded, and every session is told
+//! once. The first call that succeeds for the account clears it. The answers of a server
+//! without the setting are never read here, whatever they say.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
+use std::fmt;
 use std::time::{Instant, SystemTime};
 
-use crate::wire::Message;
+use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, Visitor};
 
-/// What workspace-mcp writes before the URL of a sign-in flow it started.
-const SIGN_IN_MARKER: &str = "Authorization URL: ";
+use super::request::Request;
+use crate::config::SignInConfig;
+use crate::wire::Message;
 
 /// A sign-in the upstream asked for and the user has not completed yet.
 pub(super) struct SignIn {
@@ -30,16 +36,52 @@ pub(super) enum Change {
     Nothing,
 }
 
-/// Google account ("" when unnamed) → the sign-in the upstream is waiting for.
-#[derive(Default)]
+/// This upstream's way of asking (none: nothing is ever pending), and the account ("" when
+/// unnamed) → the sign-in the upstream is waiting for.
 pub(super) struct SignIns {
+    how: Option<How>,
     pending: HashMap<String, SignIn>,
 }
 
+/// A [`SignInConfig`], ready for reading raw answers.
+struct How {
+    /// The marker as it appears inside a JSON string (quotes and backslashes escaped), since
+    /// answers are searched as they came, unparsed.
+    marker: String,
+    account_argument: Option<String>,
+}
+
 impl SignIns {
+    pub fn new(config: Option<&SignInConfig>) -> SignIns {
+        let how = config.map(|c| How {
+            marker: json_escaped(&c.url_marker),
+            account_argument: c.account_argument.clone(),
+        });
+        SignIns {
+            how,
+            pending: HashMap::new(),
+        }
+    }
+
+    /// The account a `tools/call` is for, when this upstream asks for sign-ins: its
+    /// `accountArgument` ("" when the call names none, or the server has no such argument).
+    /// `None` when it never asks: its answers are then not read.
+    pub fn account(&self, req: &Request) -> Option<String> {
+        let how = self.how.as_ref()?;
+        let named = how
+            .account_argument
+            .as_deref()
+            .zip(req.arguments.as_deref())
+            .and_then(|(name, args)| string_field(args.get(), name));
+        Some(named.unwrap_or_default())
+    }
+
     /// Note what a call's answer says about its account.
     pub fn track(&mut self, account: &str, answer: &Message) -> Change {
-        match sign_in_url(answer) {
+        let Some(how) = &self.how else {
+            return Change::Nothing;
+        };
+        match sign_in_url(&how.marker, answer) {
             Some(url) => {
                 let fresh = self.pending.get(account).is_none_or(|s| s.url != url);
                 self.pending.insert(
@@ -63,11 +105,14 @@ impl SignIns {
         }
     }
 
-    /// The URL to answer a call with instead of forwarding it: one queued at `enqueued` for
-    /// `account`, before the upstream asked that account to sign in.
-    pub fn answer_for(&self, account: &str, enqueued: Instant) -> Option<&str> {
+    /// The URL to answer call `req` with instead of forwarding it: one queued at `enqueued`,
+    /// before the upstream asked its account to sign in.
+    pub fn answer_for(&self, req: &Request, enqueued: Instant) -> Option<&str> {
+        if self.pending.is_empty() {
+            return None;
+        }
         self.pending
-            .get(account)
+            .get(&self.account(req)?)
             .filter(|s| enqueued <= s.since)
             .map(|s| s.url.as_str())
     }
@@ -81,43 +126,104 @@ impl SignIns {
     }
 }
 
-/// The sign-in URL in a tool's answer, if the upstream started a Google sign-in flow.
-fn sign_in_url(msg: &Message) -> Option<String> {
+/// `text` as it appears inside a JSON string.
+fn json_escaped(text: &str) -> String {
+    let quoted = serde_json::to_string(text).unwrap_or_default();
+    quoted
+        .strip_prefix('"')
+        .and_then(|q| q.strip_suffix('"'))
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// The sign-in URL in a tool's answer: what follows the marker (after spaces), if it is one.
+fn sign_in_url(marker: &str, msg: &Message) -> Option<String> {
+    if marker.is_empty() {
+        return None;
+    }
     let text = msg.field("result").or_else(|| msg.field("error"))?.get();
-    let start = text.find(SIGN_IN_MARKER)? + SIGN_IN_MARKER.len();
+    let start = text.find(marker)? + marker.len();
     let url: String = text[start..]
+        .trim_start_matches([' ', '\t'])
         .chars()
         .take_while(|c| !c.is_whitespace() && *c != '"' && *c != '\\')
         .collect();
     url.starts_with("http").then_some(url)
 }
 
+/// The string value of field `name` of the JSON object `raw`; every other field is skipped
+/// unparsed. `None` when `raw` is no object, has no such field, or its value is no string.
+fn string_field(raw: &str, name: &str) -> Option<String> {
+    let mut de = serde_json::Deserializer::from_str(raw);
+    Field(name).deserialize(&mut de).ok().flatten()
+}
+
+struct Field<'a>(&'a str);
+
+impl<'de> DeserializeSeed<'de> for Field<'_> {
+    type Value = Option<String>;
+
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Field<'_> {
+    type Value = Option<String>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut found = None;
+        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+            if key == self.0 && found.is_none() {
+                found = map.next_value::<Option<String>>()?;
+            } else {
+                map.next_value::<IgnoredAny>()?;
+            }
+        }
+        Ok(found)
+    }
+}
+
 /// The tool result text for a call answered with a pending sign-in.
 pub(super) fn call_text(server: &str, url: &str) -> String {
     format!(
-        "Google sign-in required for the `{server}` server: open {url} in a browser, sign in, then retry the call. (coogle answered this call itself so that no second sign-in flow was started.)"
+        "Sign-in required for the `{server}` server: open {url} in a browser, sign in, then retry the call. (coogle answered this call itself so that no second sign-in flow was started.)"
     )
 }
 
 /// The log message every session gets once per new sign-in.
 pub(super) fn notice_text(server: &str, url: &str) -> String {
     format!(
-        "Google sign-in required for the `{server}` server: open {url} in a browser and sign in; calls work again afterwards."
+        "Sign-in required for the `{server}` server: open {url} in a browser and sign in; calls work again afterwards."
     )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn answer(text: &str) -> Message {
-        let line = serde_json::json!({"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": text}]}});
+        let line = json!({"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": text}]}});
         Message::parse(line.to_string().as_bytes()).unwrap()
+    }
+
+    fn call(arguments: serde_json::Value) -> Request {
+        let line = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                          "params": {"name": "t", "arguments": arguments}});
+        Request::classify(Message::parse(line.to_string().as_bytes()).unwrap())
     }
 
     #[test]
     fn a_sign_in_is_noticed_once_and_cleared_by_success() {
-        let mut s = SignIns::default();
+        let mut s = SignIns::new(Some(&SignInConfig::workspace_mcp()));
+        let me = call(json!({"body": {"x": [1, "user_google_email"]}, "user_google_email": "me"}));
+        let other = call(json!({"user_google_email": "other"}));
+        assert_eq!(s.account(&me).as_deref(), Some("me"));
         let before = Instant::now();
         let ask = answer("Authorization URL: https://accounts.google.com/o?x=1\nthen retry");
         assert_eq!(
@@ -125,10 +231,10 @@ mod tests {
             Change::Asked("https://accounts.google.com/o?x=1".into())
         );
         assert_eq!(s.track("me", &ask), Change::Nothing, "same URL: told once");
-        assert!(s.answer_for("me", before).is_some());
-        assert!(s.answer_for("other", before).is_none());
+        assert!(s.answer_for(&me, before).is_some());
+        assert!(s.answer_for(&other, before).is_none());
         assert!(
-            s.answer_for("me", Instant::now()).is_none(),
+            s.answer_for(&me, Instant::now()).is_none(),
             "queued after: forwarded"
         );
         assert_eq!(s.track("me", &answer("3 messages")), Change::Done);
@@ -136,6 +242,59 @@ mod tests {
         assert_eq!(
             s.track("x", &answer("Authorization URL: ftp://no")),
             Change::Nothing
+        );
+    }
+
+    /// Regression (issue 19): every server's answers were read for workspace-mcp's sign-in.
+    #[test]
+    fn a_server_without_the_setting_is_never_read() {
+        let mut s = SignIns::new(None);
+        let req = call(json!({"user_google_email": "me"}));
+        assert_eq!(s.account(&req), None);
+        let ask = answer("Authorization URL: https://accounts.google.com/o?x=1");
+        assert_eq!(s.track("", &ask), Change::Nothing);
+        assert_eq!(s.iter().count(), 0);
+        assert!(s.answer_for(&req, Instant::now()).is_none());
+    }
+
+    #[test]
+    fn a_servers_own_marker_and_account_argument() {
+        let how = SignInConfig {
+            url_marker: "Log in \"here\":".into(),
+            account_argument: Some("user".into()),
+        };
+        let mut s = SignIns::new(Some(&how));
+        assert_eq!(
+            s.account(&call(json!({"user": "ada"}))).as_deref(),
+            Some("ada")
+        );
+        assert_eq!(
+            s.account(&call(json!({"user": 3}))).as_deref(),
+            Some(""),
+            "not a string: unnamed"
+        );
+        assert_eq!(s.account(&call(json!({}))).as_deref(), Some(""));
+        assert_eq!(s.account(&call(json!([1]))).as_deref(), Some(""));
+        assert_eq!(
+            s.track("ada", &answer("Authorization URL: https://a.example/x")),
+            Change::Nothing,
+            "another server's marker"
+        );
+        assert_eq!(
+            s.track(
+                "ada",
+                &answer("Log in \"here\":   https://a.example/x?y=1 now")
+            ),
+            Change::Asked("https://a.example/x?y=1".into())
+        );
+        // Without an account argument, the server has one account: "".
+        let one = SignIns::new(Some(&SignInConfig {
+            url_marker: "at".into(),
+            account_argument: None,
+        }));
+        assert_eq!(
+            one.account(&call(json!({"user": "ada"}))).as_deref(),
+            Some("")
         );
     }
 }

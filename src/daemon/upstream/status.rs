@@ -125,7 +125,7 @@ pub(super) fn status_text(s: &UpstreamStatus, sessions: usize) -> String {
         } else {
             format!(" for {}", si.account)
         };
-        t.push_str(&format!("\nGoogle sign-in required{account}: {}", si.url));
+        t.push_str(&format!("\nSign-in required{account}: {}", si.url));
     }
     t.push_str(&format!("\n{sessions} session(s) share it."));
     t

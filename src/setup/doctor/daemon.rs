@@ -159,7 +159,7 @@ impl Doctor<'_> {
         }
         // Someone else's socket here is a foreign listener, which the daemon check names.
         if let Ok(m) = std::fs::symlink_metadata(socket)
-            && m.uid() == paths::uid()
+            && m.uid() == crate::os::uid()
         {
             let mode = m.permissions().mode() & 0o777;
             if mode & 0o077 != 0 {

@@ -2,20 +2,20 @@
 //! and whether it waits for a Google sign-in.
 
 use super::Doctor;
-use crate::config::{Config, CredentialsConfig};
+use crate::config::Config;
 use crate::wire::{Status, UpstreamState};
 
 /// What the daemon's "see doctor" pointer adds to a child's error (DESIGN: status names where
 /// the fix is); inside doctor, the fix is on the next line.
 const SEE_DOCTOR: &str = "; `coogle doctor` says how to fix it";
 
-/// A Google upstream, whose tools may wait for a Google sign-in: one with an OAuth client, or
-/// the one named `google`.
-fn signs_in_to_google(name: &str, config: Option<&Config>) -> bool {
-    name == "google"
-        || config
-            .and_then(|c| c.servers.get(name))
-            .is_some_and(|s| !matches!(s.credentials, CredentialsConfig::None))
+/// An upstream whose tools may wait for a sign-in: the daemon watches for one when the
+/// server's `signIn` setting says how it asks (workspace-mcp's Google sign-in by default; see
+/// [`crate::config::SignInConfig::guess`]). Without a readable config, the one named `google`.
+fn signs_in(name: &str, config: Option<&Config>) -> bool {
+    config
+        .and_then(|c| c.servers.get(name))
+        .map_or(name == "google", |s| s.sign_in.is_some())
 }
 
 impl Doctor<'_> {
@@ -60,7 +60,7 @@ impl Doctor<'_> {
             }
             if u.sign_in.is_empty()
                 && matches!(u.state, UpstreamState::Ready | UpstreamState::Idle)
-                && signs_in_to_google(name, config)
+                && signs_in(name, config)
             {
                 self.ok(&format!("upstream {name}: no Google sign-in pending"));
             }

@@ -82,7 +82,7 @@ pub(super) fn running(paths: &GlobalPaths) -> Option<Running> {
             // A shim that has already exited (the daemon has not read its hang-up yet) is no
             // session that could start another daemon.
             if s.pid
-                .is_some_and(|pid| !crate::procs::still_running(pid, None))
+                .is_some_and(|pid| !crate::os::still_running(pid, None))
             {
                 continue;
             }
@@ -104,22 +104,16 @@ pub(super) fn running(paths: &GlobalPaths) -> Option<Running> {
 pub(super) fn end_sessions(sessions: &[Session]) -> Vec<u32> {
     let pids: Vec<u32> = sessions.iter().filter_map(|s| s.status.pid).collect();
     for &pid in &pids {
-        if let Ok(p) = libc::pid_t::try_from(pid)
-            && p > 0
-        {
-            // SAFETY: kill(2) with a positive pid signals that one process, which the daemon
-            // reported as a shim of this user (it refuses peers of other uids).
-            unsafe {
-                libc::kill(p, libc::SIGTERM);
-            }
-        }
+        // One process, which the daemon reported as a shim of this user (it refuses peers of
+        // other uids).
+        let _ = crate::os::signal(pid, libc::SIGTERM);
     }
     let deadline = Instant::now() + SHIM_LIMIT;
     loop {
         let left: Vec<u32> = pids
             .iter()
             .copied()
-            .filter(|&p| crate::procs::still_running(p, None))
+            .filter(|&p| crate::os::still_running(p, None))
             .collect();
         if left.is_empty() || Instant::now() >= deadline {
             return left;

@@ -1,0 +1,205 @@
+//! Linux: the process table from `/proc`, peer credentials from `SO_PEERCRED`, `prctl`'s
+//! parent-death signal and child subreaper, and a process's exit through a pidfd.
+
+use std::io;
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+use std::path::PathBuf;
+
+use tokio::io::Interest;
+use tokio::io::unix::AsyncFd;
+
+use super::Process;
+use super::unix;
+use super::watch::ExitInfo;
+
+pub(super) fn process(pid: u32) -> Option<Process> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    parse_stat(pid, &stat)
+}
+
+pub(super) fn processes() -> Vec<Process> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter_map(process)
+        .collect()
+}
+
+pub(super) fn process_group(pgid: u32) -> Vec<Process> {
+    processes().into_iter().filter(|p| p.pgid == pgid).collect()
+}
+
+/// One `/proc/<pid>/stat` line. The command is in parentheses and may hold anything (spaces,
+/// parentheses), so the fields are read after the last `)`: from field 3, the state.
+fn parse_stat(pid: u32, stat: &str) -> Option<Process> {
+    let rest = stat.get(stat.rfind(')')? + 1..)?;
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    // f[0] is field 3 (state), ppid field 4, pgrp field 5, starttime field 22.
+    Some(Process {
+        pid,
+        zombie: *f.first()? == "Z",
+        ppid: f.get(1)?.parse().ok()?,
+        pgid: f.get(2)?.parse().ok()?,
+        start: f.get(19)?.parse().ok()?,
+    })
+}
+
+pub(super) fn executable_id(pid: u32) -> io::Result<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    // The link's target is the file the process runs, even once its path is gone.
+    let meta = std::fs::metadata(format!("/proc/{pid}/exe"))?;
+    Ok((meta.dev(), meta.ino()))
+}
+
+pub(super) fn peer_uid(fd: BorrowedFd<'_>) -> io::Result<u32> {
+    peer_cred(fd).map(|c| c.uid)
+}
+
+pub(super) fn peer_pid(fd: BorrowedFd<'_>) -> io::Result<u32> {
+    let pid = peer_cred(fd)?.pid;
+    u32::try_from(pid)
+        .ok()
+        .filter(|p| *p > 0)
+        .ok_or_else(|| io::Error::other("SO_PEERCRED named no process"))
+}
+
+fn peer_cred(fd: BorrowedFd<'_>) -> io::Result<libc::ucred> {
+    // SAFETY: ucred is plain integers; all-zero is a valid value that getsockopt overwrites.
+    let mut cred: libc::ucred = unsafe { std::mem::zeroed() };
+    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+    // SAFETY: `cred` and `len` are live, correctly sized locals; the kernel writes at most
+    // `len` bytes into `cred`.
+    let rc = unsafe {
+        libc::getsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            (&raw mut cred).cast(),
+            &mut len,
+        )
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    if len as usize != std::mem::size_of::<libc::ucred>() {
+        return Err(io::Error::other("SO_PEERCRED returned a short answer"));
+    }
+    Ok(cred)
+}
+
+pub(super) fn die_with_parent(command: &mut std::process::Command) -> bool {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: the hook runs in the child between fork and exec, where only async-signal-safe
+    // calls are allowed; prctl is one, and it changes only the child.
+    unsafe {
+        command.pre_exec(|| {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    true
+}
+
+pub(super) fn become_subreaper() -> io::Result<()> {
+    // SAFETY: prctl with PR_SET_CHILD_SUBREAPER only changes this process's attribute.
+    if unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+pub(super) fn user_temp_dir() -> Option<PathBuf> {
+    None
+}
+
+/// A process's exit, told by a pidfd: it refers to that process and no other, whatever
+/// becomes of its pid, and is readable once the process has exited.
+pub(super) struct ExitSource {
+    pidfd: AsyncFd<OwnedFd>,
+}
+
+impl ExitSource {
+    /// `Ok(None)` on a kernel without pidfds (before 5.3): the caller polls instead.
+    pub fn open(pid: libc::pid_t) -> io::Result<Option<ExitSource>> {
+        // SAFETY: pidfd_open takes a pid and flags (none) and returns a new descriptor, which
+        // is close-on-exec, or -1; no memory is passed.
+        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+        if fd < 0 {
+            let e = io::Error::last_os_error();
+            return match e.raw_os_error() {
+                Some(libc::ENOSYS) => Ok(None),
+                _ => Err(e),
+            };
+        }
+        let fd = RawFd::try_from(fd).map_err(|_| io::Error::other("pidfd_open's answer"))?;
+        // SAFETY: pidfd_open just returned this descriptor; nothing else owns it.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        Ok(Some(ExitSource {
+            // SAFETY: an OwnedFd's descriptor is open, and the same one, for as long as it
+            // lives, which is as long as the AsyncFd that owns it.
+            pidfd: unsafe { AsyncFd::register_with_interest(fd, Interest::READABLE)? },
+        }))
+    }
+
+    /// Resolves once the process has exited (and at once after that: it stays readable).
+    pub async fn exited(&mut self) -> io::Result<()> {
+        self.pidfd.readable().await.map(drop)
+    }
+
+    /// Its status, once it is our child's and there to collect; `None` for a child not there
+    /// yet.
+    pub fn collect(&self, pid: libc::pid_t) -> Option<ExitInfo> {
+        loop {
+            // SAFETY: siginfo_t is plain data; all-zero is valid and waitid overwrites it.
+            let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+            // SAFETY: waitid writes only into `info`, a live local. P_PIDFD names the process
+            // by our open pidfd, so a recycled pid can never be collected in its place.
+            let rc = unsafe {
+                libc::waitid(
+                    libc::P_PIDFD,
+                    self.pidfd.get_ref().as_raw_fd() as libc::id_t,
+                    &mut info,
+                    libc::WEXITED | libc::WNOHANG,
+                )
+            };
+            if rc == 0 {
+                // SAFETY: a successful waitid filled the SIGCHLD fields (si_pid is 0 when the
+                // child has not changed state).
+                let (who, status) = unsafe { (info.si_pid(), info.si_status()) };
+                return match (who, info.si_code) {
+                    (0, _) => None,
+                    (_, libc::CLD_EXITED) => Some(ExitInfo::Code(status)),
+                    _ => Some(ExitInfo::Signal(status)),
+                };
+            }
+            match io::Error::last_os_error().raw_os_error() {
+                Some(libc::EINTR) => continue,
+                // Before 5.4 there is no P_PIDFD: by pid, then.
+                Some(libc::EINVAL) => return unix::try_collect(pid),
+                // Not our child (ECHILD), or nothing this process can collect.
+                _ => return Some(ExitInfo::NotOurChild),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stat_line_is_read_after_the_last_parenthesis() {
+        let odd = "123 (a) b) c) S 7 99 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 4242 0 0";
+        let p = parse_stat(123, odd).unwrap();
+        assert_eq!((p.ppid, p.pgid, p.start, p.zombie), (7, 99, 4242, false));
+        let zombie = "9 (x) Z 1 9 9 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 5 0 0";
+        assert!(parse_stat(9, zombie).unwrap().zombie);
+        assert_eq!(parse_stat(1, "1 (cut short) S 0"), None);
+        assert_eq!(parse_stat(1, "no parenthesis"), None);
+    }
+}

@@ -1,0 +1,384 @@
+//! What POSIX gives every Unix coogle runs on: ids, signals, collecting a child's exit, the
+//! password database, a child's own session, the open-file limit, `flock`, descriptor flags and
+//! the terminal's modes. What differs by OS is in the platform files.
+
+use std::fs::File;
+use std::io;
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::path::PathBuf;
+use std::sync::{Mutex, OnceLock};
+
+use super::watch::ExitInfo;
+
+/// This process's real uid.
+pub fn uid() -> u32 {
+    // SAFETY: getuid has no preconditions and cannot fail.
+    unsafe { libc::getuid() }
+}
+
+/// `kill(2)`; the caller made `pid` one process's id (positive).
+pub(super) fn kill(pid: libc::pid_t, signal: i32) -> io::Result<()> {
+    // SAFETY: kill only sends a signal, and `pid` names one process, never a group.
+    if unsafe { libc::kill(pid, signal) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// `killpg(2)`; the caller made `pgid` a group's id (positive, not 1).
+pub(super) fn killpg(pgid: libc::pid_t, signal: i32) -> io::Result<()> {
+    // SAFETY: killpg only sends a signal to the group `pgid` names.
+    if unsafe { libc::killpg(pgid, signal) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+pub(super) fn kill_self() -> ! {
+    // SAFETY: kill(2) with our own pid and SIGKILL, which cannot be caught: the process ends
+    // before the call returns to any code of ours.
+    unsafe {
+        libc::kill(libc::getpid(), libc::SIGKILL);
+    }
+    // Not reached; should the kernel ever return first, still no destructor runs.
+    std::process::abort()
+}
+
+/// `waitpid(pid, WNOHANG)`: the exit of a child that has exited, `None` while it runs,
+/// [`ExitInfo::NotOurChild`] for a process that is not our child (ECHILD).
+pub(super) fn try_collect(pid: libc::pid_t) -> Option<ExitInfo> {
+    let mut status = 0;
+    loop {
+        // SAFETY: waitpid on one pid (positive, so never a group) without blocking; it writes
+        // only into `status`, a live local.
+        let rc = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
+        if rc > 0 {
+            return Some(ExitInfo::from_wait_status(status));
+        }
+        if rc == 0 {
+            return None;
+        }
+        match io::Error::last_os_error().raw_os_error() {
+            Some(libc::EINTR) => continue,
+            Some(libc::ECHILD) => return Some(ExitInfo::NotOurChild),
+            _ => return None,
+        }
+    }
+}
+
+/// One user's entry in the password database.
+pub(super) struct Passwd {
+    pub name: String,
+    pub home: PathBuf,
+}
+
+/// `uid`'s entry in the password database (`getpwuid_r`, which writes only into the buffers it
+/// is given, unlike `getpwuid`); `None` when there is none.
+pub(super) fn passwd(uid: u32) -> Option<Passwd> {
+    use std::ffi::{CStr, OsStr};
+    use std::os::unix::ffi::OsStrExt;
+
+    let mut size = 16 * 1024;
+    loop {
+        let mut buf = vec![0 as libc::c_char; size];
+        // SAFETY: an all-zero passwd is a valid value (null pointers, zero ids); getpwuid_r
+        // fills it.
+        let mut pwd: libc::passwd = unsafe { std::mem::zeroed() };
+        let mut result: *mut libc::passwd = std::ptr::null_mut();
+        // SAFETY: every pointer refers to live, correctly sized storage owned by this frame.
+        let rc =
+            unsafe { libc::getpwuid_r(uid, &mut pwd, buf.as_mut_ptr(), buf.len(), &mut result) };
+        if rc == libc::ERANGE && size < 1 << 20 {
+            size *= 4;
+            continue;
+        }
+        if rc != 0 || result.is_null() {
+            return None;
+        }
+        let text = |p: *const libc::c_char| {
+            if p.is_null() {
+                return Vec::new();
+            }
+            // SAFETY: on success each non-null string field points to a NUL-terminated string
+            // inside `buf`, which is still alive.
+            unsafe { CStr::from_ptr(p) }.to_bytes().to_vec()
+        };
+        let name = String::from_utf8_lossy(&text(pwd.pw_name)).into_owned();
+        let home = PathBuf::from(OsStr::from_bytes(&text(pwd.pw_dir)));
+        return Some(Passwd { name, home });
+    }
+}
+
+/// The peer's effective uid by `getpeereid`, where the OS has it (every Unix but Linux, which
+/// says more with `SO_PEERCRED`).
+#[cfg(not(target_os = "linux"))]
+pub(super) fn getpeereid_uid(fd: std::os::fd::BorrowedFd<'_>) -> io::Result<u32> {
+    let mut uid: libc::uid_t = 0;
+    let mut gid: libc::gid_t = 0;
+    // SAFETY: both out-pointers refer to live locals of the right type; a descriptor that is
+    // not a connected Unix socket makes it fail, which is returned.
+    if unsafe { libc::getpeereid(fd.as_raw_fd(), &mut uid, &mut gid) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(uid)
+}
+
+/// Have the child `command` starts lead a session of its own (`setsid`): no controlling
+/// terminal, its own process group, so a terminal's hang-up or Ctrl-C never reaches it.
+pub fn start_new_session(command: &mut std::process::Command) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: the hook runs in the child between fork and exec, where only async-signal-safe
+    // calls are allowed; setsid is one, and it changes only the child.
+    unsafe {
+        command.pre_exec(|| {
+            if libc::setsid() < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
+/// Raise the soft limit on open files towards the hard one, to `cap` at the most (macOS
+/// reports an infinite hard limit it does not honour); the soft limit in force after, `None`
+/// when the OS does not say.
+#[allow(
+    clippy::unnecessary_cast,
+    reason = "rlim_t is u64 on Linux and macOS, not on every Unix"
+)]
+pub fn raise_open_files(cap: u64) -> Option<u64> {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes only into the struct we own.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
+        return None;
+    }
+    let want = lim.rlim_max.min(cap as libc::rlim_t);
+    if want > lim.rlim_cur {
+        let raised = libc::rlimit {
+            rlim_cur: want,
+            rlim_max: lim.rlim_max,
+        };
+        // SAFETY: setrlimit only reads the struct we own.
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0 {
+            lim.rlim_cur = want;
+        }
+    }
+    Some(lim.rlim_cur as u64)
+}
+
+/// Take `flock`'s exclusive lock on `file` without waiting: `Ok(false)` when another open file
+/// holds it. Held until every descriptor of this open file is closed.
+pub fn try_lock(file: &File) -> io::Result<bool> {
+    // SAFETY: flock on a descriptor `file` owns.
+    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+        return Ok(true);
+    }
+    let err = io::Error::last_os_error();
+    if err.raw_os_error() == Some(libc::EWOULDBLOCK) {
+        return Ok(false);
+    }
+    Err(err)
+}
+
+/// Whether `fd` is closed when this process execs another program (`FD_CLOEXEC`).
+pub fn set_cloexec(fd: impl AsFd, on: bool) -> io::Result<()> {
+    set_cloexec_raw(fd.as_fd().as_raw_fd(), on)
+}
+
+fn set_cloexec_raw(fd: RawFd, on: bool) -> io::Result<()> {
+    // SAFETY: fcntl with F_GETFD/F_SETFD reads and writes only the descriptor's flags; an
+    // invalid descriptor makes it fail with EBADF, which is returned.
+    let flags = unsafe { libc::fcntl(fd, libc::F_GETFD) };
+    if flags < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let flags = if on {
+        flags | libc::FD_CLOEXEC
+    } else {
+        flags & !libc::FD_CLOEXEC
+    };
+    // SAFETY: as above.
+    if unsafe { libc::fcntl(fd, libc::F_SETFD, flags) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// What an open descriptor is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FdKind {
+    Socket,
+    File,
+    Other,
+}
+
+/// What the descriptor numbered `fd` is; an error (EBADF) when none is open there.
+pub fn fd_kind(fd: RawFd) -> io::Result<FdKind> {
+    // SAFETY: stat is plain data; all-zero is a valid value that fstat overwrites.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: fstat writes only into the struct we own; a closed descriptor makes it fail.
+    if unsafe { libc::fstat(fd, &mut st) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(match st.st_mode & libc::S_IFMT {
+        libc::S_IFSOCK => FdKind::Socket,
+        libc::S_IFREG => FdKind::File,
+        _ => FdKind::Other,
+    })
+}
+
+/// Descriptor numbers adopted so far: each is taken once.
+static ADOPTED: Mutex<Vec<RawFd>> = Mutex::new(Vec::new());
+
+/// Take ownership of descriptor `fd`, which this process inherited across the exec that
+/// started it (named on its command line by the process that exec'd it), and make it
+/// close-on-exec so no child inherits it. Stdin, stdout and stderr (std's), a descriptor that
+/// is not open, and one adopted already are refused. Call it only for such a descriptor, before
+/// anything else could open one of that number.
+pub fn adopt_inherited_fd(fd: RawFd) -> io::Result<OwnedFd> {
+    if fd <= 2 {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "stdin, stdout and stderr are not to be adopted",
+        ));
+    }
+    let mut adopted = ADOPTED.lock().unwrap_or_else(|e| e.into_inner());
+    if adopted.contains(&fd) {
+        return Err(io::Error::new(
+            io::ErrorKind::AlreadyExists,
+            format!("descriptor {fd} was adopted already"),
+        ));
+    }
+    set_cloexec_raw(fd, true)?;
+    adopted.push(fd);
+    // SAFETY: `fd` is open (fcntl just succeeded on it), is not std's stdio, and was handed to
+    // this process across exec for it to own: no Rust value of this process owns it (it was not
+    // opened here, and it is adopted once).
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// What a SIGINT does once [`restore_terminal_on_interrupt`] has run.
+struct Interrupt {
+    /// The terminal's modes before the first prompt; `None` when stdin is no terminal.
+    modes: Option<libc::termios>,
+    farewell: &'static [u8],
+    code: i32,
+}
+
+static INTERRUPT: OnceLock<Interrupt> = OnceLock::new();
+
+/// Save stdin's terminal modes, and from now on answer SIGINT by putting them back, writing
+/// `farewell` to stderr and exiting with `code` at once. Only the first call does anything.
+pub fn restore_terminal_on_interrupt(farewell: &'static [u8], code: i32) {
+    if INTERRUPT.get().is_some() {
+        return;
+    }
+    // SAFETY: termios is plain data; all-zero is valid and tcgetattr overwrites it.
+    let mut modes: libc::termios = unsafe { std::mem::zeroed() };
+    // SAFETY: tcgetattr writes into our local; fd 0 is only read.
+    let modes = (unsafe { libc::tcgetattr(libc::STDIN_FILENO, &mut modes) } == 0).then_some(modes);
+    let interrupt = Interrupt {
+        modes,
+        farewell,
+        code,
+    };
+    if INTERRUPT.set(interrupt).is_err() {
+        return;
+    }
+    // SAFETY: a zeroed sigaction is valid; the handler is set and the mask emptied. The
+    // handler only calls async-signal-safe functions (tcsetattr, write, _exit) and reads
+    // INTERRUPT, set before the handler is installed and never changed after.
+    unsafe {
+        let mut action: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = on_interrupt as extern "C" fn(libc::c_int) as libc::sighandler_t;
+        libc::sigemptyset(&mut action.sa_mask);
+        libc::sigaction(libc::SIGINT, &action, std::ptr::null_mut());
+    }
+}
+
+extern "C" fn on_interrupt(_signal: libc::c_int) {
+    let Some(i) = INTERRUPT.get() else {
+        return;
+    };
+    restore_modes(i);
+    write_stderr(i.farewell);
+    // SAFETY: _exit is async-signal-safe and ends the process at once.
+    unsafe { libc::_exit(i.code) }
+}
+
+/// Put the terminal's modes back as [`restore_terminal_on_interrupt`] saved them (if it ran),
+/// and write `farewell` to stderr. Async-signal-safe: no allocation, no locks.
+pub fn restore_terminal(farewell: &[u8]) {
+    if let Some(i) = INTERRUPT.get() {
+        restore_modes(i);
+    }
+    write_stderr(farewell);
+}
+
+fn restore_modes(i: &Interrupt) {
+    if let Some(modes) = &i.modes {
+        // SAFETY: restoring modes tcgetattr gave us, on the same terminal.
+        unsafe { libc::tcsetattr(libc::STDIN_FILENO, libc::TCSANOW, modes) };
+    }
+}
+
+/// `write(2)` to stderr, once, whatever it takes: for a signal handler, which may not lock
+/// std's stderr.
+fn write_stderr(bytes: &[u8]) {
+    // SAFETY: writes `bytes.len()` bytes from a live slice to descriptor 2.
+    unsafe { libc::write(libc::STDERR_FILENO, bytes.as_ptr().cast(), bytes.len()) };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_lock_is_held_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("lock");
+        let a = File::create(&path).unwrap();
+        let b = File::open(&path).unwrap();
+        assert!(try_lock(&a).unwrap());
+        assert!(try_lock(&a).unwrap(), "the same open file: held already");
+        assert!(!try_lock(&b).unwrap(), "another open file waits");
+        drop(a);
+        assert!(try_lock(&b).unwrap(), "released with its file");
+    }
+
+    #[test]
+    fn descriptors_are_told_apart_and_adopted_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = File::create(dir.path().join("f")).unwrap();
+        let (sock, _peer) = std::os::unix::net::UnixStream::pair().unwrap();
+        assert_eq!(fd_kind(file.as_raw_fd()).unwrap(), FdKind::File);
+        assert_eq!(fd_kind(sock.as_raw_fd()).unwrap(), FdKind::Socket);
+        assert!(fd_kind(-1).is_err());
+        set_cloexec(&file, false).unwrap();
+        // SAFETY (test): F_GETFD only reads the flags of a descriptor `file` owns.
+        let flags = || unsafe { libc::fcntl(file.as_raw_fd(), libc::F_GETFD) };
+        assert_eq!(flags() & libc::FD_CLOEXEC, 0);
+        set_cloexec(&file, true).unwrap();
+        assert_ne!(flags() & libc::FD_CLOEXEC, 0);
+        for stdio in 0..=2 {
+            assert!(adopt_inherited_fd(stdio).is_err());
+        }
+        // A descriptor handed over (here: one whose owner gives it up).
+        let fd = std::os::fd::IntoRawFd::into_raw_fd(File::open(dir.path().join("f")).unwrap());
+        set_cloexec_raw(fd, false).unwrap();
+        let owned = adopt_inherited_fd(fd).unwrap();
+        assert_eq!(owned.as_raw_fd(), fd);
+        assert!(adopt_inherited_fd(fd).is_err(), "adopted once");
+    }
+
+    #[test]
+    fn the_file_limit_is_raised_at_most_to_the_cap() {
+        let soft = raise_open_files(10_240).expect("the limit is readable");
+        assert!(soft >= 1, "{soft}");
+        // Asking for less never lowers it.
+        assert_eq!(raise_open_files(1), Some(soft));
+    }
+}
