@@ -11,8 +11,8 @@ use tokio::net::UnixStream;
 
 use super::{ClientError, REPLY_LINE_CAP, connect};
 use crate::wire::{
-    self, ChildReady, ControlRequest, ControlResponse, ErrorCode, Info, Line, Pong, Reloaded,
-    Request, Status, Stopping, Target, ToolList,
+    self, ChildReady, ControlRequest, ControlResponse, ErrorCode, HandingOver, Info, Line, Pong,
+    Reloaded, Request, Status, Stopping, Target, ToolList,
 };
 
 /// `ping`: whether a daemon answers, and its version.
@@ -38,6 +38,12 @@ pub async fn list_tools(socket: &Path, target: Target) -> Result<ToolList, Clien
 /// `restart_child`: answered once the new child is ready.
 pub async fn restart_child(socket: &Path, target: Target) -> Result<ChildReady, ClientError> {
     ask(socket, Request::RestartChild(target)).await
+}
+
+/// `restart_daemon`: answered once the binary on disk proved it can serve (the exec follows
+/// once no call is in flight), or with why it cannot take over.
+pub async fn restart_daemon(socket: &Path) -> Result<HandingOver, ClientError> {
+    ask(socket, Request::RestartDaemon).await
 }
 
 /// `reload`, typed. `None`: the daemon predates `reload` (it answered that the method is

@@ -126,6 +126,8 @@ struct Shared {
     options: Options,
     upstreams: registry::Registry,
     started: Instant,
+    /// When this binary started serving (an upgrade in place starts it again, same pid).
+    started_at: std::time::SystemTime,
     next_session: AtomicU64,
     stop: watch::Sender<bool>,
     /// A newer coogle is installed: hand over to it once no call is queued or in flight.
@@ -223,16 +225,17 @@ pub async fn run(
             path.display()
         );
     }
-    let (lock, listener, refused, adopted) = match inherited {
+    let (lock, listener, refused, exec_failed, adopted) = match inherited {
         None => {
             let Some(lock) = take_lock(&rt)? else {
                 return Ok(Outcome::AlreadyRunning);
             };
             reap_recorded(&rt, &[]);
-            (lock, bind(&rt.socket)?, None, Vec::new())
+            (lock, bind(&rt.socket)?, None, None, Vec::new())
         }
         Some(mut inherited) => {
             let adopted = inherited.carried();
+            let exec_failed = inherited.exec_failed.take();
             let kept: Vec<u32> = adopted.iter().map(|a| a.pipes.pid).collect();
             let (listener, lock, refused) = inherited.adopt(&rt)?;
             reap_recorded(&rt, &kept);
@@ -242,7 +245,7 @@ pub async fn run(
                     path: rt.socket.clone(),
                     source,
                 })?;
-            (lock, listener, refused, adopted)
+            (lock, listener, refused, exec_failed, adopted)
         }
     };
     crate::redact::add_known(secret_values(&config));
@@ -257,9 +260,15 @@ pub async fn run(
         options,
         upstreams,
         started: Instant::now(),
+        started_at: std::time::SystemTime::now(),
         next_session: AtomicU64::new(1),
         stop,
-        handover: Arc::new(handover::Handover::new(&rt.socket, refused, reaper.clone())),
+        handover: Arc::new(handover::Handover::new(
+            &rt.socket,
+            refused,
+            exec_failed,
+            reaper.clone(),
+        )),
     });
     tracing::info!(socket = %rt.socket.display(), pid = std::process::id(), version = wire::VERSION, "coogle daemon listening");
     let our_socket = socket_identity(&rt.socket);

@@ -251,6 +251,9 @@ pub enum ErrorCode {
     ShuttingDown,
     /// The daemon's config file did not load (`reload`); nothing was changed.
     InvalidConfig,
+    /// `restart_daemon`: the binary on disk cannot take over (older, not coogle, or it did
+    /// not prove it can serve); the daemon serves on as it was.
+    HandOverRefused,
     /// A bug in coogle.
     Internal,
 }
@@ -266,6 +269,7 @@ impl ErrorCode {
             ErrorCode::Cancelled => "cancelled",
             ErrorCode::ShuttingDown => "shutting_down",
             ErrorCode::InvalidConfig => "invalid_config",
+            ErrorCode::HandOverRefused => "hand_over_refused",
             ErrorCode::Internal => "internal",
         }
     }

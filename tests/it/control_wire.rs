@@ -14,9 +14,10 @@ use support::snapshot::Screen;
 use support::*;
 
 /// Keys whose values change from run to run: process ids, clocks, latencies.
-const VOLATILE: [&str; 7] = [
+const VOLATILE: [&str; 8] = [
     "pid",
     "uptimeMs",
+    "startedAtMs",
     "connectedAtMs",
     "sinceMs",
     "p50Ms",

@@ -11,16 +11,17 @@
 use crate::support;
 
 use std::io::{BufRead, BufReader, Write};
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::unix::fs::MetadataExt;
 use std::os::unix::net::UnixStream;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Child;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use support::fake_github::{patched_coogle, patched_version};
+use support::fake_github::patched_version;
+use support::installed::{install, installed_daemon, newer_coogle};
 use support::*;
 
 /// A connection that said hello as a client of `version`.
@@ -36,49 +37,6 @@ fn hello_of(env: &Env, version: &str) -> UnixStream {
         .unwrap();
     assert!(line.contains("\"ok\":true"), "{line}");
     c
-}
-
-/// A daemon running from a copy of this build, which the test can replace on disk as an
-/// upgrade would.
-fn installed_daemon(env: &Env) -> (Child, PathBuf) {
-    let bin = env.path("bin");
-    std::fs::create_dir_all(&bin).unwrap();
-    let installed = bin.join("coogle");
-    std::fs::copy(COOGLE, &installed).unwrap();
-    // Another test's fork may briefly hold the fresh copy open for writing ("text file busy").
-    let mut tries = 0;
-    let child = loop {
-        let spawned = env
-            .sealed(&installed)
-            .args(["serve", "--log-stderr"])
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn();
-        match spawned {
-            Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) && tries < 50 => {
-                tries += 1;
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            other => break other.unwrap(),
-        }
-    };
-    env.wait_ready();
-    (child, installed)
-}
-
-/// Put `bytes` in place of `installed`, atomically, as an upgrade does.
-fn install(installed: &Path, bytes: &[u8]) {
-    let tmp = installed.with_extension("new");
-    std::fs::write(&tmp, bytes).unwrap();
-    std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o755)).unwrap();
-    std::fs::rename(&tmp, installed).unwrap();
-}
-
-/// The next release: this build, reporting [`patched_version`].
-fn newer_coogle(env: &Env) -> Vec<u8> {
-    let dir = env.path("patch");
-    std::fs::create_dir_all(&dir).unwrap();
-    patched_coogle(&dir)
 }
 
 fn info(env: &Env) -> Value {

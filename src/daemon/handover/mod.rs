@@ -133,6 +133,10 @@ struct State {
     refused: Vec<FileId>,
     /// The binary last found not newer than this daemon.
     not_newer: Option<FileId>,
+    /// The last hand-over that did not happen, and why (for `status`).
+    last_failure: Option<String>,
+    /// The hand-over under way now (taken from `verified`, being carried out).
+    under_way: Option<wire::HandingOver>,
 }
 
 pub(crate) struct Handover {
@@ -145,13 +149,17 @@ pub(crate) struct Handover {
     /// A verified newer binary waits for the daemon to be idle.
     ready: AtomicBool,
     state: Mutex<State>,
+    /// `restart --daemon` requests, one at a time: a second one made meanwhile gets the
+    /// answer the first one got.
+    restarting: tokio::sync::Mutex<()>,
 }
 
 impl Handover {
-    /// `refused`: a binary this process already failed to become (its exec failed).
+    /// `refused`: a binary this process already failed to become (its exec failed), and why.
     pub fn new(
         socket: &Path,
         refused: Option<FileId>,
+        failure: Option<String>,
         reaper: Arc<super::reaper::Reaper>,
     ) -> Handover {
         Handover {
@@ -161,9 +169,117 @@ impl Handover {
             ready: AtomicBool::new(false),
             state: Mutex::new(State {
                 refused: refused.into_iter().collect(),
+                last_failure: failure,
                 ..State::default()
             }),
+            restarting: tokio::sync::Mutex::new(()),
         }
+    }
+
+    /// The last hand-over that did not happen, and why.
+    pub fn last_failure(&self) -> Option<String> {
+        self.state().last_failure.clone()
+    }
+
+    /// `coogle restart --daemon`: make the binary on disk (this version or a newer one; never
+    /// an older one) prove it can serve, as a newer client's claim would, and hand over to it
+    /// at the next quiet moment, keeping every child. What it becomes, or why not. A binary
+    /// refused before is tried again: the user asked.
+    pub async fn restart(self: &Arc<Self>) -> Result<wire::HandingOver, String> {
+        let _one_at_a_time = self.restarting.lock().await;
+        if let Some(v) = self.pending_verified() {
+            return Ok(v);
+        }
+        let this = self.clone();
+        tokio::task::spawn_blocking(move || this.prove_installed())
+            .await
+            .map_err(|e| format!("the check of the binary on disk failed: {e}"))?
+    }
+
+    /// What a verified binary waiting for a quiet moment is, as `restart_daemon` says it.
+    fn pending_verified(&self) -> Option<wire::HandingOver> {
+        let st = self.state();
+        st.verified
+            .as_ref()
+            .map(answer)
+            .or_else(|| st.under_way.clone())
+    }
+
+    fn prove_installed(&self) -> Result<wire::HandingOver, String> {
+        let fail = |why: String| {
+            tracing::warn!("restart --daemon: {why}");
+            self.state().last_failure = Some(why.clone());
+            Err(why)
+        };
+        let Some(exe) = installed_exe() else {
+            return fail("this daemon cannot tell which file it was started from".into());
+        };
+        let id = match FileId::of(&exe) {
+            Ok(id) => id,
+            Err(e) => return fail(format!("{} cannot be read: {e}", exe.display())),
+        };
+        let version = match version_of(&exe) {
+            Ok(v) => v,
+            Err(why) => {
+                return fail(format!(
+                    "{} is not a coogle this daemon can become: {why}; this daemon ({}) serves on",
+                    exe.display(),
+                    wire::VERSION
+                ));
+            }
+        };
+        if wire::version_newer(wire::VERSION, &version) {
+            return fail(format!(
+                "{} is coogle {version}, older than this daemon ({}); an upgrade in place never goes back (`coogle stop` starts the one on disk at the next session, restarting every server)",
+                exe.display(),
+                wire::VERSION
+            ));
+        }
+        tracing::info!(exe = %exe.display(), "restart --daemon: starting coogle {version} on the side to check that it can serve before handing over");
+        if let Err(why) = self.busy_wait() {
+            return fail(why);
+        }
+        let proved = candidate::prove(&self.socket, &self.reaper, &exe, id, &version);
+        self.busy.store(false, Ordering::Release);
+        match proved {
+            Ok(carries) => {
+                tracing::info!(exe = %exe.display(), carries, "coogle {version} proved it can serve; this daemon hands over to it once no call is in flight");
+                let mut st = self.state();
+                st.refused.retain(|r| *r != id);
+                st.verified = Some(Verified {
+                    exe: exe.clone(),
+                    id,
+                    version: version.clone(),
+                    carries,
+                });
+                drop(st);
+                self.ready.store(true, Ordering::Release);
+                Ok(wire::HandingOver {
+                    handing_over: true,
+                    version,
+                    exe,
+                    carries,
+                })
+            }
+            Err(why) => fail(format!(
+                "{} (coogle {version}) did not prove it can serve: {why}; this daemon ({}) serves on",
+                exe.display(),
+                wire::VERSION
+            )),
+        }
+    }
+
+    /// Take the one check slot (a newer client's claim may be checking the same binary right
+    /// now): wait for it, bounded.
+    fn busy_wait(&self) -> Result<(), String> {
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        while self.busy.swap(true, Ordering::AcqRel) {
+            if std::time::Instant::now() >= deadline {
+                return Err("another check of a new binary did not end within 60 s".into());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Ok(())
     }
 
     /// A newer binary proved it can serve and waits for the daemon to be idle (`info`'s
@@ -250,6 +366,10 @@ impl Handover {
             wire::VERSION
         );
         let mut st = self.state();
+        st.last_failure = Some(format!(
+            "not handing over to {}{what}: {why}",
+            exe.display()
+        ));
         if st.refused.len() >= MAX_REFUSED {
             st.refused.remove(0);
         }
@@ -259,7 +379,9 @@ impl Handover {
     /// The hand-over did not happen now (something was busy): keep it for the next quiet
     /// moment.
     pub fn put_back(&self, v: Verified) {
-        self.state().verified = Some(v);
+        let mut st = self.state();
+        st.under_way = None;
+        st.verified = Some(v);
         self.ready.store(true, Ordering::Release);
     }
 
@@ -270,12 +392,25 @@ impl Handover {
         let v = st.verified.take()?;
         self.ready.store(false, Ordering::Release);
         match FileId::of(&v.exe) {
-            Ok(now) if now == v.id => Some(v),
+            Ok(now) if now == v.id => {
+                st.under_way = Some(answer(&v));
+                Some(v)
+            }
             _ => {
                 tracing::info!(exe = %v.exe.display(), "the newer coogle changed on disk after it was checked; staying until the next newer client says hello");
                 None
             }
         }
+    }
+}
+
+/// What `restart_daemon` answers about a verified binary.
+fn answer(v: &Verified) -> wire::HandingOver {
+    wire::HandingOver {
+        handing_over: true,
+        version: v.version.clone(),
+        exe: v.exe.clone(),
+        carries: v.carries,
     }
 }
 

@@ -80,6 +80,11 @@ impl Replacement {
             listener: self.listener,
             lock: self.lock,
             refused: Some(self.id),
+            exec_failed: Some(format!(
+                "could not become coogle {} ({}): {err}",
+                self.version,
+                self.exe.display()
+            )),
             carry,
         };
         (err, back)
@@ -93,6 +98,8 @@ pub(crate) struct Inherited {
     lock: File,
     /// A binary not to hand over to again.
     pub refused: Option<FileId>,
+    /// Why this process is still the old version: its exec of the new one failed.
+    pub exec_failed: Option<String>,
     /// The carried state of an upgrade in place (`--carry`), when there was one.
     carry: Option<Carry>,
 }
@@ -163,6 +170,7 @@ impl Inherited {
             listener,
             lock,
             refused: None,
+            exec_failed: None,
             carry: None,
         })
     }
