@@ -83,90 +83,22 @@ const HAND_OVER_WAIT: Duration = Duration::from_secs(120);
 /// `coogle restart --daemon`: the daemon becomes the binary on disk in place (same pid, the
 /// socket never closed), keeping every child; this waits until it has, and says what was kept.
 pub(super) async fn restart_daemon(ctx: &Context) -> Result<ExitCode, ClientError> {
-    let before = match client::status(&ctx.socket).await {
-        Err(ClientError::NotRunning { .. }) => {
-            output::out(&format!(
-                "no coogle daemon is running on {}; the next session starts the binary on disk",
-                ctx.socket.display()
-            ));
-            return Ok(ExitCode::Success);
-        }
-        other => other?,
-    };
-    let answer = client::restart_daemon(&ctx.socket).await?;
-    output::note(&format!(
-        "coogle {} ({}) proved it can serve; the daemon becomes it once no call is in flight",
-        answer.version,
-        answer.exe.display()
-    ));
-    let deadline = std::time::Instant::now() + HAND_OVER_WAIT;
-    let after = loop {
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        // The exec takes a moment, and the socket's backlog holds this connection meanwhile;
-        // an error now is that moment, not an answer.
-        if let Ok(now) = client::status(&ctx.socket).await
-            && now.daemon.started_at_ms != before.daemon.started_at_ms
-        {
-            break now;
-        }
-        if std::time::Instant::now() >= deadline {
-            output::error_text(
-                &format!(
-                    "the daemon has not handed over after {} s: calls are still in flight",
-                    HAND_OVER_WAIT.as_secs()
-                ),
-                Some(
-                    "it hands over at the next moment none is; `coogle status` shows when (the daemon's start time changes)",
-                ),
-            );
-            return Ok(ExitCode::Failure);
-        }
-    };
-    // A daemon that became the new binary starts with no failure on record; one whose exec
-    // failed serves on, saying why.
-    if after.daemon.hand_over_failed.is_some() || after.daemon.version != answer.version {
-        let why = after
-            .daemon
-            .hand_over_failed
-            .unwrap_or_else(|| "the daemon did not say why".into());
-        output::error_text(
-            &format!("the hand-over did not happen: {why}"),
-            Some("the daemon serves on as it was; `coogle logs` has the details"),
-        );
-        return Ok(ExitCode::Failure);
+    let restarted = client::restart_daemon_in_place(&ctx.socket, HAND_OVER_WAIT, |answer| {
+        output::note(&format!(
+            "coogle {} ({}) proved it can serve; the daemon becomes it once no call is in flight",
+            answer.version,
+            answer.exe.display()
+        ));
+    })
+    .await?;
+    match restarted {
+        Some(r) => output::out(&r.summary()),
+        None => output::out(&format!(
+            "no coogle daemon is running on {}; the next session starts the binary on disk",
+            ctx.socket.display()
+        )),
     }
-    output::out(&restarted_line(&before, &after));
     Ok(ExitCode::Success)
-}
-
-/// What an upgrade in place kept: the pid, and each child that runs on (same pid, same start).
-fn restarted_line(before: &Status, after: &Status) -> String {
-    let running = |s: &Status| -> Vec<(u32, Option<u64>)> {
-        s.upstreams
-            .iter()
-            .filter_map(|u| u.pid.map(|p| (p, u.started_at_ms)))
-            .collect()
-    };
-    let (was, now) = (running(before), running(after));
-    let kept = was.iter().filter(|c| now.contains(c)).count();
-    let pid = if before.daemon.pid == after.daemon.pid {
-        format!("pid {} kept", after.daemon.pid)
-    } else {
-        format!("pid {} (was {})", after.daemon.pid, before.daemon.pid)
-    };
-    let children = match (was.len(), kept) {
-        (0, _) => "no server was running".to_string(),
-        (n, k) if n == k => format!("{k} running server{} kept", plural(k)),
-        (n, k) => format!("{k} of {n} running servers kept (the others start again on demand)"),
-    };
-    format!(
-        "restarted the coogle daemon: coogle {} → {}, {pid}, {children}",
-        before.daemon.version, after.daemon.version
-    )
-}
-
-fn plural(n: usize) -> &'static str {
-    if n == 1 { "" } else { "s" }
 }
 
 /// `coogle reload`: the daemon reads its config file again and serves the servers new in it,

@@ -123,6 +123,7 @@ fn info(shared: &Shared) -> Info {
         uptime_ms: shared.started.elapsed().as_millis() as u64,
         started_at_ms: epoch_ms(shared.started_at),
         hand_over_failed: shared.handover.last_failure(),
+        exe: super::handover::installed_exe(),
         socket: shared.options.socket.clone(),
         config_file: shared.config.file.clone(),
         log_file: shared.options.log_file.clone(),

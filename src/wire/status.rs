@@ -20,6 +20,8 @@ pub struct Info {
     pub started_at_ms: u64,
     /// The last upgrade in place that did not happen, and why (the daemon serves on as it was).
     pub hand_over_failed: Option<String>,
+    /// The binary the daemon runs, as it is named on disk now.
+    pub exe: Option<PathBuf>,
     pub socket: PathBuf,
     pub config_file: Option<PathBuf>,
     pub log_file: Option<PathBuf>,

@@ -330,3 +330,45 @@ fn kill9(pid: u64) {
         .args(["-KILL", &pid.to_string()])
         .status();
 }
+
+/// Homebrew's service runs `opt/coogle/bin/coogle`, a link that `brew upgrade` points at the
+/// new version's file: the daemon becomes what the link names now, not the old file it was
+/// started from.
+#[test]
+fn a_daemon_started_through_a_link_becomes_what_the_link_names_now() {
+    let env = Env::with_fake(json!({}));
+    let cellar_old = env.path("Cellar/coogle/old/bin");
+    let cellar_new = env.path("Cellar/coogle/new/bin");
+    let opt = env.path("opt/coogle/bin");
+    for d in [&cellar_old, &cellar_new, &opt] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    std::fs::copy(COOGLE, cellar_old.join("coogle")).unwrap();
+    install(&cellar_new.join("coogle"), &newer_coogle(&env));
+    let link = opt.join("coogle");
+    std::os::unix::fs::symlink(cellar_old.join("coogle"), &link).unwrap();
+    let mut daemon = env
+        .sealed(&link)
+        .args(["serve"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    env.wait_ready();
+    let mut s = env.shim();
+    s.initialize();
+    let child = text(&s.call("pid", json!({})));
+    // brew upgrade: the link now names the new version.
+    std::fs::remove_file(&link).unwrap();
+    std::os::unix::fs::symlink(cellar_new.join("coogle"), &link).unwrap();
+    let out = env.run(&["restart", "--daemon"]);
+    assert_eq!(out.status, Some(0), "{out}\n{}", log(&env));
+    assert_eq!(
+        status(&env)["daemon"]["version"],
+        patched_version().as_str(),
+        "{out}"
+    );
+    assert_eq!(text(&s.call("pid", json!({}))), child);
+    drop(s);
+    stop_leaves_nothing(&env, &mut daemon, &[child.parse().unwrap()]);
+}

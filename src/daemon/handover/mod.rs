@@ -415,7 +415,15 @@ fn answer(v: &Verified) -> wire::HandingOver {
 }
 
 /// The file this daemon was started from, as it is on disk now (a replaced one included).
-fn installed_exe() -> Option<PathBuf> {
+///
+/// The path it was started by comes first when it is absolute: a service runs Homebrew's
+/// `opt/coogle/bin/coogle`, a link that an upgrade points at the new version, where the
+/// executable itself (`current_exe`, links resolved on Linux) is the old version's file.
+pub(crate) fn installed_exe() -> Option<PathBuf> {
+    let invoked = std::env::args_os().next().map(PathBuf::from);
+    if let Some(p) = invoked.filter(|p| p.is_absolute() && p.is_file()) {
+        return Some(p);
+    }
     Some(crate::process::live_exe(&std::env::current_exe().ok()?))
 }
 
