@@ -372,3 +372,41 @@ fn a_daemon_started_through_a_link_becomes_what_the_link_names_now() {
     drop(s);
     stop_leaves_nothing(&env, &mut daemon, &[child.parse().unwrap()]);
 }
+
+/// What a session set up on the child goes with it: after the hand-over, a subscriber still
+/// gets its resource's updates (the child is not subscribed again), a session that did not
+/// subscribe gets none, and when the subscriber leaves the child is unsubscribed.
+#[test]
+fn subscriptions_are_carried_with_the_child() {
+    let (env, events) = Env::with_fake_events(json!({"env": {"FAKE_MCP_ERA": "legacy"}}));
+    let (mut daemon, _installed) = installed_daemon(&env);
+    let mut a = env.shim();
+    let mut c = env.shim();
+    a.initialize();
+    c.initialize();
+    let r = a.request("resources/subscribe", json!({"uri": "fake://hello"}));
+    assert_eq!(r["result"], json!({}), "{r}");
+    let child = text(&c.call("pid", json!({})));
+    let out = env.run(&["restart", "--daemon"]);
+    assert_eq!(out.status, Some(0), "{out}\n{}", log(&env));
+
+    c.call("notify", json!({"kind": "resource"}));
+    let u = a.notification("notifications/resources/updated", Duration::from_secs(10));
+    assert_eq!(u["params"]["uri"], "fake://hello");
+    assert!(
+        c.recv(Duration::from_millis(300))
+            .is_none_or(|m| m["method"] != "notifications/resources/updated"),
+        "a session that did not subscribe got the update"
+    );
+    assert_eq!(count_events(&events, "resources/subscribe"), 1);
+    drop(a);
+    wait_file(
+        "the child to be unsubscribed when its subscriber leaves",
+        &events,
+        Duration::from_secs(10),
+        |t| count_prefixed(t, "resources/unsubscribe") == 1,
+    );
+    assert_eq!(text(&c.call("pid", json!({}))), child);
+    drop(c);
+    stop_leaves_nothing(&env, &mut daemon, &[child.parse().unwrap()]);
+}
