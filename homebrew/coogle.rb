@@ -49,6 +49,12 @@ class Coogle < Formula
     end
   end
 
+  # An upgrade in place: a daemon already running becomes the new binary in its own process,
+  # every session and server child kept (none running: nothing to do). Never fatal.
+  def post_install
+    quiet_system opt_bin/"coogle", "restart", "--daemon"
+  end
+
   service do
     run [opt_bin/"coogle", "serve"]
     keep_alive successful_exit: false
@@ -64,7 +70,9 @@ class Coogle < Formula
         coogle setup
       Check everything with:
         coogle doctor
-      `brew upgrade coogle` updates it (coogle self-update is for standalone installs).
+      `brew upgrade coogle` updates it, and the running daemon takes the new version in place
+      (`coogle restart --daemon`: no server restarts). `brew services restart coogle` restarts
+      every server; prefer `coogle restart --daemon`. (coogle self-update is for standalone installs.)
     EOS
   end
 

@@ -29,6 +29,20 @@ pub(crate) fn utc_date() -> String {
     format!("{y:04}-{m:02}-{d:02}")
 }
 
+/// A moment in ms since the epoch, in UTC to the second (`2026-11-25 17:55:02 UTC`), for
+/// `status`: when the daemon and each child started.
+pub(crate) fn utc_time(ms: u64) -> String {
+    let secs = ms / 1000;
+    let (y, m, d) = civil_from_days((secs / 86_400) as i64);
+    let rem = secs % 86_400;
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02} UTC",
+        rem / 3600,
+        (rem % 3600) / 60,
+        rem % 60
+    )
+}
+
 /// Howard Hinnant's days-to-civil conversion (proleptic Gregorian).
 fn civil_from_days(z: i64) -> (i64, u32, u32) {
     let z = z + 719_468;
@@ -46,6 +60,12 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn utc_times() {
+        assert_eq!(utc_time(0), "1970-01-01 00:00:00 UTC");
+        assert_eq!(utc_time(1_795_629_302_999), "2026-11-25 17:55:02 UTC");
+    }
 
     #[test]
     fn civil_dates() {

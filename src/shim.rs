@@ -27,6 +27,9 @@ use crate::wire::{self, Hello, Kind, Line, Message, id_key, raw, rpc_code};
 const DISCONNECTED_PREFIX: &[u8] =
     b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/coogle/disconnected\"";
 
+/// The daemon's last line before an upgrade in place (see `wire::HANDOVER_NOTICE`).
+const HANDOVER_PREFIX: &[u8] = b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/coogle/handover\"";
+
 /// The executable `coogle mcp` becomes when it is installed beside `coogle` (see
 /// `cli::shim_exe`): it holds only this module and what it uses.
 pub const SHIM_EXE: &str = "coogle-mcp";
@@ -49,6 +52,10 @@ struct InFlight {
     /// Written to a daemon. A request still buffered for after the reconnect was not, and
     /// must not be failed when the daemon goes away: it is replayed to the next one.
     sent: bool,
+    /// The line as it was written, and its place among the client's requests: after an
+    /// upgrade in place, what the old daemon did not answer is sent again, in order.
+    line: Vec<u8>,
+    seq: u64,
 }
 
 /// What both threads share, under one lock so that a reconnect replays the handshake and the
@@ -77,6 +84,9 @@ struct State {
     /// stdin closed: the client will send nothing more. The shim answers what it was asked
     /// (as a server run directly does) and exits once nothing is pending.
     closing: bool,
+    /// The daemon said it hands over in place: what it did not answer, it did not start.
+    handover: bool,
+    next_seq: u64,
 }
 
 fn hash_of(text: &str) -> u64 {
@@ -113,6 +123,8 @@ impl State {
             disconnect_reason: None,
             refusing: None,
             closing: false,
+            handover: false,
+            next_seq: 0,
         }
     }
 
@@ -137,11 +149,14 @@ impl State {
                     let is_call = method == "tools/call";
                     let is_tools_list =
                         method == "tools/list" && msg.params_value().get("cursor").is_none();
+                    self.next_seq += 1;
                     let entry = InFlight {
                         id: id.to_owned(),
                         is_call,
                         is_tools_list,
                         sent: false,
+                        line: Vec::new(),
+                        seq: self.next_seq,
                     };
                     let key = id_key(id);
                     self.in_flight.insert(key.clone(), entry);
@@ -164,6 +179,10 @@ impl State {
 
     /// Note a daemon line; false when the client must not see it.
     fn observe_daemon(&mut self, line: &[u8]) -> bool {
+        if line.starts_with(HANDOVER_PREFIX) {
+            self.handover = true;
+            return false;
+        }
         if line.starts_with(DISCONNECTED_PREFIX) {
             self.disconnect_reason = Message::parse(line)
                 .ok()
@@ -238,6 +257,37 @@ impl State {
         }
     }
 
+    /// The connection ended: after a hand-over in place, what the old daemon did not answer is
+    /// sent again to the new one (it started none of it); otherwise it is answered with an
+    /// error.
+    fn connection_lost(&mut self) {
+        if std::mem::take(&mut self.handover) {
+            self.resend_in_flight();
+        } else {
+            self.fail_in_flight();
+        }
+    }
+
+    /// Put every request sent to the old daemon back in front of what is buffered, in the
+    /// order the client sent them, for the new daemon.
+    fn resend_in_flight(&mut self) {
+        let mut sent: Vec<&mut InFlight> = self.in_flight.values_mut().filter(|p| p.sent).collect();
+        sent.sort_by_key(|p| p.seq);
+        let mut lines = Vec::with_capacity(sent.len());
+        for p in sent {
+            p.sent = false;
+            lines.push(std::mem::take(&mut p.line));
+        }
+        if !lines.is_empty() {
+            tracing::info!(
+                requests = lines.len(),
+                "the daemon handed over; sending what it did not answer to the new one"
+            );
+        }
+        lines.append(&mut self.buffered);
+        self.buffered = lines;
+    }
+
     /// Answer every request the daemon took with it (not those still buffered: they go to the
     /// next daemon).
     fn fail_in_flight(&mut self) {
@@ -266,6 +316,9 @@ impl State {
     fn forward(&mut self, mut line: Vec<u8>) {
         let key = self.observe_client(&line);
         line.push(b'\n');
+        if let Some(p) = key.as_ref().and_then(|k| self.in_flight.get_mut(k)) {
+            p.line = line.clone();
+        }
         if let Some(w) = &mut self.writer {
             if w.write_all(&line).is_ok() {
                 if let Some(p) = key.and_then(|k| self.in_flight.get_mut(&k)) {
@@ -473,9 +526,11 @@ pub fn run(opts: Options) -> Result<(), ClientError> {
         buf.clear();
         {
             let mut st = State::lock(&state);
-            tracing::warn!("lost the coogle daemon; reconnecting");
+            if !st.handover {
+                tracing::warn!("lost the coogle daemon; reconnecting");
+            }
             st.writer = None;
-            st.fail_in_flight();
+            st.connection_lost();
             // Nothing more will come from the client: nothing to reconnect for.
             st.exit_if_done();
         }
@@ -596,6 +651,66 @@ mod tests {
         st
     }
 
+    fn sent_request(id: &str) -> InFlight {
+        InFlight {
+            id: raw(id),
+            is_call: false,
+            is_tools_list: false,
+            sent: true,
+            line: Vec::new(),
+            seq: 0,
+        }
+    }
+
+    /// An upgrade in place: the daemon said it hands over, then closed. What it did not
+    /// answer it did not start, so it is sent again to the new daemon, in the client's order,
+    /// and nothing is failed; an answered request is not sent again.
+    #[test]
+    fn after_a_hand_over_unanswered_requests_go_to_the_new_daemon_in_order() {
+        let (ours, mut daemon) = UnixStream::pair().unwrap();
+        let mut st = State::new(Some(ours));
+        st.initialized = true;
+        for i in 0..3 {
+            st.forward(
+                format!(r#"{{"jsonrpc":"2.0","id":{i},"method":"tools/call","params":{{}}}}"#)
+                    .into_bytes(),
+            );
+        }
+        assert!(st.observe_daemon(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#));
+        let notice = wire::notification_line(wire::HANDOVER_NOTICE, None);
+        assert!(
+            !st.observe_daemon(notice.trim_ascii_end()),
+            "not for the client"
+        );
+        st.writer = None;
+        st.forward(br#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{}}"#.to_vec());
+        st.connection_lost();
+        let ids: Vec<String> = st
+            .buffered
+            .iter()
+            .map(|l| {
+                Message::parse(l.trim_ascii_end())
+                    .unwrap()
+                    .id()
+                    .unwrap()
+                    .get()
+                    .to_string()
+            })
+            .collect();
+        assert_eq!(ids, ["0", "2", "3"]);
+        assert_eq!(st.pending(), 3, "nothing was failed");
+        // The old daemon did get the first three.
+        drop(st);
+        let mut got = String::new();
+        std::io::Read::read_to_string(&mut daemon, &mut got).unwrap();
+        assert_eq!(got.lines().count(), 3);
+        // Without the notice, what was sent is failed as before.
+        let mut st = state();
+        st.in_flight.insert(r#""x""#.into(), sent_request("x"));
+        st.connection_lost();
+        assert_eq!(st.pending(), 0);
+    }
+
     /// Regression (a flaky `reconnect` test under load): a request buffered while the daemon
     /// was gone was answered with "the daemon went away" when the reader noticed the loss a
     /// moment later, and then answered again after the replay.
@@ -616,15 +731,7 @@ mod tests {
                 .unwrap()
                 .contains("disconnected this session")
         );
-        st.in_flight.insert(
-            r#""q""#.into(),
-            InFlight {
-                id: raw("q"),
-                is_call: false,
-                is_tools_list: false,
-                sent: true,
-            },
-        );
+        st.in_flight.insert(r#""q""#.into(), sent_request("q"));
         st.fail_in_flight();
         assert!(st.disconnect_reason.is_none(), "told once");
     }
@@ -642,15 +749,7 @@ mod tests {
         );
 
         // One that had been written is failed (and removed).
-        st.in_flight.insert(
-            r#""q1""#.into(),
-            InFlight {
-                id: raw("q1"),
-                is_call: false,
-                is_tools_list: false,
-                sent: true,
-            },
-        );
+        st.in_flight.insert(r#""q1""#.into(), sent_request("q1"));
         st.fail_in_flight();
         assert!(!st.in_flight.contains_key(r#""q1""#));
         assert!(st.in_flight.contains_key(r#""q0""#));

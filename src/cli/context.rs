@@ -164,9 +164,11 @@ fn client_error(e: &ClientError) -> ExitCode {
     match e {
         // An upstream name the daemon does not have is a bad argument.
         ClientError::Remote(w) if w.code == crate::wire::ErrorCode::NotFound => ExitCode::Usage,
-        ClientError::Remote(_) | ClientError::Mcp(_) | ClientError::StopTimeout { .. } => {
-            ExitCode::Failure
-        }
+        ClientError::Remote(_)
+        | ClientError::Mcp(_)
+        | ClientError::StopTimeout { .. }
+        | ClientError::HandOverPending { .. }
+        | ClientError::HandOverFailed(_) => ExitCode::Failure,
         _ => ExitCode::Usage,
     }
 }

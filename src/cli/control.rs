@@ -76,6 +76,31 @@ pub(super) async fn restart(
     Ok(ExitCode::Success)
 }
 
+/// How long `coogle restart --daemon` waits for the hand-over: it happens once no call is in
+/// flight, which a long call can postpone (the daemon tries again at each quiet moment).
+const HAND_OVER_WAIT: Duration = Duration::from_secs(120);
+
+/// `coogle restart --daemon`: the daemon becomes the binary on disk in place (same pid, the
+/// socket never closed), keeping every child; this waits until it has, and says what was kept.
+pub(super) async fn restart_daemon(ctx: &Context) -> Result<ExitCode, ClientError> {
+    let restarted = client::restart_daemon_in_place(&ctx.socket, HAND_OVER_WAIT, |answer| {
+        output::note(&format!(
+            "coogle {} ({}) proved it can serve; the daemon becomes it once no call is in flight",
+            answer.version,
+            answer.exe.display()
+        ));
+    })
+    .await?;
+    match restarted {
+        Some(r) => output::out(&r.summary()),
+        None => output::out(&format!(
+            "no coogle daemon is running on {}; the next session starts the binary on disk",
+            ctx.socket.display()
+        )),
+    }
+    Ok(ExitCode::Success)
+}
+
 /// `coogle reload`: the daemon reads its config file again and serves the servers new in it,
 /// without stopping anything.
 pub(super) async fn reload(ctx: &Context) -> Result<ExitCode, ClientError> {

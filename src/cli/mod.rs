@@ -80,6 +80,10 @@ pub enum Command {
         /// replaces (`<listener fd>,<lock fd>`)
         #[arg(long, hide = true, value_name = "FDS")]
         inherit: Option<String>,
+        /// Upgrade in place: the running children the replaced daemon carried over (the
+        /// descriptor of its state)
+        #[arg(long, hide = true, value_name = "FD", requires = "inherit")]
+        carry: Option<String>,
     },
     /// The stdio MCP server an agent starts: a pump to the daemon (starts one if needed)
     Mcp {
@@ -115,11 +119,15 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Restart the upstream child process
+    /// Restart an upstream's child process, or (--daemon) the daemon itself
     Restart {
         /// Which upstream's child (default: the only one, or `google`)
-        #[arg(long)]
+        #[arg(long, conflicts_with = "daemon")]
         server: Option<String>,
+        /// Replace the daemon with the coogle binary on disk (this version or a newer one),
+        /// in place: every session stays connected and every server's child keeps running
+        #[arg(long)]
+        daemon: bool,
     },
     /// Serve the upstreams new in config.json without stopping the daemon
     Reload,
@@ -176,7 +184,8 @@ pub fn run(cli: Cli) -> ExitCode {
             log_stderr,
             standby,
             inherit,
-        } => serve::serve(&paths, log_stderr, standby, inherit),
+            carry,
+        } => serve::serve(&paths, log_stderr, standby, inherit, carry),
         Command::Status { json } => {
             control_command(
                 &paths,
@@ -194,12 +203,20 @@ pub fn run(cli: Cli) -> ExitCode {
         } => daemon_command(&paths, |ctx| async move {
             tools::call(&ctx, server, &tool, arguments.as_deref(), json).await
         }),
-        Command::Restart { server } => {
-            control_command(
-                &paths,
-                |ctx| async move { control::restart(&ctx, server).await },
-            )
-        }
+        Command::Restart {
+            daemon: true,
+            server: _,
+        } => control_command(
+            &paths,
+            |ctx| async move { control::restart_daemon(&ctx).await },
+        ),
+        Command::Restart {
+            server,
+            daemon: false,
+        } => control_command(
+            &paths,
+            |ctx| async move { control::restart(&ctx, server).await },
+        ),
         Command::Reload => reload_command(&paths, |ctx| async move { control::reload(&ctx).await }),
         Command::Stop => control_command(&paths, |ctx| async move { control::stop(&ctx).await }),
         Command::Logs { follow, lines } => block_on(logs::logs(&paths::log_file(), lines, follow)),

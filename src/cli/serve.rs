@@ -51,6 +51,7 @@ pub(super) fn serve(
     log_stderr: bool,
     standby: Option<PathBuf>,
     inherit: Option<String>,
+    carry: Option<String>,
 ) -> ExitCode {
     // The daemon's own working directory is fixed, never its starter's: nothing it does may
     // depend on which client happened to start it (a project's `.env`, relative paths;
@@ -73,7 +74,14 @@ pub(super) fn serve(
             }
         };
     }
-    let mut inherited = match inherit.as_deref().map(daemon::Inherited::from_arg) {
+    let inherited = inherit.as_deref().map(|arg| {
+        let i = daemon::Inherited::from_arg(arg)?;
+        match carry.as_deref() {
+            Some(fd) => i.with_carry(fd),
+            None => Ok(i),
+        }
+    });
+    let mut inherited = match inherited {
         None => None,
         Some(Ok(i)) => Some(i),
         Some(Err(e)) => {
@@ -82,8 +90,12 @@ pub(super) fn serve(
         }
     };
     loop {
-        let runtime = match tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
+        // One thread runs the whole daemon (blocking work goes to tokio's blocking pool). Every
+        // child is spawned from it, which is what keeps children alive across an upgrade in
+        // place: Linux's parent-death signal fires when the *thread* that spawned a child ends,
+        // and the exec below ends every thread but this one. It is no slower: the router's
+        // work per line is a few microseconds, and no cross-thread wake-ups are paid.
+        let runtime = match tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
         {

@@ -33,12 +33,16 @@ fn now_ms() -> u64 {
 pub(super) fn render_status(status: &Status) -> String {
     let d = &status.daemon;
     let mut out = format!(
-        "coogle daemon {} · pid {} · up {} · {}\n",
+        "coogle daemon {} · pid {} · up {} (since {}) · {}\n",
         d.version,
         d.pid,
         fmt_duration_ms(d.uptime_ms),
+        crate::date::utc_time(d.started_at_ms),
         d.socket.display(),
     );
+    if let Some(why) = &d.hand_over_failed {
+        out.push_str(&format!("  last hand-over not done: {why}\n"));
+    }
     for u in &status.upstreams {
         let mut line = match u.parked_since_ms {
             // Parked: stopped for idling, back at the next request that needs it.
@@ -57,6 +61,10 @@ pub(super) fn render_status(status: &Status) -> String {
         }
         if let Some(up) = u.uptime_ms {
             line.push_str(&format!(" · up {}", fmt_duration_ms(up)));
+        }
+        // A child older than the daemon's binary was kept across an upgrade in place.
+        if let Some(at) = u.started_at_ms {
+            line.push_str(&format!(" (since {})", crate::date::utc_time(at)));
         }
         if let Some(t) = u.tools {
             line.push_str(&format!(" · {t} tool{}", if t == 1 { "" } else { "s" }));

@@ -11,8 +11,8 @@ use tokio::net::UnixStream;
 
 use super::{ClientError, REPLY_LINE_CAP, connect};
 use crate::wire::{
-    self, ChildReady, ControlRequest, ControlResponse, ErrorCode, Info, Line, Pong, Reloaded,
-    Request, Status, Stopping, Target, ToolList,
+    self, ChildReady, ControlRequest, ControlResponse, ErrorCode, HandingOver, Info, Line, Pong,
+    Reloaded, Request, Status, Stopping, Target, ToolList,
 };
 
 /// `ping`: whether a daemon answers, and its version.
@@ -38,6 +38,94 @@ pub async fn list_tools(socket: &Path, target: Target) -> Result<ToolList, Clien
 /// `restart_child`: answered once the new child is ready.
 pub async fn restart_child(socket: &Path, target: Target) -> Result<ChildReady, ClientError> {
     ask(socket, Request::RestartChild(target)).await
+}
+
+/// `restart_daemon`: answered once the binary on disk proved it can serve (the exec follows
+/// once no call is in flight), or with why it cannot take over.
+pub async fn restart_daemon(socket: &Path) -> Result<HandingOver, ClientError> {
+    ask(socket, Request::RestartDaemon).await
+}
+
+/// An upgrade in place that happened: the daemon and its children before and after.
+pub struct Restarted {
+    pub before: Status,
+    pub after: Status,
+}
+
+/// `restart --daemon` end to end: ask the daemon to become the binary on disk, tell
+/// `proved` once that binary proved it can serve, and wait (up to `wait`) until the daemon
+/// runs it. `None`: no daemon runs (the next session starts the binary on disk).
+pub async fn restart_daemon_in_place(
+    socket: &Path,
+    wait: Duration,
+    proved: impl FnOnce(&HandingOver),
+) -> Result<Option<Restarted>, ClientError> {
+    let before = match status(socket).await {
+        Err(ClientError::NotRunning { .. }) => return Ok(None),
+        other => other?,
+    };
+    let answer = restart_daemon(socket).await?;
+    proved(&answer);
+    let deadline = Instant::now() + wait;
+    let after = loop {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        // The exec takes a moment, and the socket's backlog holds this connection meanwhile;
+        // an error now is that moment, not an answer.
+        if let Ok(now) = status(socket).await
+            && now.daemon.started_at_ms != before.daemon.started_at_ms
+        {
+            break now;
+        }
+        if Instant::now() >= deadline {
+            return Err(ClientError::HandOverPending {
+                secs: wait.as_secs(),
+            });
+        }
+    };
+    // A daemon that became the new binary starts with no failure on record; one whose exec
+    // failed serves on, saying why.
+    if after.daemon.hand_over_failed.is_some() || after.daemon.version != answer.version {
+        return Err(ClientError::HandOverFailed(
+            after
+                .daemon
+                .hand_over_failed
+                .unwrap_or_else(|| "the daemon did not say why".into()),
+        ));
+    }
+    Ok(Some(Restarted { before, after }))
+}
+
+impl Restarted {
+    /// What an upgrade in place kept, in a line: the pid, and each child that runs on (same
+    /// pid, same start).
+    pub fn summary(&self) -> String {
+        let running = |s: &Status| -> Vec<(u32, Option<u64>)> {
+            s.upstreams
+                .iter()
+                .filter_map(|u| u.pid.map(|p| (p, u.started_at_ms)))
+                .collect()
+        };
+        let (was, now) = (running(&self.before), running(&self.after));
+        let kept = was.iter().filter(|c| now.contains(c)).count();
+        let (b, a) = (&self.before.daemon, &self.after.daemon);
+        let pid = if b.pid == a.pid {
+            format!("pid {} kept", a.pid)
+        } else {
+            format!("pid {} (was {})", a.pid, b.pid)
+        };
+        let children = match (was.len(), kept) {
+            (0, _) => "no server was running".to_string(),
+            (1, 1) => "1 running server kept".to_string(),
+            (n, k) if n == k => format!("{k} running servers kept"),
+            (n, k) => {
+                format!("{k} of {n} running servers kept (the others start again on demand)")
+            }
+        };
+        format!(
+            "restarted the coogle daemon in place: coogle {} → {}, {pid}, {children}",
+            b.version, a.version
+        )
+    }
 }
 
 /// `reload`, typed. `None`: the daemon predates `reload` (it answered that the method is

@@ -84,6 +84,12 @@ pub enum ClientError {
         "the coogle daemon (pid {pid}) accepted the shutdown but has not exited after {secs} s"
     )]
     StopTimeout { pid: u32, secs: u64 },
+    /// `restart --daemon`: the new binary proved itself, but the daemon has not become it yet.
+    #[error("the daemon has not handed over after {secs} s: calls are still in flight")]
+    HandOverPending { secs: u64 },
+    /// The daemon tried to become the new binary and could not; it serves on as it was.
+    #[error("the hand-over did not happen: {0}")]
+    HandOverFailed(String),
 }
 
 impl From<WireError> for ClientError {
@@ -111,6 +117,16 @@ impl ClientError {
                 Some("`coogle status` lists the upstreams the daemon serves".into())
             }
             ClientError::Untrusted { socket, problem } => Some(trust::untrusted_hint(socket, problem)),
+            ClientError::HandOverPending { .. } => Some(
+                "it hands over at the next moment none is; `coogle status` shows when (the daemon's start time changes)"
+                    .into(),
+            ),
+            ClientError::HandOverFailed(_) => {
+                Some("the daemon serves on as it was; `coogle logs` has the details".into())
+            }
+            ClientError::Remote(e) if e.code == wire::ErrorCode::HandOverRefused => {
+                Some("the daemon serves on as it was; `coogle logs` has the details".into())
+            }
             ClientError::StopTimeout { pid, .. } => Some(format!(
                 "it may still be finishing calls in flight; `coogle status` shows them, `kill {pid}` stops it now"
             )),

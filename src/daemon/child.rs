@@ -186,7 +186,8 @@ pub fn proc_stat(pid: u32) -> Option<(u32, u64)> {
 
 /// Kill what is left of the groups recorded in `dir` by earlier daemons of this socket.
 /// Returns the pids that were signalled.
-pub fn reap_recorded(records: &[PathBuf]) -> Vec<u32> {
+/// `keep`: children this process carried over in an upgrade in place (its own, still served).
+pub fn reap_recorded(records: &[PathBuf], keep: &[u32]) -> Vec<u32> {
     let mut killed = Vec::new();
     for path in records {
         let Ok(bytes) = std::fs::read(path) else {
@@ -197,6 +198,9 @@ pub fn reap_recorded(records: &[PathBuf]) -> Vec<u32> {
             remove_record(path);
             continue;
         };
+        if keep.contains(&record.pid) && record.daemon_pid == std::process::id() {
+            continue;
+        }
         killed.extend(reap_group(&record));
         remove_record(path);
     }
@@ -362,10 +366,10 @@ mod tests {
         let path = tmp.path().join("rec.child");
         // A record whose start time does not match must not be acted on.
         write_record(&path, &record(pid, Some(start + 1))).unwrap();
-        assert!(reap_recorded(std::slice::from_ref(&path)).is_empty());
+        assert!(reap_recorded(std::slice::from_ref(&path), &[]).is_empty());
         assert!(child.try_wait().unwrap().is_none());
         write_record(&path, &record(pid, Some(start))).unwrap();
-        assert_eq!(reap_recorded(std::slice::from_ref(&path)), vec![pid]);
+        assert_eq!(reap_recorded(std::slice::from_ref(&path), &[]), vec![pid]);
         let status = child.wait().unwrap();
         use std::os::unix::process::ExitStatusExt;
         assert_eq!(status.signal(), Some(libc::SIGKILL));

@@ -125,6 +125,7 @@ async fn mcp_session(
     let asker = Asker {
         project: hello.project_dir.as_deref(),
         env: hello.env.as_ref(),
+        token: hello.session_token.as_ref(),
     };
     let handle = match server_name(&shared, hello.server.as_deref())
         .and_then(|name| shared.upstreams.for_session(&name, asker, id))

@@ -111,6 +111,7 @@ fn upstream(shared: &Shared, target: &Target) -> Result<UpstreamHandle, WireErro
     let asker = Asker {
         project: target.project.as_deref(),
         env: target.env.as_ref(),
+        token: None,
     };
     shared.upstreams.for_control(&name, asker)
 }
@@ -120,6 +121,9 @@ fn info(shared: &Shared) -> Info {
         pid: std::process::id(),
         version: wire::VERSION.to_string(),
         uptime_ms: shared.started.elapsed().as_millis() as u64,
+        started_at_ms: epoch_ms(shared.started_at),
+        hand_over_failed: shared.handover.last_failure(),
+        exe: super::handover::installed_exe(),
         socket: shared.options.socket.clone(),
         config_file: shared.config.file.clone(),
         log_file: shared.options.log_file.clone(),
@@ -153,6 +157,12 @@ async fn control(shared: &Shared, request: Request) -> Result<Response, WireErro
         Request::StartChild(target) => upstream(shared, &target)?.start().await?.into(),
         Request::RestartChild(target) => upstream(shared, &target)?.restart().await?.into(),
         Request::Reload => reload(shared).await?.into(),
+        Request::RestartDaemon => shared
+            .handover
+            .restart()
+            .await
+            .map_err(|why| WireError::new(ErrorCode::HandOverRefused, why))?
+            .into(),
         Request::Shutdown => {
             let _ = shared.stop.send(true);
             Stopping {
@@ -162,6 +172,11 @@ async fn control(shared: &Shared, request: Request) -> Result<Response, WireErro
             .into()
         }
     })
+}
+
+fn epoch_ms(t: std::time::SystemTime) -> u64 {
+    t.duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
 }
 
 /// Every page of the tool list, bounded so a server whose cursors loop cannot hold us forever.

@@ -110,6 +110,8 @@ pub enum DaemonError {
     },
     #[error("could not install signal handlers: {0}")]
     Signals(std::io::Error),
+    #[error("could not write down the children to carry over")]
+    Carry(#[source] std::io::Error),
     #[error("could not take over from the daemon this one replaced")]
     Inherit(#[from] handover::InheritError),
     #[error("could not keep the socket for the newer coogle: {0}")]
@@ -124,6 +126,8 @@ struct Shared {
     options: Options,
     upstreams: registry::Registry,
     started: Instant,
+    /// When this binary started serving (an upgrade in place starts it again, same pid).
+    started_at: std::time::SystemTime,
     next_session: AtomicU64,
     stop: watch::Sender<bool>,
     /// A newer coogle is installed: hand over to it once no call is queued or in flight.
@@ -221,29 +225,32 @@ pub async fn run(
             path.display()
         );
     }
-    let (lock, listener, refused) = match inherited {
+    let (lock, listener, refused, exec_failed, adopted) = match inherited {
         None => {
             let Some(lock) = take_lock(&rt)? else {
                 return Ok(Outcome::AlreadyRunning);
             };
-            reap_recorded(&rt);
-            (lock, bind(&rt.socket)?, None)
+            reap_recorded(&rt, &[]);
+            (lock, bind(&rt.socket)?, None, None, Vec::new())
         }
-        Some(inherited) => {
+        Some(mut inherited) => {
+            let adopted = inherited.carried();
+            let exec_failed = inherited.exec_failed.take();
+            let kept: Vec<u32> = adopted.iter().map(|a| a.pipes.pid).collect();
             let (listener, lock, refused) = inherited.adopt(&rt)?;
-            reap_recorded(&rt);
-            tracing::info!(socket = %rt.socket.display(), "took over the socket and the lock from the daemon this one replaced");
+            reap_recorded(&rt, &kept);
+            tracing::info!(socket = %rt.socket.display(), children = kept.len(), "took over the socket, the lock and the running children from the daemon this one replaced");
             let listener =
                 UnixListener::from_std(listener).map_err(|source| DaemonError::Bind {
                     path: rt.socket.clone(),
                     source,
                 })?;
-            (lock, listener, refused)
+            (lock, listener, refused, exec_failed, adopted)
         }
     };
     crate::redact::add_known(secret_values(&config));
     let reaper = reaper::Reaper::new();
-    let upstreams = registry::Registry::new(&config, &rt, &reaper);
+    let upstreams = registry::Registry::new(&config, &rt, &reaper, adopted);
     let (stop, stop_rx) = watch::channel(false);
     let max_connections = connection_limit(config.max_connections, config.servers.len());
     let shared = Arc::new(Shared {
@@ -253,9 +260,15 @@ pub async fn run(
         options,
         upstreams,
         started: Instant::now(),
+        started_at: std::time::SystemTime::now(),
         next_session: AtomicU64::new(1),
         stop,
-        handover: Arc::new(handover::Handover::new(&rt.socket, refused, reaper.clone())),
+        handover: Arc::new(handover::Handover::new(
+            &rt.socket,
+            refused,
+            exec_failed,
+            reaper.clone(),
+        )),
     });
     tracing::info!(socket = %rt.socket.display(), pid = std::process::id(), version = wire::VERSION, "coogle daemon listening");
     let our_socket = socket_identity(&rt.socket);
@@ -272,20 +285,32 @@ pub async fn run(
             }
             None
         }
-        End::HandOver(verified) => Some((verified, listener)),
+        End::HandOver(verified, carried) => Some((verified, carried, listener)),
     };
+    // What is not carried over stops here (all of it, unless the new version takes the running
+    // children over).
     let grace = Duration::from_millis(shared.config.shutdown_grace_ms);
     let all = shared.upstreams.all();
     futures_join_all(all.iter().map(|u| u.shutdown(grace))).await;
+    let carried_pids: Vec<u32> = kept
+        .as_ref()
+        .map(|(_, c, _)| c.iter().map(|d| d.pipes.pid).collect())
+        .unwrap_or_default();
     let sweep = reaper.clone();
-    let _ = tokio::task::spawn_blocking(move || sweep.sweep_all()).await;
-    let Some((verified, listener)) = kept else {
+    let keep = carried_pids.clone();
+    let _ = tokio::task::spawn_blocking(move || sweep.sweep_all_but(&keep)).await;
+    let Some((verified, carried, listener)) = kept else {
         tracing::info!("coogle daemon stopped");
         drop(lock);
         return Ok(Outcome::Stopped);
     };
     let listener = listener.into_std().map_err(DaemonError::KeepListener)?;
-    tracing::info!(exe = %verified.exe.display(), "handing over to coogle {}: children stopped, the socket and lock kept", verified.version);
+    let carry = if verified.carries {
+        Some(handover::carry(&rt.dir, carried).map_err(DaemonError::Carry)?)
+    } else {
+        None
+    };
+    tracing::info!(exe = %verified.exe.display(), children = carried_pids.len(), "handing over to coogle {}: the socket, the lock and the running children kept", verified.version);
     Ok(Outcome::Replace(Replacement {
         exe: verified.exe,
         socket: rt.socket.clone(),
@@ -293,12 +318,13 @@ pub async fn run(
         id: verified.id,
         listener: listener.into(),
         lock,
+        carry,
     }))
 }
 
 /// Kill what a daemon that was SIGKILLed left running (recorded by pid and start time).
-fn reap_recorded(rt: &RuntimePaths) {
-    let reaped = child::reap_recorded(&recorded_children(rt));
+fn reap_recorded(rt: &RuntimePaths, keep: &[u32]) {
+    let reaped = child::reap_recorded(&recorded_children(rt), keep);
     if !reaped.is_empty() {
         tracing::warn!(
             count = reaped.len(),
@@ -311,8 +337,9 @@ fn reap_recorded(rt: &RuntimePaths) {
 enum End {
     /// Asked to stop, a signal, or the socket lost.
     Stop,
-    /// A newer coogle proved it can serve, and nothing is queued or in flight.
-    HandOver(handover::Verified),
+    /// A newer coogle proved it can serve, and nothing is queued or in flight; the running
+    /// children it takes over, let go of.
+    HandOver(handover::Verified, Vec<upstream::Detached>),
 }
 
 /// What the daemon must never write out or answer: every configured `env` value and resolved
@@ -381,7 +408,13 @@ async fn serve(
                 if all_idle(shared).await
                     && let Some(verified) = shared.handover.take_verified()
                 {
-                    return Ok(End::HandOver(verified));
+                    if !verified.carries {
+                        return Ok(End::HandOver(verified, Vec::new()));
+                    }
+                    match carry_children(shared).await {
+                        Some(carried) => return Ok(End::HandOver(verified, carried)),
+                        None => shared.handover.put_back(verified),
+                    }
                 }
             }
             accepted = listener.accept() => match accepted {
@@ -414,6 +447,45 @@ fn socket_identity(path: &Path) -> Option<(u64, u64)> {
     std::fs::symlink_metadata(path)
         .ok()
         .map(|m| (m.dev(), m.ino()))
+}
+
+/// How long a hand-over in place waits for the calls in flight to finish before it gives up
+/// (for now: it tries again at the next quiet moment).
+const CARRY_DRAIN: Duration = Duration::from_secs(10);
+
+/// Let go of every running child for an upgrade in place: every upstream is frozen (nothing
+/// new reaches a child), and once none has anything in flight each lets go of its child.
+/// `None` when some upstream was not quiet in time: all serve on, as before.
+async fn carry_children(shared: &Shared) -> Option<Vec<upstream::Detached>> {
+    let all = shared.upstreams.all();
+    let mut idle = Vec::new();
+    for u in &all {
+        idle.push(u.freeze_start().await);
+    }
+    let quiet = tokio::time::timeout(CARRY_DRAIN, async {
+        for rx in idle.into_iter().flatten() {
+            let _ = rx.await;
+        }
+    })
+    .await
+    .is_ok();
+    if !quiet {
+        tracing::info!(
+            "an upgrade in place waits: calls were still running after {} s",
+            CARRY_DRAIN.as_secs()
+        );
+        for u in &all {
+            u.unfreeze().await;
+        }
+        return None;
+    }
+    let mut carried = Vec::new();
+    for u in &all {
+        if let Some(d) = u.detach().await {
+            carried.push(d);
+        }
+    }
+    Some(carried)
 }
 
 /// No request waiting or in flight on any upstream (subscription streams aside).

@@ -110,6 +110,15 @@ impl<W: TryWriter> Outbox<W> {
         self.tx.send(rest).map_err(|_| Closed)
     }
 
+    /// The writer back, once what is queued is written (`task`: the writer task [`Outbox::new`]
+    /// gave); `None` if the peer went away meanwhile, or the task is not this outbox's.
+    pub async fn into_writer(self, task: JoinHandle<()>) -> Option<W> {
+        let Outbox { writer, tx, .. } = self;
+        drop(tx);
+        task.await.ok()?;
+        Arc::try_unwrap(writer).ok()
+    }
+
     /// Lines waiting for the peer to read.
     pub fn queued(&self) -> usize {
         self.queued.load(Ordering::Acquire)

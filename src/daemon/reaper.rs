@@ -119,8 +119,9 @@ impl Reaper {
     }
 
     /// At shutdown, once the children are stopped: whatever is still remembered or was
-    /// reparented to the daemon goes.
-    pub fn sweep_all(&self) {
+    /// reparented to the daemon goes, except the children in `keep` (carried over to the next
+    /// daemon in an upgrade in place) and what lives below them.
+    pub fn sweep_all_but(&self, keep: &[u32]) {
         let table = os::processes();
         let victims: Vec<Process> = {
             let inner = self.lock();
@@ -128,8 +129,11 @@ impl Reaper {
             table
                 .into_iter()
                 .filter(|p| {
-                    inner.below.contains_key(&(p.pid, p.start))
-                        || (p.ppid == me && !inner.leaders.contains_key(&p.pid))
+                    let owner = inner.below.get(&(p.pid, p.start));
+                    let kept = keep.contains(&p.pid) || owner.is_some_and(|o| keep.contains(o));
+                    !kept
+                        && (owner.is_some()
+                            || (p.ppid == me && !inner.leaders.contains_key(&p.pid)))
                 })
                 .collect()
         };

@@ -29,11 +29,12 @@ use std::time::Duration;
 use indexmap::IndexMap;
 
 use super::SessionId;
+use super::handover::carried::CarriedScope;
 use super::reaper::Reaper;
-use super::upstream::{self, UpstreamHandle};
+use super::upstream::{self, Adopted, UpstreamHandle};
 use crate::config::{self, Config, ServerConfig, Sharing};
 use crate::paths::RuntimePaths;
-use crate::wire::{ErrorCode, Reloaded, UpstreamStatus, WireError};
+use crate::wire::{ErrorCode, Reloaded, SessionToken, UpstreamStatus, WireError};
 
 /// How long an evicted instance's child has to stop (nothing is in flight on it).
 const EVICT_GRACE: Duration = Duration::from_secs(1);
@@ -44,7 +45,38 @@ pub(crate) enum Scope {
     /// Everyone (a shared server), and control requests of a shared server.
     Unbound,
     Project(PathBuf),
-    Session(SessionId),
+    Session(SessionKey),
+}
+
+/// Which session a per-session instance is for: the shim's secret token, which its reconnects
+/// carry too (so its child survives a reconnect, and an upgrade in place), else (an older shim)
+/// its one connection.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) enum SessionKey {
+    Token(SessionToken),
+    Connection(SessionId),
+}
+
+impl SessionKey {
+    /// Text that tells keys apart, for digests only (it holds the token).
+    fn id_text(&self) -> String {
+        match self {
+            SessionKey::Token(t) => format!("token:{}", t.secret()),
+            SessionKey::Connection(c) => format!("connection:{c}"),
+        }
+    }
+}
+
+impl Scope {
+    /// Text that tells scopes apart, for digests only (file names, labels): a token in it is
+    /// never shown as it is.
+    fn id_text(&self) -> String {
+        match self {
+            Scope::Unbound => "unbound".to_string(),
+            Scope::Project(p) => format!("project:{}", p.display()),
+            Scope::Session(k) => format!("session:{}", k.id_text()),
+        }
+    }
 }
 
 /// Which instance of a server: its scope and its `passEnv` values (absent ones left out).
@@ -65,6 +97,32 @@ impl std::fmt::Debug for Instance {
 }
 
 impl Instance {
+    /// How an upgrade in place names it; `None` for an older shim's session, whose
+    /// reconnect cannot be told from another session.
+    fn carried_as(&self) -> Option<CarriedScope> {
+        Some(match &self.scope {
+            Scope::Unbound => CarriedScope::Unbound,
+            Scope::Project(p) => CarriedScope::Project(p.clone()),
+            Scope::Session(SessionKey::Token(t)) => CarriedScope::Session(t.secret().to_string()),
+            Scope::Session(SessionKey::Connection(_)) => return None,
+        })
+    }
+
+    /// The instance a carried child belonged to.
+    fn of_carried(scope: &CarriedScope, passed: &BTreeMap<String, String>) -> Option<Instance> {
+        let scope = match scope {
+            CarriedScope::Unbound => Scope::Unbound,
+            CarriedScope::Project(p) => Scope::Project(p.clone()),
+            CarriedScope::Session(t) => {
+                Scope::Session(SessionKey::Token(SessionToken::new(t).ok()?))
+            }
+        };
+        Some(Instance {
+            scope,
+            passed: passed.clone(),
+        })
+    }
+
     fn unbound() -> Instance {
         Instance {
             scope: Scope::Unbound,
@@ -78,7 +136,10 @@ impl Instance {
         let scope = match &self.scope {
             Scope::Unbound => None,
             Scope::Project(p) => Some(p.display().to_string()),
-            Scope::Session(s) => Some(format!("session {s}")),
+            Scope::Session(SessionKey::Connection(s)) => Some(format!("session {s}")),
+            Scope::Session(k @ SessionKey::Token(_)) => {
+                Some(format!("session #{}", &digest(&k.id_text())[..8]))
+            }
         };
         let passed = (!self.passed.is_empty()).then(|| {
             let names: Vec<&str> = self.passed.keys().map(String::as_str).collect();
@@ -135,6 +196,8 @@ pub(crate) struct Asker<'a> {
     pub project: Option<&'a Path>,
     /// Its environment, for the server's `passEnv`.
     pub env: Option<&'a BTreeMap<String, String>>,
+    /// The shim's secret token, for a per-session server (see [`SessionKey`]).
+    pub token: Option<&'a SessionToken>,
 }
 
 struct Slot {
@@ -164,8 +227,15 @@ pub(crate) struct Registry {
 
 impl Registry {
     /// Every shared server's unbound instance is made at once (its child still starts on
-    /// demand), so `status` lists it; other instances are made on first need.
-    pub fn new(config: &Config, runtime: &RuntimePaths, reaper: &Arc<Reaper>) -> Registry {
+    /// demand), so `status` lists it; other instances are made on first need. `adopted`: the
+    /// running children the daemon this one replaced carried over, each taken over by its
+    /// instance (one whose server is gone from the config is stopped).
+    pub fn new(
+        config: &Config,
+        runtime: &RuntimePaths,
+        reaper: &Arc<Reaper>,
+        adopted: Vec<Adopted>,
+    ) -> Registry {
         let r = Registry {
             servers: Mutex::new(config.servers.clone()),
             inner: Mutex::new(Inner::default()),
@@ -175,10 +245,39 @@ impl Registry {
             coogle_tool: config.coogle_tool,
             reaper: reaper.clone(),
         };
+        for a in adopted {
+            r.adopt(a);
+        }
         for (name, server) in &config.servers {
             r.make_unbound(name, server);
         }
         r
+    }
+
+    fn adopt(&self, a: Adopted) {
+        let c = &a.instance;
+        let pid = a.pipes.pid;
+        let base = self.servers().get(&c.server).cloned();
+        let instance = Instance::of_carried(&c.scope, &c.passed_env);
+        let (Some(base), Some(instance)) = (base, instance) else {
+            tracing::warn!(upstream = %c.server, pid, "the config no longer has this server; stopping the child it carried over");
+            super::child::signal_group(pid, libc::SIGKILL);
+            return;
+        };
+        let key = (c.server.clone(), instance);
+        let mut inner = self.inner();
+        if inner.instances.contains_key(&key) {
+            super::child::signal_group(pid, libc::SIGKILL);
+            return;
+        }
+        let handle = self.start(&base, &key.1, Some(a));
+        inner.instances.insert(
+            key,
+            Slot {
+                handle,
+                sessions: 0,
+            },
+        );
     }
 
     fn inner(&self) -> std::sync::MutexGuard<'_, Inner> {
@@ -278,7 +377,10 @@ impl Registry {
                 }
             },
             Sharing::PerSession => match session {
-                Some(s) => Scope::Session(s),
+                Some(s) => Scope::Session(match asker.token {
+                    Some(t) => SessionKey::Token(t.clone()),
+                    None => SessionKey::Connection(s),
+                }),
                 None => {
                     return Err(WireError::new(
                         ErrorCode::InvalidRequest,
@@ -318,7 +420,7 @@ impl Registry {
             if extra {
                 make_room(&mut inner, server, self.max_instances)?;
             }
-            let handle = self.start(&base, &key.1);
+            let handle = self.start(&base, &key.1, None);
             inner.instances.insert(
                 key.clone(),
                 Slot {
@@ -339,7 +441,12 @@ impl Registry {
         Ok(handle)
     }
 
-    fn start(&self, base: &ServerConfig, instance: &Instance) -> UpstreamHandle {
+    fn start(
+        &self,
+        base: &ServerConfig,
+        instance: &Instance,
+        adopted: Option<Adopted>,
+    ) -> UpstreamHandle {
         let mut config = base.clone();
         if let Scope::Project(dir) = &instance.scope {
             config.cwd = Some(dir.clone());
@@ -347,12 +454,14 @@ impl Registry {
         let record = if *instance == Instance::unbound() {
             self.runtime.child_record(&base.name)
         } else {
-            let id = format!("{:?}{}", instance.scope, instance.values_text());
+            let id = format!("{}{}", instance.scope.id_text(), instance.values_text());
             self.runtime
                 .child_record(&format!("{}@{}", base.name, &digest(&id)[..8]))
         };
         upstream::start(upstream::Start {
             cache_key: instance.cache_key(base),
+            carried_as: instance.carried_as(),
+            adopted,
             passed_env: instance.passed.clone(),
             config,
             instance: instance.label(),
@@ -370,10 +479,13 @@ impl Registry {
         let Some(key) = inner.session_of.remove(&session) else {
             return Vec::new();
         };
-        if let Some(slot) = inner.instances.get_mut(&key) {
-            slot.sessions = slot.sessions.saturating_sub(1);
-        }
-        if key.1.scope == Scope::Session(session) {
+        let Some(slot) = inner.instances.get_mut(&key) else {
+            return Vec::new();
+        };
+        slot.sessions = slot.sessions.saturating_sub(1);
+        // A session's own instance goes once no connection of that session is left (a shim
+        // that reconnected may briefly have two).
+        if matches!(key.1.scope, Scope::Session(_)) && slot.sessions == 0 {
             return inner
                 .instances
                 .shift_remove(&key)

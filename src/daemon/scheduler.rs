@@ -145,6 +145,14 @@ impl<T> FairQueue<T> {
         self.len
     }
 
+    /// Whether any queued item matches (a scan: for rare uses).
+    pub fn any(&self, pred: impl Fn(&T) -> bool) -> bool {
+        self.queues
+            .values()
+            .flat_map(|q| q.values())
+            .any(|e| pred(&e.item))
+    }
+
     pub fn len_of(&self, key: QueueKey) -> usize {
         self.queues.get(&key).map_or(0, BTreeMap::len)
     }

@@ -255,3 +255,49 @@ impl ExitSource {
         unix::try_collect(pid)
     }
 }
+
+#[cfg(test)]
+#[allow(
+    clippy::zombie_processes,
+    reason = "the test collects its child through the kqueue's `collect`"
+)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    /// The kqueue path itself (not the polling fallback): a child's exit is told once by its
+    /// kqueue, after which its status is there to collect; a running process is not said to
+    /// have exited; a pid that is gone is refused with ESRCH.
+    #[tokio::test]
+    async fn a_kqueue_tells_a_childs_exit_once() {
+        let mut child = std::process::Command::new("/bin/sh")
+            .args(["-c", "read _; exit 7"])
+            .stdin(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let pid = child.id() as libc::pid_t;
+        let mut source = ExitSource::open(pid).unwrap().expect("a kqueue");
+        assert!(
+            tokio::time::timeout(Duration::from_millis(300), source.exited())
+                .await
+                .is_err(),
+            "said to exit while it runs"
+        );
+        drop(child.stdin.take());
+        tokio::time::timeout(Duration::from_secs(20), source.exited())
+            .await
+            .expect("the kqueue tells the exit")
+            .unwrap();
+        let mut info = None;
+        for _ in 0..1000 {
+            info = source.collect(pid);
+            if info.is_some() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        assert_eq!(info, Some(ExitInfo::Code(7)));
+        let gone = ExitSource::open(pid).err().and_then(|e| e.raw_os_error());
+        assert_eq!(gone, Some(libc::ESRCH));
+    }
+}

@@ -28,10 +28,6 @@ pub use unix::{
     restore_terminal_on_interrupt, set_cloexec, start_new_session, try_lock, uid,
 };
 pub use watch::ExitInfo;
-#[allow(
-    unused_imports,
-    reason = "issue 23 has the daemon watch the children it adopts; until then only the tests do"
-)]
 pub use watch::ProcessWatch;
 
 /// One row of the process table.

@@ -1,9 +1,8 @@
-//! After a swap, a daemon that was running is restarted so the new version serves: through the
-//! service manager when a service runs it, else stopped (in-flight calls finish within its
-//! grace period) and the new binary started detached. Nothing here fails the update: the
-//! binary is already replaced, so problems are warnings.
-//!
-//! The reads of `info` here are by key, as they were; they become typed with `wire::Info`.
+//! After a swap, a daemon that was running is upgraded so the new version serves: in place
+//! first (`restart --daemon`: it becomes the new binary in its own process, every child and
+//! session kept), else through the service manager when a service runs it, else stopped
+//! (in-flight calls finish within its grace period) and the new binary started detached.
+//! Nothing here fails the update: the binary is already replaced, so problems are warnings.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -11,6 +10,10 @@ use std::time::{Duration, Instant};
 use crate::config::GlobalPaths;
 use crate::output;
 use crate::{client, paths};
+
+/// How long an update waits for the daemon to become the new binary in place (it does once no
+/// call is in flight).
+const IN_PLACE_WAIT: Duration = Duration::from_secs(60);
 
 /// Restart a running daemon so the new version serves: through the service manager when a
 /// service is installed, else stop it (in-flight calls finish within the grace period) and
@@ -29,6 +32,38 @@ pub(super) fn restart_daemon(global: &GlobalPaths, exe: &Path) {
         return;
     };
     let old_pid = info.pid;
+    // In place only when the daemon runs the file just replaced (not another install of
+    // coogle, which would only restart as it is).
+    let same_file = |a: &Path, b: &Path| matches!((a.canonicalize(), b.canonicalize()), (Ok(x), Ok(y)) if x == y);
+    let runs_exe = info.exe.as_deref().is_some_and(|d| same_file(d, exe));
+    let in_place = if runs_exe {
+        rt.block_on(client::restart_daemon_in_place(
+            &socket,
+            IN_PLACE_WAIT,
+            |_| {},
+        ))
+    } else {
+        Err(client::ClientError::HandOverFailed(format!(
+            "it runs {}, not the file updated",
+            info.exe
+                .as_deref()
+                .map_or_else(|| "another binary".into(), |p| p.display().to_string())
+        )))
+    };
+    match in_place {
+        Ok(Some(done)) => {
+            output::out(&done.summary());
+            return;
+        }
+        Ok(None) => {
+            output::out("no daemon was running; the next `coogle mcp` starts the new version");
+            return;
+        }
+        Err(e) => output::warn(&format!(
+            "the daemon could not take the new version in place ({}); restarting it, its servers with it",
+            crate::causes::one_line(&e)
+        )),
+    }
     if let Some(how) = crate::service_manager::Manager::current().restart_installed() {
         match how {
             Ok(what) => {

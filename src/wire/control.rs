@@ -30,10 +30,11 @@ pub enum ControlMethod {
     RestartChild,
     Reload,
     Shutdown,
+    RestartDaemon,
 }
 
 impl ControlMethod {
-    pub const ALL: [ControlMethod; 9] = [
+    pub const ALL: [ControlMethod; 10] = [
         ControlMethod::Ping,
         ControlMethod::Info,
         ControlMethod::Status,
@@ -43,6 +44,7 @@ impl ControlMethod {
         ControlMethod::RestartChild,
         ControlMethod::Reload,
         ControlMethod::Shutdown,
+        ControlMethod::RestartDaemon,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -56,6 +58,7 @@ impl ControlMethod {
             ControlMethod::RestartChild => "restart_child",
             ControlMethod::Reload => "reload",
             ControlMethod::Shutdown => "shutdown",
+            ControlMethod::RestartDaemon => "restart_daemon",
         }
     }
 
@@ -82,6 +85,9 @@ pub enum Request {
     /// Read the config file again and serve the servers new in it.
     Reload,
     Shutdown,
+    /// Become the binary on disk (this version or a newer one), keeping every child running:
+    /// answered once it proved it can serve; the exec follows once no call is in flight.
+    RestartDaemon,
 }
 
 impl Request {
@@ -96,6 +102,7 @@ impl Request {
             Request::RestartChild(_) => ControlMethod::RestartChild,
             Request::Reload => ControlMethod::Reload,
             Request::Shutdown => ControlMethod::Shutdown,
+            Request::RestartDaemon => ControlMethod::RestartDaemon,
         }
     }
 
@@ -116,6 +123,7 @@ impl Request {
             ControlMethod::Status => Request::Status,
             ControlMethod::Reload => Request::Reload,
             ControlMethod::Shutdown => Request::Shutdown,
+            ControlMethod::RestartDaemon => Request::RestartDaemon,
             ControlMethod::ListTools => Request::ListTools(Target::from_params(m, params)?),
             ControlMethod::StartChild => Request::StartChild(Target::from_params(m, params)?),
             ControlMethod::RestartChild => Request::RestartChild(Target::from_params(m, params)?),
@@ -301,6 +309,18 @@ pub struct Stopping {
     pub pid: u32,
 }
 
+/// `restart_daemon`'s answer: the binary that proved it can serve, which the daemon becomes
+/// (in its own process) once no call is in flight.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct HandingOver {
+    pub handing_over: bool,
+    pub version: String,
+    pub exe: PathBuf,
+    /// It takes the running children over (a binary that cannot has them stopped first).
+    pub carries: bool,
+}
+
 /// A daemon's answer, one variant per method, written as the bare result (the client knows
 /// which method it asked, so the result needs no tag of its own).
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -315,6 +335,7 @@ pub enum Response {
     Child(ChildReady),
     Reloaded(Reloaded),
     Stopping(Stopping),
+    HandingOver(HandingOver),
 }
 
 macro_rules! into_response {
@@ -334,6 +355,7 @@ into_response!(
     ChildReady => Response::Child,
     Reloaded => Response::Reloaded,
     Stopping => Response::Stopping,
+    HandingOver => Response::HandingOver,
 );
 
 impl From<Status> for Response {

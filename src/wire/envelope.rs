@@ -361,6 +361,11 @@ pub fn tool_error_result(text: &str) -> serde_json::Value {
 /// the shim reads it (and does not pass it on) to tell the agent what really happened.
 pub const DISCONNECTED_NOTICE: &str = "notifications/coogle/disconnected";
 
+/// The daemon's last line to a session before an upgrade in place closes its connection: no
+/// request of the session's that is unanswered was started, so the shim sends them all again
+/// to the new daemon, and the agent notices nothing. Never forwarded to the client.
+pub const HANDOVER_NOTICE: &str = "notifications/coogle/handover";
+
 /// Canonical text of a JSON-RPC id, so the same id written differently (`1`, `1.0` aside:
 /// whitespace, escapes) still matches.
 pub fn id_key(id: &RawValue) -> String {

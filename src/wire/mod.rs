@@ -158,6 +158,11 @@ impl SessionToken {
         }
     }
 
+    /// The token itself, for keys and digests only: never to be shown.
+    pub fn secret(&self) -> &str {
+        &self.0
+    }
+
     /// This process's token, made once (122 random bits from the OS) and the same for every
     /// hello it says.
     pub fn of_this_process() -> &'static SessionToken {
@@ -246,6 +251,9 @@ pub enum ErrorCode {
     ShuttingDown,
     /// The daemon's config file did not load (`reload`); nothing was changed.
     InvalidConfig,
+    /// `restart_daemon`: the binary on disk cannot take over (older, not coogle, or it did
+    /// not prove it can serve); the daemon serves on as it was.
+    HandOverRefused,
     /// A bug in coogle.
     Internal,
 }
@@ -261,6 +269,7 @@ impl ErrorCode {
             ErrorCode::Cancelled => "cancelled",
             ErrorCode::ShuttingDown => "shutting_down",
             ErrorCode::InvalidConfig => "invalid_config",
+            ErrorCode::HandOverRefused => "hand_over_refused",
             ErrorCode::Internal => "internal",
         }
     }

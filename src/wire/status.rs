@@ -15,6 +15,13 @@ pub struct Info {
     pub pid: u32,
     pub version: String,
     pub uptime_ms: u64,
+    /// When this daemon's binary started serving (ms since the epoch): an upgrade in place
+    /// keeps the pid and starts this again.
+    pub started_at_ms: u64,
+    /// The last upgrade in place that did not happen, and why (the daemon serves on as it was).
+    pub hand_over_failed: Option<String>,
+    /// The binary the daemon runs, as it is named on disk now.
+    pub exe: Option<PathBuf>,
     pub socket: PathBuf,
     pub config_file: Option<PathBuf>,
     pub log_file: Option<PathBuf>,
@@ -105,6 +112,8 @@ pub struct UpstreamStatus {
     pub command: String,
     pub pid: Option<u32>,
     pub uptime_ms: Option<u64>,
+    /// When the running child started (ms since the epoch): kept across an upgrade in place.
+    pub started_at_ms: Option<u64>,
     /// Since when (ms since the epoch) the child has been parked: stopped for idling, to start
     /// again at the next request that needs it.
     pub parked_since_ms: Option<u64>,

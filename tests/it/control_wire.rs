@@ -14,9 +14,10 @@ use support::snapshot::Screen;
 use support::*;
 
 /// Keys whose values change from run to run: process ids, clocks, latencies.
-const VOLATILE: [&str; 7] = [
+const VOLATILE: [&str; 8] = [
     "pid",
     "uptimeMs",
+    "startedAtMs",
     "connectedAtMs",
     "sinceMs",
     "p50Ms",
@@ -31,6 +32,9 @@ fn steady(value: &mut Value) {
             for (k, v) in map.iter_mut() {
                 if VOLATILE.contains(&k.as_str()) && v.is_number() {
                     *v = json!("[N]");
+                } else if k == "exe" && v.is_string() {
+                    // The binary the daemon runs: where this build happens to be.
+                    *v = json!("[EXE]");
                 } else if k == "version" && v == env!("CARGO_PKG_VERSION") {
                     *v = json!("[VERSION]");
                 } else {

@@ -9,6 +9,7 @@
 use crate::support;
 
 use std::fs;
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -778,4 +779,70 @@ fn completions_for_every_shell_and_the_man_page() {
     assert!(man.contains("self\\-update"), "{man}");
     let (code, _, err) = run(Command::new(support::COOGLE).args(["completions", "tcsh"]));
     assert_eq!(code, 2, "{err}");
+}
+
+/// The pkg's postinstall (run here with stand-ins for macOS's `stat`, `id`, `launchctl` and
+/// `sudo`): the console user's daemon is upgraded in place, as that user; only when that fails
+/// is the LaunchAgent restarted.
+#[test]
+fn the_postinstall_upgrades_the_users_daemon_in_place_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let bin = dir.path().join("bin");
+    fs::create_dir_all(&bin).unwrap();
+    let calls = dir.path().join("calls.log");
+    let stub = |name: &str, body: &str| {
+        let p = bin.join(name);
+        fs::write(
+            &p,
+            format!(
+                "#!/bin/sh\necho \"{name} $*\" >> '{}'\n{body}\n",
+                calls.display()
+            ),
+        )
+        .unwrap();
+        fs::set_permissions(&p, fs::Permissions::from_mode(0o755)).unwrap();
+    };
+    stub("stat", "echo alice");
+    stub("id", "echo 501");
+    stub(
+        "launchctl",
+        "case \"$1\" in asuser) shift 2; exec \"$@\" ;; print) exit 0 ;; esac; exit 0",
+    );
+    stub("sudo", "shift 3; exec \"$@\"");
+    for (coogle_exit, kickstarted) in [(0, false), (1, true)] {
+        let _ = fs::remove_file(&calls);
+        stub("coogle", &format!("exit {coogle_exit}"));
+        let out = Command::new("sh")
+            .arg(root().join("packaging/macos/scripts/postinstall"))
+            .env("PATH", format!("{}:/usr/bin:/bin", bin.display()))
+            .env("COOGLE_PKG_BIN", bin.join("coogle"))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        let log = fs::read_to_string(&calls).unwrap();
+        assert!(
+            log.contains("sudo -u alice -H") && log.contains("coogle restart --daemon"),
+            "{log}"
+        );
+        assert_eq!(
+            log.contains("launchctl kickstart -k gui/501/dev.coogle.daemon"),
+            kickstarted,
+            "coogle exited {coogle_exit}:\n{log}"
+        );
+    }
+}
+
+/// `brew upgrade` upgrades the running daemon in place (`post_install`), never fatally.
+#[test]
+fn the_formula_upgrades_the_daemon_in_place_after_install() {
+    let formula = fs::read_to_string(root().join("homebrew/coogle.rb")).unwrap();
+    let post = formula
+        .split("def post_install")
+        .nth(1)
+        .and_then(|rest| rest.split("\n  end").next())
+        .expect("the formula has a post_install");
+    assert!(
+        post.contains(r#"quiet_system opt_bin/"coogle", "restart", "--daemon""#),
+        "{post}"
+    );
 }

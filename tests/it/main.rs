@@ -75,6 +75,7 @@ mod third_party;
 mod timeout;
 mod tls;
 mod uninstall;
+mod upgrade;
 mod version_handshake;
 mod waiting_room;
 mod wire_properties;

@@ -350,3 +350,43 @@ fn without_yes_and_without_a_terminal_it_asks_for_yes() {
     assert!(out.stderr.contains("--yes"), "{out}");
     assert_eq!(fs::read(&w.exe).unwrap(), w.original);
 }
+
+/// The daemon runs the very file updated: it becomes the new version in place (same pid), and
+/// the server child a session had is the one that answers it after.
+#[test]
+fn a_daemon_running_the_updated_file_upgrades_in_place_keeping_its_children() {
+    let w = world();
+    let dir = w.env.path("releases");
+    fs::create_dir_all(&dir).unwrap();
+    let new = patched_version();
+    let github = FakeGithub::start(vec![release_of(&dir, &new, &patched_coogle(&dir), false)]);
+    let mut daemon = cmd_at(&w.env, &w.exe)
+        .args(["serve"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    w.env.wait_ready();
+    let mut s = w.env.shim();
+    s.initialize();
+    let child = support::text(&s.call("pid", serde_json::json!({})));
+
+    let out = self_update(&w, &github, &["--yes"]);
+    assert_eq!(out.status, Some(0), "{out}");
+    assert!(
+        out.stdout.contains(&format!(
+            "restarted the coogle daemon in place: coogle 0.1.0 → {new}, pid {} kept, 1 running server kept",
+            daemon.id()
+        )),
+        "{out}"
+    );
+    assert!(!out.stderr.contains("warning"), "{out}");
+    assert_eq!(support::text(&s.call("pid", serde_json::json!({}))), child);
+    let info = support::control(&w.env.socket, "info", serde_json::Value::Null).unwrap();
+    assert_eq!(info["version"], new.as_str(), "{info}");
+    drop(s);
+    let _ = w.env.run(&["stop"]);
+    support::wait_for("the daemon to exit", Duration::from_secs(30), || {
+        daemon.try_wait().unwrap().is_some()
+    });
+}

@@ -11,16 +11,17 @@
 use crate::support;
 
 use std::io::{BufRead, BufReader, Write};
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::unix::fs::MetadataExt;
 use std::os::unix::net::UnixStream;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Child;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use support::fake_github::{patched_coogle, patched_version};
+use support::fake_github::patched_version;
+use support::installed::{install, installed_daemon, newer_coogle};
 use support::*;
 
 /// A connection that said hello as a client of `version`.
@@ -36,39 +37,6 @@ fn hello_of(env: &Env, version: &str) -> UnixStream {
         .unwrap();
     assert!(line.contains("\"ok\":true"), "{line}");
     c
-}
-
-/// A daemon running from a copy of this build, which the test can replace on disk as an
-/// upgrade would.
-fn installed_daemon(env: &Env) -> (Child, PathBuf) {
-    let bin = env.path("bin");
-    std::fs::create_dir_all(&bin).unwrap();
-    let installed = bin.join("coogle");
-    std::fs::copy(COOGLE, &installed).unwrap();
-    let child = env
-        .sealed(&installed)
-        .args(["serve", "--log-stderr"])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    env.wait_ready();
-    (child, installed)
-}
-
-/// Put `bytes` in place of `installed`, atomically, as an upgrade does.
-fn install(installed: &Path, bytes: &[u8]) {
-    let tmp = installed.with_extension("new");
-    std::fs::write(&tmp, bytes).unwrap();
-    std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o755)).unwrap();
-    std::fs::rename(&tmp, installed).unwrap();
-}
-
-/// The next release: this build, reporting [`patched_version`].
-fn newer_coogle(env: &Env) -> Vec<u8> {
-    let dir = env.path("patch");
-    std::fs::create_dir_all(&dir).unwrap();
-    patched_coogle(&dir)
 }
 
 fn info(env: &Env) -> Value {
@@ -146,6 +114,7 @@ fn a_newer_coogle_proves_itself_then_takes_over_in_place() {
     let socket_inode = std::fs::metadata(&env.socket).unwrap().ino();
     let mut s = env.shim();
     s.initialize();
+    let child_pid = text(&s.call("pid", json!({})));
     // A call in flight keeps the old daemon serving ...
     s.send(&json!({"jsonrpc":"2.0","id":"busy","method":"tools/call","params":{"name":"sleep","arguments":{"ms":10000}}}));
     std::thread::sleep(Duration::from_millis(100));
@@ -195,12 +164,14 @@ fn a_newer_coogle_proves_itself_then_takes_over_in_place() {
         said.contains(&format!("coogle {new} proved it can serve")),
         "{said}"
     );
-    assert!(said.contains("took over the socket and the lock"), "{said}");
-    // The session goes on (its shim reconnected to the same socket).
+    assert!(said.contains("took over the socket, the lock"), "{said}");
+    // The session goes on (its shim reconnected to the same socket), and so does its child:
+    // an upgrade in place restarts nothing.
     assert_eq!(
         text(&s.call("echo", json!({"text": "new daemon"}))),
         "new daemon"
     );
+    assert_eq!(text(&s.call("pid", json!({}))), child_pid, "{}", log(&env));
     // Closed first: a shim still connected would start a new daemon once this one is gone.
     drop(s);
     let out = env.run(&["stop"]);

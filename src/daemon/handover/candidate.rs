@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use super::{FileId, StandbyHello, StandbyReply, TAKEOVER, own_args};
+use super::{CARRY, FileId, StandbyHello, StandbyReply, TAKEOVER, own_args};
 use crate::paths::{MAX_SOCKET_PATH, RuntimePaths};
 use crate::wire;
 
@@ -24,14 +24,15 @@ const ANSWER_CAP: u64 = 64 * 1024;
 const STDERR_CAP: usize = 16 * 1024;
 
 /// Start `exe` (file `id`, which reported `version`) as a standby candidate for the daemon on
-/// `socket`, and check it. `Err` says why it cannot be handed over to.
+/// `socket`, and check it: whether it takes the running children over too, or `Err` saying
+/// why it cannot be handed over to.
 pub(super) fn prove(
     socket: &Path,
     reaper: &crate::daemon::reaper::Reaper,
     exe: &Path,
     id: FileId,
     version: &str,
-) -> Result<(), String> {
+) -> Result<bool, String> {
     let rt = RuntimePaths::for_socket(socket);
     let path = standby_path(&rt)?;
     let _ = std::fs::remove_file(&path);
@@ -64,12 +65,12 @@ pub(super) fn prove(
     let said = stderr
         .recv_timeout(Duration::from_secs(2))
         .unwrap_or_default();
-    result.map_err(|why| match last_words(&said) {
+    let carries = result.map_err(|why| match last_words(&said) {
         Some(words) if status.is_some_and(|s| !s.success()) => format!("{why}; it said: {words}"),
         _ => why,
     })?;
     match FileId::of(exe) {
-        Ok(now) if now == id => Ok(()),
+        Ok(now) if now == id => Ok(carries),
         _ => Err("it changed on disk while it was checked".into()),
     }
 }
@@ -93,7 +94,7 @@ fn standby_path(rt: &RuntimePaths) -> Result<PathBuf, String> {
         })
 }
 
-fn check(child: &mut Child, path: &Path, id: FileId, version: &str) -> Result<(), String> {
+fn check(child: &mut Child, path: &Path, id: FileId, version: &str) -> Result<bool, String> {
     let stream = connect(child, path)?;
     let me = crate::os::uid();
     match crate::os::peer_uid(&stream) {
@@ -133,7 +134,7 @@ fn check(child: &mut Child, path: &Path, id: FileId, version: &str) -> Result<()
     if !reply.takeover.iter().any(|t| t == TAKEOVER) {
         return Err("it cannot take the socket over from this version".into());
     }
-    Ok(())
+    Ok(reply.takeover.iter().any(|t| t == CARRY))
 }
 
 /// Connect to the candidate's socket as soon as it listens; an error when it exits first or

@@ -23,6 +23,7 @@
 //! can be inherited like the listener, and they stay children of the same pid.
 
 mod candidate;
+pub(crate) mod carried;
 mod standby;
 mod takeover;
 
@@ -32,7 +33,30 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 pub(crate) use standby::standby;
-pub(crate) use takeover::{InheritError, Inherited, Replacement};
+pub(crate) use takeover::{Carry, InheritError, Inherited, Replacement};
+
+/// Write down the children to carry over (`detached`), for `--carry`: the state file, and the
+/// descriptors it names, which stay open across the exec.
+pub(crate) fn carry(
+    dir: &Path,
+    detached: Vec<crate::daemon::upstream::Detached>,
+) -> std::io::Result<Carry> {
+    let mut fds = Vec::new();
+    let mut instances = Vec::new();
+    for d in detached {
+        let mut instance = d.instance;
+        let pipes = d.pipes;
+        instance.child.stdin = carried::raw(&pipes.stdin);
+        instance.child.stdout = carried::raw(&pipes.stdout);
+        instance.child.stderr = carried::raw(&pipes.stderr);
+        instance.child.stdout_pending = pipes.stdout_pending;
+        instance.child.stderr_pending = pipes.stderr_pending;
+        fds.extend([pipes.stdin, pipes.stdout, pipes.stderr]);
+        instances.push(instance);
+    }
+    let file = carried::write(dir, instances)?;
+    Ok(Carry { file, fds })
+}
 
 use crate::wire;
 
@@ -63,6 +87,10 @@ struct StandbyReply {
 /// Taking over by exec with `serve --inherit <listener>,<lock>`: a contract between versions,
 /// so a later coogle that changes it names the new way differently.
 const TAKEOVER: &str = "inherit-1";
+
+/// Taking the running children over too, with `--carry <fd>` (see [`carried`]): an upgrade in
+/// place that restarts no child.
+const CARRY: &str = "carry-1";
 
 /// A file on disk as it is now: a changed binary is a new candidate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -95,6 +123,8 @@ pub(crate) struct Verified {
     pub exe: PathBuf,
     pub id: FileId,
     pub version: String,
+    /// It takes the running children over (else they are stopped first).
+    pub carries: bool,
 }
 
 #[derive(Default)]
@@ -103,6 +133,10 @@ struct State {
     refused: Vec<FileId>,
     /// The binary last found not newer than this daemon.
     not_newer: Option<FileId>,
+    /// The last hand-over that did not happen, and why (for `status`).
+    last_failure: Option<String>,
+    /// The hand-over under way now (taken from `verified`, being carried out).
+    under_way: Option<wire::HandingOver>,
 }
 
 pub(crate) struct Handover {
@@ -115,13 +149,17 @@ pub(crate) struct Handover {
     /// A verified newer binary waits for the daemon to be idle.
     ready: AtomicBool,
     state: Mutex<State>,
+    /// `restart --daemon` requests, one at a time: a second one made meanwhile gets the
+    /// answer the first one got.
+    restarting: tokio::sync::Mutex<()>,
 }
 
 impl Handover {
-    /// `refused`: a binary this process already failed to become (its exec failed).
+    /// `refused`: a binary this process already failed to become (its exec failed), and why.
     pub fn new(
         socket: &Path,
         refused: Option<FileId>,
+        failure: Option<String>,
         reaper: Arc<super::reaper::Reaper>,
     ) -> Handover {
         Handover {
@@ -131,9 +169,117 @@ impl Handover {
             ready: AtomicBool::new(false),
             state: Mutex::new(State {
                 refused: refused.into_iter().collect(),
+                last_failure: failure,
                 ..State::default()
             }),
+            restarting: tokio::sync::Mutex::new(()),
         }
+    }
+
+    /// The last hand-over that did not happen, and why.
+    pub fn last_failure(&self) -> Option<String> {
+        self.state().last_failure.clone()
+    }
+
+    /// `coogle restart --daemon`: make the binary on disk (this version or a newer one; never
+    /// an older one) prove it can serve, as a newer client's claim would, and hand over to it
+    /// at the next quiet moment, keeping every child. What it becomes, or why not. A binary
+    /// refused before is tried again: the user asked.
+    pub async fn restart(self: &Arc<Self>) -> Result<wire::HandingOver, String> {
+        let _one_at_a_time = self.restarting.lock().await;
+        if let Some(v) = self.pending_verified() {
+            return Ok(v);
+        }
+        let this = self.clone();
+        tokio::task::spawn_blocking(move || this.prove_installed())
+            .await
+            .map_err(|e| format!("the check of the binary on disk failed: {e}"))?
+    }
+
+    /// What a verified binary waiting for a quiet moment is, as `restart_daemon` says it.
+    fn pending_verified(&self) -> Option<wire::HandingOver> {
+        let st = self.state();
+        st.verified
+            .as_ref()
+            .map(answer)
+            .or_else(|| st.under_way.clone())
+    }
+
+    fn prove_installed(&self) -> Result<wire::HandingOver, String> {
+        let fail = |why: String| {
+            tracing::warn!("restart --daemon: {why}");
+            self.state().last_failure = Some(why.clone());
+            Err(why)
+        };
+        let Some(exe) = installed_exe() else {
+            return fail("this daemon cannot tell which file it was started from".into());
+        };
+        let id = match FileId::of(&exe) {
+            Ok(id) => id,
+            Err(e) => return fail(format!("{} cannot be read: {e}", exe.display())),
+        };
+        let version = match version_of(&exe) {
+            Ok(v) => v,
+            Err(why) => {
+                return fail(format!(
+                    "{} is not a coogle this daemon can become: {why}; this daemon ({}) serves on",
+                    exe.display(),
+                    wire::VERSION
+                ));
+            }
+        };
+        if wire::version_newer(wire::VERSION, &version) {
+            return fail(format!(
+                "{} is coogle {version}, older than this daemon ({}); an upgrade in place never goes back (`coogle stop` starts the one on disk at the next session, restarting every server)",
+                exe.display(),
+                wire::VERSION
+            ));
+        }
+        tracing::info!(exe = %exe.display(), "restart --daemon: starting coogle {version} on the side to check that it can serve before handing over");
+        if let Err(why) = self.busy_wait() {
+            return fail(why);
+        }
+        let proved = candidate::prove(&self.socket, &self.reaper, &exe, id, &version);
+        self.busy.store(false, Ordering::Release);
+        match proved {
+            Ok(carries) => {
+                tracing::info!(exe = %exe.display(), carries, "coogle {version} proved it can serve; this daemon hands over to it once no call is in flight");
+                let mut st = self.state();
+                st.refused.retain(|r| *r != id);
+                st.verified = Some(Verified {
+                    exe: exe.clone(),
+                    id,
+                    version: version.clone(),
+                    carries,
+                });
+                drop(st);
+                self.ready.store(true, Ordering::Release);
+                Ok(wire::HandingOver {
+                    handing_over: true,
+                    version,
+                    exe,
+                    carries,
+                })
+            }
+            Err(why) => fail(format!(
+                "{} (coogle {version}) did not prove it can serve: {why}; this daemon ({}) serves on",
+                exe.display(),
+                wire::VERSION
+            )),
+        }
+    }
+
+    /// Take the one check slot (a newer client's claim may be checking the same binary right
+    /// now): wait for it, bounded.
+    fn busy_wait(&self) -> Result<(), String> {
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        while self.busy.swap(true, Ordering::AcqRel) {
+            if std::time::Instant::now() >= deadline {
+                return Err("another check of a new binary did not end within 60 s".into());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Ok(())
     }
 
     /// A newer binary proved it can serve and waits for the daemon to be idle (`info`'s
@@ -198,9 +344,14 @@ impl Handover {
         }
         tracing::info!(exe = %exe.display(), "coogle {version} is installed; starting it on the side to check that it can serve before handing over");
         match candidate::prove(&self.socket, &self.reaper, &exe, id, &version) {
-            Ok(()) => {
-                tracing::info!(exe = %exe.display(), "coogle {version} proved it can serve; this daemon ({}) hands over to it once no call is queued or in flight", wire::VERSION);
-                self.state().verified = Some(Verified { exe, id, version });
+            Ok(carries) => {
+                tracing::info!(exe = %exe.display(), carries, "coogle {version} proved it can serve; this daemon ({}) hands over to it once no call is queued or in flight", wire::VERSION);
+                self.state().verified = Some(Verified {
+                    exe,
+                    id,
+                    version,
+                    carries,
+                });
                 self.ready.store(true, Ordering::Release);
             }
             Err(why) => self.refuse(id, &exe, Some(&version), &why),
@@ -215,10 +366,23 @@ impl Handover {
             wire::VERSION
         );
         let mut st = self.state();
+        st.last_failure = Some(format!(
+            "not handing over to {}{what}: {why}",
+            exe.display()
+        ));
         if st.refused.len() >= MAX_REFUSED {
             st.refused.remove(0);
         }
         st.refused.push(id);
+    }
+
+    /// The hand-over did not happen now (something was busy): keep it for the next quiet
+    /// moment.
+    pub fn put_back(&self, v: Verified) {
+        let mut st = self.state();
+        st.under_way = None;
+        st.verified = Some(v);
+        self.ready.store(true, Ordering::Release);
     }
 
     /// At the moment of handing over: the verified binary, if the file is still the one that
@@ -228,7 +392,10 @@ impl Handover {
         let v = st.verified.take()?;
         self.ready.store(false, Ordering::Release);
         match FileId::of(&v.exe) {
-            Ok(now) if now == v.id => Some(v),
+            Ok(now) if now == v.id => {
+                st.under_way = Some(answer(&v));
+                Some(v)
+            }
             _ => {
                 tracing::info!(exe = %v.exe.display(), "the newer coogle changed on disk after it was checked; staying until the next newer client says hello");
                 None
@@ -237,8 +404,26 @@ impl Handover {
     }
 }
 
+/// What `restart_daemon` answers about a verified binary.
+fn answer(v: &Verified) -> wire::HandingOver {
+    wire::HandingOver {
+        handing_over: true,
+        version: v.version.clone(),
+        exe: v.exe.clone(),
+        carries: v.carries,
+    }
+}
+
 /// The file this daemon was started from, as it is on disk now (a replaced one included).
-fn installed_exe() -> Option<PathBuf> {
+///
+/// The path it was started by comes first when it is absolute: a service runs Homebrew's
+/// `opt/coogle/bin/coogle`, a link that an upgrade points at the new version, where the
+/// executable itself (`current_exe`, links resolved on Linux) is the old version's file.
+pub(crate) fn installed_exe() -> Option<PathBuf> {
+    let invoked = std::env::args_os().next().map(PathBuf::from);
+    if let Some(p) = invoked.filter(|p| p.is_absolute() && p.is_file()) {
+        return Some(p);
+    }
     Some(crate::process::live_exe(&std::env::current_exe().ok()?))
 }
 
@@ -280,7 +465,7 @@ fn own_args(socket: &Path, extra: &[std::ffi::OsString]) -> Vec<std::ffi::OsStri
 
 /// `args` without `--standby`, `--inherit` and `--socket` (in either form, with their values).
 fn without_ours(args: impl Iterator<Item = std::ffi::OsString>) -> Vec<std::ffi::OsString> {
-    const OURS: [&str; 3] = ["--standby", "--inherit", "--socket"];
+    const OURS: [&str; 4] = ["--standby", "--inherit", "--carry", "--socket"];
     let mut out = Vec::new();
     let mut args = args.peekable();
     while let Some(a) = args.next() {

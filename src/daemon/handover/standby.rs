@@ -13,7 +13,7 @@ use std::os::unix::net::UnixListener;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use super::{StandbyHello, StandbyReply, TAKEOVER};
+use super::{CARRY, StandbyHello, StandbyReply, TAKEOVER};
 use crate::paths::{self, RuntimePaths};
 use crate::wire;
 
@@ -107,7 +107,7 @@ fn answer(conn: &std::os::unix::net::UnixStream) -> bool {
         coogle: 1,
         ok: true,
         version: wire::VERSION.to_string(),
-        takeover: vec![TAKEOVER.to_string()],
+        takeover: vec![TAKEOVER.to_string(), CARRY.to_string()],
     };
     let mut w = conn;
     w.write_all(&wire::to_line(&reply)).is_ok()

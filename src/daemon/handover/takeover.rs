@@ -8,7 +8,7 @@
 //! again as soon as the new daemon has them: no child ever inherits them.
 
 use std::fs::File;
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::path::PathBuf;
 
 use super::{FileId, own_args};
@@ -24,6 +24,14 @@ pub(crate) struct Replacement {
     pub id: FileId,
     pub listener: OwnedFd,
     pub lock: File,
+    /// The running children, carried over (see `carried`).
+    pub carry: Option<Carry>,
+}
+
+/// What an upgrade in place carries: the state file, and every descriptor it names.
+pub(crate) struct Carry {
+    pub file: File,
+    pub fds: Vec<OwnedFd>,
 }
 
 impl std::fmt::Debug for Replacement {
@@ -42,23 +50,42 @@ impl Replacement {
         use std::os::unix::process::CommandExt;
         let (listener, lock) = (self.listener.as_raw_fd(), self.lock.as_raw_fd());
         let inherit = format!("{listener},{lock}");
-        let flags = os::set_cloexec(&self.listener, false)
-            .and_then(|()| os::set_cloexec(&self.lock, false));
-        let err = match flags {
-            Ok(()) => std::process::Command::new(&self.exe)
-                .args(own_args(
-                    &self.socket,
-                    &["--inherit".into(), inherit.into()],
-                ))
-                .exec(),
-            Err(e) => e,
+        let mut args: Vec<std::ffi::OsString> = vec!["--inherit".into(), inherit.into()];
+        if let Some(carry) = &self.carry {
+            args.push("--carry".into());
+            args.push(carry.file.as_raw_fd().to_string().into());
+        }
+        let err = {
+            let mut kept: Vec<BorrowedFd> = vec![self.listener.as_fd(), self.lock.as_fd()];
+            if let Some(carry) = &self.carry {
+                kept.push(carry.file.as_fd());
+                kept.extend(carry.fds.iter().map(AsFd::as_fd));
+            }
+            let flags = kept.iter().try_for_each(|fd| os::set_cloexec(fd, false));
+            let err = match flags {
+                Ok(()) => std::process::Command::new(&self.exe)
+                    .args(own_args(&self.socket, &args))
+                    .exec(),
+                Err(e) => e,
+            };
+            for fd in kept {
+                let _ = os::set_cloexec(fd, true);
+            }
+            err
         };
-        let _ = os::set_cloexec(&self.listener, true);
-        let _ = os::set_cloexec(&self.lock, true);
+        // Serving on with this version: the carried children are taken back as the new
+        // version would have taken them, their descriptors from what this process still owns.
+        let carry = self.carry;
         let back = Inherited {
             listener: self.listener,
             lock: self.lock,
             refused: Some(self.id),
+            exec_failed: Some(format!(
+                "could not become coogle {} ({}): {err}",
+                self.version,
+                self.exe.display()
+            )),
+            carry,
         };
         (err, back)
     }
@@ -71,6 +98,10 @@ pub(crate) struct Inherited {
     lock: File,
     /// A binary not to hand over to again.
     pub refused: Option<FileId>,
+    /// Why this process is still the old version: its exec of the new one failed.
+    pub exec_failed: Option<String>,
+    /// The carried state of an upgrade in place (`--carry`), when there was one.
+    carry: Option<Carry>,
 }
 
 impl std::fmt::Debug for Inherited {
@@ -139,7 +170,73 @@ impl Inherited {
             listener,
             lock,
             refused: None,
+            exec_failed: None,
+            carry: None,
         })
+    }
+
+    /// The carried state's descriptor, `--carry <fd>`: a regular file, close-on-exec from now
+    /// on.
+    pub fn with_carry(mut self, arg: &str) -> Result<Inherited, InheritError> {
+        let fd: RawFd = arg
+            .trim()
+            .parse()
+            .map_err(|_| InheritError::Syntax(arg.to_string()))?;
+        if fd <= 2 {
+            return Err(InheritError::Bad {
+                fd,
+                what: "stdin, stdout or stderr",
+            });
+        }
+        if os::fd_kind(fd).ok() != Some(FdKind::File) {
+            return Err(InheritError::Bad {
+                fd,
+                what: "not a regular file",
+            });
+        }
+        self.carry = Some(Carry {
+            file: File::from(os::adopt_inherited_fd(fd)?),
+            fds: Vec::new(),
+        });
+        Ok(self)
+    }
+
+    /// The running children carried over, ready to be adopted; those whose descriptors are
+    /// not there are stopped.
+    pub fn carried(&mut self) -> Vec<crate::daemon::upstream::Adopted> {
+        let Some(Carry { file, mut fds }) = self.carry.take() else {
+            return Vec::new();
+        };
+        let instances = match super::carried::read(file) {
+            Ok(i) => i,
+            Err(e) => {
+                tracing::error!(
+                    "the state the replaced daemon carried over does not read ({e}); its children are reaped and start again"
+                );
+                return Vec::new();
+            }
+        };
+        let mut out = Vec::new();
+        for mut instance in instances {
+            let pid = instance.child.pid;
+            let Some([stdin, stdout, stderr]) = super::carried::take_fds(&instance.child, &mut fds)
+            else {
+                tracing::warn!(upstream = %instance.server, pid, "a carried child's pipes are not there; stopping it");
+                let _ = os::signal_group(pid, libc::SIGKILL);
+                continue;
+            };
+            let pipes = crate::daemon::upstream::DetachedPipes {
+                pid,
+                started_at: crate::daemon::upstream::started_at(instance.child.started_at_ms),
+                stdin,
+                stdout,
+                stderr,
+                stdout_pending: std::mem::take(&mut instance.child.stdout_pending),
+                stderr_pending: std::mem::take(&mut instance.child.stderr_pending),
+            };
+            out.push(crate::daemon::upstream::Adopted { instance, pipes });
+        }
+        out
     }
 
     /// The listener and the lock, once checked: the listener serves `rt`'s socket, and the

@@ -170,6 +170,23 @@ impl Cache {
             }
         };
         tracing::debug!(upstream = %self.upstream, path = %self.path.display(), "answering new sessions from the cache until the child is ready");
+        let private = self.apply(c, config_capabilities_key, config_capabilities, None);
+        if private > 0 {
+            tracing::info!(upstream = %self.upstream, count = private, "removed private tool lists from the upstream cache");
+            self.save();
+        }
+    }
+
+    /// Take in what a cache file says; `live`: the lists were the running child's a moment
+    /// ago (an upgrade in place), not read from disk. Returns how many private lists it held
+    /// (never taken in).
+    fn apply(
+        &mut self,
+        c: CacheFile,
+        config_capabilities_key: &str,
+        config_capabilities: &Value,
+        live: Option<Instant>,
+    ) -> usize {
         self.era = c.era.or(c.initialize.as_ref().map(|_| Era::Legacy));
         self.init_result = c.initialize;
         self.discover = c.discover;
@@ -187,11 +204,27 @@ impl Cache {
                 private += 1;
                 continue;
             }
-            self.remember(t.key, t.capabilities, t.result, None, None);
+            let ttl = live.and_then(|_| ttl_of(&t.result, self.era));
+            self.remember(t.key, t.capabilities, t.result, live, ttl);
         }
-        if private > 0 {
-            tracing::info!(upstream = %self.upstream, count = private, "removed private tool lists from the upstream cache");
-            self.save();
+        private
+    }
+
+    /// Everything known, to carry across an upgrade in place (the running child's answers;
+    /// private lists are never kept, here either).
+    pub fn snapshot(&self) -> Box<RawValue> {
+        wire::raw(&self.to_file())
+    }
+
+    /// Take in what [`Cache::snapshot`] carried: the answers of the child that is adopted.
+    pub fn restore(&mut self, snapshot: &RawValue, config_capabilities: &Value) {
+        match serde_json::from_str::<CacheFile>(snapshot.get()) {
+            Ok(c) => {
+                self.apply(c, "config", config_capabilities, Some(Instant::now()));
+            }
+            Err(e) => {
+                tracing::warn!(upstream = %self.upstream, "the carried cache does not read ({e}); the child is asked again");
+            }
         }
     }
 
@@ -283,7 +316,14 @@ impl Cache {
         if !self.persist {
             return;
         }
-        let file = CacheFile {
+        let file = self.to_file();
+        if let Err(e) = write(&self.path, &serde_json::to_vec(&file).unwrap_or_default()) {
+            tracing::warn!(path = %self.path.display(), "could not save the upstream cache: {e}");
+        }
+    }
+
+    fn to_file(&self) -> CacheFile {
+        CacheFile {
             version: wire::VERSION.to_string(),
             era: self.era,
             initialize: self.init_result.clone(),
@@ -300,9 +340,6 @@ impl Cache {
                     result: t.result.clone(),
                 })
                 .collect(),
-        };
-        if let Err(e) = write(&self.path, &serde_json::to_vec(&file).unwrap_or_default()) {
-            tracing::warn!(path = %self.path.display(), "could not save the upstream cache: {e}");
         }
     }
 }

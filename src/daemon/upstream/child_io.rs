@@ -8,15 +8,18 @@
 //! a task hop.
 
 use std::collections::VecDeque;
+use std::os::fd::OwnedFd;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::sync::{mpsc, watch};
+use tokio::task::JoinHandle;
 
 use super::{ChildEvent, Event};
 use crate::daemon::child::{self, Spawned};
 use crate::daemon::outbox::Outbox;
+use crate::os;
 use crate::wire::{self, Line};
 
 /// How many of the child's last stderr lines are kept for error messages.
@@ -54,9 +57,100 @@ impl StderrTail {
 pub(super) struct ChildHandle {
     pub pid: u32,
     pub started: Instant,
+    /// When it started, by the clock (kept across an upgrade in place).
+    pub started_at: SystemTime,
     pub writer: Outbox<tokio::net::unix::pipe::Sender>,
     /// Becomes true once the child has exited and its group was swept.
     pub exited: watch::Receiver<bool>,
+    /// What taking its pipes back needs (an upgrade in place).
+    tasks: PipeTasks,
+}
+
+/// The tasks that hold a child's pipes.
+struct PipeTasks {
+    /// Tells the readers and the waiter to let go (without a word to the actor).
+    stop: watch::Sender<bool>,
+    stdout: JoinHandle<ReaderEnd>,
+    stderr: JoinHandle<ReaderEnd>,
+    stdin: JoinHandle<()>,
+    waiter: JoinHandle<()>,
+}
+
+/// A reader's pipe and what it had read but not yet handed on, when it was told to let go.
+#[derive(Default)]
+pub(super) struct ReaderEnd {
+    fd: Option<OwnedFd>,
+    pending: Vec<u8>,
+}
+
+/// A running child's pipes taken back from the daemon's tasks, whole: the next daemon (this
+/// process after an upgrade in place) reads from where this one stopped.
+pub(crate) struct DetachedPipes {
+    pub pid: u32,
+    pub started_at: SystemTime,
+    pub stdin: OwnedFd,
+    pub stdout: OwnedFd,
+    pub stderr: OwnedFd,
+    /// Bytes read from stdout (stderr) and not yet handed on: the start of the next line.
+    pub stdout_pending: Vec<u8>,
+    pub stderr_pending: Vec<u8>,
+}
+
+impl ChildHandle {
+    /// Take the child's pipes back without stopping it: the readers stop at once, keeping what
+    /// they had read of an unfinished line, and what was queued for its stdin is written
+    /// first. Nothing about the child reaches the actor afterwards.
+    pub async fn detach(self) -> std::io::Result<DetachedPipes> {
+        let ChildHandle {
+            pid,
+            started_at,
+            writer,
+            tasks,
+            ..
+        } = self;
+        let _ = tasks.stop.send(true);
+        let out = tasks.stdout.await.unwrap_or_default();
+        let err = tasks.stderr.await.unwrap_or_default();
+        tasks.waiter.abort();
+        let stdin = writer
+            .into_writer(tasks.stdin)
+            .await
+            .ok_or_else(|| std::io::Error::other("the child's stdin could not be taken back"))?;
+        let missing = || std::io::Error::other("a reader of the child's pipes ended early");
+        Ok(DetachedPipes {
+            pid,
+            started_at,
+            stdin: stdin.into_nonblocking_fd()?,
+            stdout: out.fd.ok_or_else(missing)?,
+            stderr: err.fd.ok_or_else(missing)?,
+            stdout_pending: out.pending,
+            stderr_pending: err.pending,
+        })
+    }
+}
+
+#[cfg(test)]
+impl ChildHandle {
+    /// A handle for the actor's unit tests: a child that is only a pipe to its stdin.
+    pub(super) fn for_test(
+        writer: Outbox<tokio::net::unix::pipe::Sender>,
+        exited: watch::Receiver<bool>,
+    ) -> ChildHandle {
+        ChildHandle {
+            pid: 0,
+            started: Instant::now(),
+            started_at: SystemTime::now(),
+            writer,
+            exited,
+            tasks: PipeTasks {
+                stop: watch::channel(false).0,
+                stdout: tokio::spawn(async { ReaderEnd::default() }),
+                stderr: tokio::spawn(async { ReaderEnd::default() }),
+                stdin: tokio::spawn(async {}),
+                waiter: tokio::spawn(async {}),
+            },
+        }
+    }
 }
 
 /// What a child's pipes are wired to.
@@ -70,9 +164,60 @@ pub(super) struct Wiring {
     pub reaper: std::sync::Arc<crate::daemon::reaper::Reaper>,
 }
 
-/// Wire a freshly spawned child to the actor. Errors only when its stdin cannot be made
+/// How the child's exit is learnt.
+enum Waiter {
+    /// Spawned by this process's runtime.
+    Spawned(tokio::process::Child),
+    /// Inherited across an upgrade in place: this process's child still, not the runtime's.
+    Adopted(u32),
+}
+
+/// Wire a freshly spawned child to the actor. Errors only when its pipes cannot be made
 /// non-blocking (the child is then killed).
 pub(super) fn attach(spawned: Spawned, wiring: Wiring) -> Result<ChildHandle, String> {
+    let pid = spawned.pid;
+    let pipes = (|| -> std::io::Result<_> {
+        Ok(DetachedPipes {
+            pid,
+            started_at: SystemTime::now(),
+            stdin: spawned.stdin.into_owned_fd()?,
+            stdout: spawned.stdout.into_owned_fd()?,
+            stderr: spawned.stderr.into_owned_fd()?,
+            stdout_pending: Vec::new(),
+            stderr_pending: Vec::new(),
+        })
+    })();
+    match pipes {
+        Ok(pipes) => wire_up(
+            pipes,
+            Waiter::Spawned(spawned.child),
+            wiring,
+            Instant::now(),
+        ),
+        Err(e) => {
+            child::signal_group(pid, libc::SIGKILL);
+            Err(format!("could not set up the child's pipes: {e}"))
+        }
+    }
+}
+
+/// Wire a child this process already had (an upgrade in place) to the actor, reading on from
+/// where the previous daemon stopped.
+pub(super) fn adopt(pipes: DetachedPipes, wiring: Wiring) -> Result<ChildHandle, String> {
+    let pid = pipes.pid;
+    let started = Instant::now()
+        .checked_sub(pipes.started_at.elapsed().unwrap_or_default())
+        .unwrap_or_else(Instant::now);
+    wire_up(pipes, Waiter::Adopted(pid), wiring, started)
+}
+
+fn wire_up(
+    pipes: DetachedPipes,
+    waiter: Waiter,
+    wiring: Wiring,
+    started: Instant,
+) -> Result<ChildHandle, String> {
+    use tokio::net::unix::pipe;
     let Wiring {
         generation,
         tx,
@@ -81,34 +226,59 @@ pub(super) fn attach(spawned: Spawned, wiring: Wiring) -> Result<ChildHandle, St
         tail,
         reaper,
     } = wiring;
-    let pid = spawned.pid;
-    // The child's stdin as a non-blocking pipe, so the actor can write without a hop.
-    let stdin = spawned
-        .stdin
-        .into_owned_fd()
-        .and_then(tokio::net::unix::pipe::Sender::from_owned_fd);
-    let writer = match stdin {
-        Ok(pipe) => Outbox::new(pipe).0,
+    let DetachedPipes {
+        pid,
+        started_at,
+        stdin,
+        stdout,
+        stderr,
+        stdout_pending,
+        stderr_pending,
+    } = pipes;
+    let opened = (|| -> std::io::Result<_> {
+        Ok((
+            pipe::Sender::from_owned_fd(stdin)?,
+            pipe::Receiver::from_owned_fd(stdout)?,
+            pipe::Receiver::from_owned_fd(stderr)?,
+        ))
+    })();
+    let (stdin, stdout, stderr) = match opened {
+        Ok(p) => p,
         Err(e) => {
             child::signal_group(pid, libc::SIGKILL);
-            return Err(format!("could not set up the child's stdin: {e}"));
+            return Err(format!("could not set up the child's pipes: {e}"));
         }
     };
+    // The child's stdin is written by the actor itself, without a hop (see `Outbox`).
+    let (writer, stdin_task) = Outbox::new(stdin);
+    let (stop, stopped) = watch::channel(false);
+    let (out_done_tx, out_done) = watch::channel(false);
+    let (err_done_tx, err_done) = watch::channel(false);
     let reader = tokio::spawn(read_stdout(
-        spawned.stdout,
+        Pending::new(stdout_pending, stdout),
         generation,
         tx.clone(),
         max_line,
+        stopped.clone(),
+        out_done_tx,
     ));
-    let stderr = tokio::spawn(drain_stderr(spawned.stderr, upstream.clone(), tail));
+    let stderr_task = tokio::spawn(drain_stderr(
+        Pending::new(stderr_pending, stderr),
+        upstream.clone(),
+        tail,
+        stopped,
+        err_done_tx,
+    ));
 
     let (exited_tx, exited_rx) = watch::channel(false);
-    let mut proc = spawned.child;
     let name = upstream;
-    tokio::spawn(async move {
-        let status = match proc.wait().await {
-            Ok(s) => s.to_string(),
-            Err(e) => format!("wait failed: {e}"),
+    let waiter = tokio::spawn(async move {
+        let status = match waiter {
+            Waiter::Spawned(mut proc) => match proc.wait().await {
+                Ok(s) => s.to_string(),
+                Err(e) => format!("wait failed: {e}"),
+            },
+            Waiter::Adopted(pid) => adopted_exit(pid).await,
         };
         // Sweep the group: a grandchild (python under uvx) must not outlive its parent; and
         // what left the group (setsid) goes too.
@@ -118,8 +288,10 @@ pub(super) fn attach(spawned: Spawned, wiring: Wiring) -> Result<ChildHandle, St
         // Deliver every line the child wrote before its exit is reported, and log its last
         // stderr lines (the error that reports the exit quotes the last one).
         let _ = tokio::time::timeout(Duration::from_secs(2), async {
-            let _ = reader.await;
-            let _ = stderr.await;
+            let mut out_done = out_done;
+            let mut err_done = err_done;
+            let _ = out_done.wait_for(|d| *d).await;
+            let _ = err_done.wait_for(|d| *d).await;
         })
         .await;
         let event = ChildEvent::Exited(status);
@@ -128,22 +300,83 @@ pub(super) fn attach(spawned: Spawned, wiring: Wiring) -> Result<ChildHandle, St
 
     Ok(ChildHandle {
         pid,
-        started: Instant::now(),
+        started,
+        started_at,
         writer,
         exited: exited_rx,
+        tasks: PipeTasks {
+            stop,
+            stdout: reader,
+            stderr: stderr_task,
+            stdin: stdin_task,
+            waiter,
+        },
     })
 }
 
+/// An adopted child's exit: it is this process's child (spawned before the exec), but not the
+/// runtime's, so the OS layer watches it (a pidfd, a kqueue) and collects its status: it leaves
+/// no zombie. Said as the standard library says a spawned child's.
+async fn adopted_exit(pid: u32) -> String {
+    let info = match os::ProcessWatch::new(pid) {
+        Ok(mut watch) => watch.exited().await.ok(),
+        // Gone already, and collected by someone else.
+        Err(_) => None,
+    };
+    match info {
+        Some(os::ExitInfo::Code(code)) => format!("exit status: {code}"),
+        Some(os::ExitInfo::Signal(sig)) => format!("signal: {sig}"),
+        Some(os::ExitInfo::NotOurChild) | None => "exited (status unknown)".to_string(),
+    }
+}
+
+/// A pipe, with what an earlier reader had read from it first.
+type Pending = tokio::io::Chain<std::io::Cursor<Vec<u8>>, tokio::net::unix::pipe::Receiver>;
+
+trait PendingNew {
+    fn new(first: Vec<u8>, pipe: tokio::net::unix::pipe::Receiver) -> Self;
+}
+
+impl PendingNew for Pending {
+    fn new(first: Vec<u8>, pipe: tokio::net::unix::pipe::Receiver) -> Self {
+        use tokio::io::AsyncReadExt;
+        std::io::Cursor::new(first).chain(pipe)
+    }
+}
+
+/// What a reader over [`Pending`] gives back when told to let go: the pipe, and every byte
+/// read from it and not handed on (what `partial` holds, then the reader's buffer, then what
+/// was left of the earlier pending bytes).
+fn let_go(partial: Vec<u8>, r: BufReader<Pending>) -> ReaderEnd {
+    let mut pending = partial;
+    pending.extend_from_slice(r.buffer());
+    let (cursor, pipe) = r.into_inner().into_inner();
+    let at = cursor.position() as usize;
+    pending.extend_from_slice(&cursor.get_ref()[at.min(cursor.get_ref().len())..]);
+    ReaderEnd {
+        fd: pipe.into_nonblocking_fd().ok(),
+        pending,
+    }
+}
+
 async fn read_stdout(
-    stdout: tokio::process::ChildStdout,
+    stdout: Pending,
     generation: u64,
     tx: mpsc::Sender<Event>,
     max_line: usize,
-) {
+    mut stop: watch::Receiver<bool>,
+    done: watch::Sender<bool>,
+) -> ReaderEnd {
     let mut r = BufReader::with_capacity(64 * 1024, stdout);
     let mut buf = Vec::new();
     loop {
-        match wire::read_line_capped(&mut r, &mut buf, max_line).await {
+        // Reading a line is cancel-safe: what was read stays in `buf` or in the buffer.
+        let read = tokio::select! {
+            biased;
+            _ = stop.wait_for(|s| *s) => return let_go(buf, r),
+            read = wire::read_line_capped(&mut r, &mut buf, max_line) => read,
+        };
+        match read {
             Ok(Line::Complete) => {
                 if wire::is_blank(&buf) {
                     buf.clear();
@@ -166,6 +399,8 @@ async fn read_stdout(
             }
         }
     }
+    let _ = done.send(true);
+    ReaderEnd::default()
 }
 
 /// The child's stderr into the daemon log, line by line, with credentials taken out (see
@@ -173,7 +408,13 @@ async fn read_stdout(
 ///
 /// A line is kept up to [`STDERR_LINE_MAX`] bytes; the rest of it, up to its newline, is read
 /// and dropped, so a child that writes without newlines costs log text, never daemon memory.
-async fn drain_stderr(stderr: tokio::process::ChildStderr, upstream: String, tail: StderrTail) {
+async fn drain_stderr(
+    stderr: Pending,
+    upstream: String,
+    tail: StderrTail,
+    mut stop: watch::Receiver<bool>,
+    done: watch::Sender<bool>,
+) -> ReaderEnd {
     let mut r = BufReader::with_capacity(8 * 1024, stderr);
     let mut line: Vec<u8> = Vec::new();
     let mut dropped: u64 = 0;
@@ -185,17 +426,27 @@ async fn drain_stderr(stderr: tokio::process::ChildStderr, upstream: String, tai
         }
     };
     loop {
-        let read = if lines.holding() {
+        let hold = if lines.holding() {
             // Held lines wait for their continuation only while the child keeps writing.
-            match tokio::time::timeout(STDERR_HOLD, r.fill_buf()).await {
+            STDERR_HOLD
+        } else {
+            Duration::MAX
+        };
+        let read = tokio::select! {
+            biased;
+            _ = stop.wait_for(|s| *s) => {
+                // Letting go: what was logged is logged; an unfinished line is the next
+                // reader's to finish.
+                log(lines.flush(&crate::redact::known()));
+                return let_go(std::mem::take(&mut line), r);
+            }
+            read = tokio::time::timeout(hold, r.fill_buf()) => match read {
                 Ok(read) => read,
                 Err(_) => {
                     log(lines.flush(&crate::redact::known()));
                     continue;
                 }
-            }
-        } else {
-            r.fill_buf().await
+            },
         };
         let chunk = match read {
             Ok(chunk) if !chunk.is_empty() => chunk,
@@ -222,6 +473,8 @@ async fn drain_stderr(stderr: tokio::process::ChildStderr, upstream: String, tai
         log(texts);
     }
     log(lines.flush(&crate::redact::known()));
+    let _ = done.send(true);
+    ReaderEnd::default()
 }
 
 /// One stderr line read whole (or its kept start): the lines now ready to log.

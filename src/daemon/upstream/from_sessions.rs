@@ -280,7 +280,8 @@ impl Upstream {
                 return;
             }
         }
-        if self.life.is_ready() {
+        // Frozen for an upgrade in place: nothing new reaches the child (see `handing_over`).
+        if self.life.is_ready() && !self.is_frozen() {
             self.dispatch(origin, req);
         } else {
             self.wait(WaitsFor::Child, Waiting::new(key, origin, req));
@@ -449,7 +450,7 @@ impl Upstream {
 
     /// Start queued calls while there is room under `maxConcurrent`.
     pub(super) fn pump(&mut self) {
-        if !self.life.is_ready() || self.life.shutting_down() {
+        if !self.life.is_ready() || self.life.shutting_down() || self.is_frozen() {
             return;
         }
         while self.inflight.calls() < self.config.max_concurrent {

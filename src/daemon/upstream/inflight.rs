@@ -321,6 +321,15 @@ impl InFlight {
         }
     }
 
+    /// The uids of every session's open `subscriptions/listen`.
+    pub fn listen_uids(&self) -> Vec<u64> {
+        self.pending
+            .iter()
+            .filter(|(_, p)| p.listen.is_some())
+            .map(|(u, _)| *u)
+            .collect()
+    }
+
     /// Every session's open `subscriptions/listen`: (session, its listen id) and its filter.
     pub fn listens(&self) -> impl Iterator<Item = ((SessionId, Box<RawValue>), ListenFilter)> + '_ {
         self.pending

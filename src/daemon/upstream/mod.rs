@@ -23,6 +23,7 @@ mod coogle_call;
 mod era;
 mod from_child;
 mod from_sessions;
+mod handing_over;
 mod inflight;
 mod lifecycle;
 mod listen;
@@ -58,11 +59,14 @@ use super::outbox::Outbox;
 use super::scheduler::QueueKey;
 use super::stats::CallStats;
 use crate::config::ServerConfig;
+use crate::daemon::handover::carried::CarriedScope;
 use crate::wire::{
     self, ChildReady, ErrorCode, Hello, Message, ToolCallParams, UpstreamStatus, WireError,
     error_line, raw, response_line, rpc_code,
 };
 use cache::Cache;
+pub(crate) use child_io::DetachedPipes;
+pub(crate) use handing_over::{Adopted, Detached, started_at};
 use inflight::InFlight;
 use lifecycle::{Life, RestartWaiter};
 use server_requests::ServerRequests;
@@ -125,6 +129,11 @@ pub(crate) enum ControlCmd {
     Restart(ReadyReply),
     /// Start the child if it is not running (idle, failed); answered once it is ready.
     Start(ReadyReply),
+    /// Send the child nothing new (an upgrade in place); answered once it works on nothing.
+    Freeze(oneshot::Sender<()>),
+    Unfreeze,
+    /// Let go of the running child for the new daemon (see `handing_over`).
+    Detach(oneshot::Sender<Option<Detached>>),
     Shutdown {
         grace: Duration,
         done: oneshot::Sender<()>,
@@ -229,6 +238,28 @@ impl UpstreamHandle {
         rx.await.unwrap_or_else(|_| Err(gone()))
     }
 
+    /// Freeze the actor for an upgrade in place; the receiver resolves once nothing is in
+    /// flight (`None`: the actor is gone).
+    pub async fn freeze_start(&self) -> Option<oneshot::Receiver<()>> {
+        let (tx, rx) = oneshot::channel();
+        self.send(Event::Control(ControlCmd::Freeze(tx)))
+            .await
+            .then_some(rx)
+    }
+
+    pub async fn unfreeze(&self) {
+        self.send(Event::Control(ControlCmd::Unfreeze)).await;
+    }
+
+    /// Let go of the running child; `None` when there is none to carry.
+    pub async fn detach(&self) -> Option<Detached> {
+        let (tx, rx) = oneshot::channel();
+        if !self.send(Event::Control(ControlCmd::Detach(tx))).await {
+            return None;
+        }
+        rx.await.ok().flatten()
+    }
+
     pub async fn shutdown(&self, grace: Duration) {
         let (tx, rx) = oneshot::channel();
         if self
@@ -258,6 +289,10 @@ pub(crate) struct Start {
     /// nothing one project's child said answers another project's session); `None`: in memory
     /// only (an instance of one session).
     pub cache_key: Option<String>,
+    /// How an upgrade in place names this instance, when its child can be carried.
+    pub carried_as: Option<CarriedScope>,
+    /// A running child to take over from the daemon this one replaced.
+    pub adopted: Option<Adopted>,
     /// Which instance this is, for `status` (a project directory, a session); `None` when the
     /// server is shared by everyone.
     pub instance: Option<String>,
@@ -286,6 +321,10 @@ pub(crate) fn start(s: Start) -> UpstreamHandle {
     let caps = actor.config.client_capabilities.clone();
     actor.cache.load("config", &caps);
     actor.life.probe_kills = actor.cache.probe_kills();
+    actor.carried_as = s.carried_as;
+    if let Some(adopted) = s.adopted {
+        actor.adopt(adopted);
+    }
     let unused = actor.unused.clone();
     tokio::spawn(actor.run(rx));
     UpstreamHandle { name, tx, unused }
@@ -366,6 +405,14 @@ struct Upstream {
     passed_env: BTreeMap<String, String>,
     /// Shared with the handle: see [`UpstreamHandle::is_unused`].
     unused: Arc<AtomicBool>,
+    /// An upgrade in place is under way (see `handing_over`).
+    frozen: Option<handing_over::Frozen>,
+    /// The child was let go of: the actor ends, leaving it running.
+    detached: bool,
+    carried_as: Option<CarriedScope>,
+    /// What sessions had set up before an upgrade, until they reconnect.
+    carried_sessions: handing_over::CarriedSessions,
+    carried_until: Option<Instant>,
 }
 
 pub(super) fn ms(d: Duration) -> u64 {
@@ -403,6 +450,11 @@ impl Upstream {
             reaper: Default::default(),
             passed_env: BTreeMap::new(),
             unused: Arc::new(AtomicBool::new(false)),
+            frozen: None,
+            detached: false,
+            carried_as: None,
+            carried_sessions: HashMap::new(),
+            carried_until: None,
             config,
         }
     }
@@ -421,6 +473,10 @@ impl Upstream {
                 },
                 _ = sleep_until(wake) => self.on_timer(),
             }
+            self.check_frozen();
+            if self.detached {
+                break;
+            }
             self.unused.store(self.is_unused(), Ordering::Release);
             if matches!(
                 self.life.state,
@@ -432,6 +488,11 @@ impl Upstream {
                 }
                 break;
             }
+        }
+        if self.detached {
+            // The child runs on, the next daemon's now: its record stays.
+            tracing::debug!(upstream = %self.name, "upstream actor handed its child over");
+            return;
         }
         super::child::remove_record(&self.life.record_path);
         tracing::debug!(upstream = %self.name, "upstream actor stopped");
@@ -450,6 +511,7 @@ impl Upstream {
                 .stdout_closed_at
                 .map(|t| t + lifecycle::STDOUT_CLOSED_GRACE),
             self.idle_deadline(),
+            self.carried_deadline(),
         ]
         .into_iter()
         .flatten()
@@ -493,6 +555,9 @@ impl Upstream {
             ControlCmd::Request { request, reply } => self.on_control_request(request, reply),
             ControlCmd::Restart(reply) => self.request_restart(RestartWaiter::Control(reply)),
             ControlCmd::Start(reply) => self.request_start(reply),
+            ControlCmd::Freeze(idle) => self.freeze(idle),
+            ControlCmd::Unfreeze => self.unfreeze(),
+            ControlCmd::Detach(reply) => self.detach(reply),
             ControlCmd::Shutdown { grace, done } => self.begin_shutdown(grace, done),
         }
     }
@@ -510,6 +575,7 @@ impl Upstream {
         self.check_stdout_closed(now);
         self.check_idle(now);
         self.retry_missed(now);
+        self.check_carried(now);
         if self.life.restart_at.is_some_and(|t| t <= now) {
             self.on_restart_due();
         }

@@ -18,7 +18,8 @@ impl Upstream {
     /// Someone wants the child: start it when it is idle; if it failed and is not scheduled
     /// soon, schedule it.
     pub(super) fn demand(&mut self) {
-        if self.life.shutting_down() {
+        // Frozen for an upgrade in place: a parked child is the new daemon's to start.
+        if self.life.shutting_down() || self.is_frozen() {
             return;
         }
         if self.life.state == State::Idle {

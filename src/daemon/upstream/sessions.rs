@@ -77,6 +77,7 @@ impl Upstream {
                 missed: Vec::new(),
             },
         );
+        self.restore_session(id);
     }
 
     pub(super) fn on_session_closed(&mut self, sid: SessionId) {

@@ -48,6 +48,7 @@ impl Upstream {
             command: crate::redact::scrub(&child::display_command(&self.config)),
             pid: self.life.child.as_ref().map(|c| c.pid),
             uptime_ms: self.life.child.as_ref().map(|c| ms(c.started.elapsed())),
+            started_at_ms: self.life.child.as_ref().map(|c| since_epoch(c.started_at)),
             parked_since_ms: self.life.parked_since.map(since_epoch),
             restarts: self.life.restarts,
             consecutive_failures: self.life.consecutive_failures,

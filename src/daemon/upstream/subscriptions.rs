@@ -55,6 +55,15 @@ impl Subscriptions {
             .unwrap_or_default()
     }
 
+    /// The URIs `session` is subscribed to.
+    pub fn of_session(&self, session: SessionId) -> Vec<String> {
+        self.by_uri
+            .iter()
+            .filter(|(_, s)| s.contains(&session))
+            .map(|(u, _)| u.clone())
+            .collect()
+    }
+
     /// Whether any session is subscribed to anything.
     pub fn any(&self) -> bool {
         !self.by_uri.is_empty()

@@ -57,6 +57,21 @@ impl Tasks {
         }
     }
 
+    /// The tasks `session` owns.
+    pub fn of_session(&self, session: SessionId) -> Vec<String> {
+        self.owners
+            .iter()
+            .filter(|(_, o)| **o == session)
+            .map(|(t, _)| t.clone())
+            .collect()
+    }
+
+    /// A task the daemon this one replaced knew as `session`'s (running, as far as known).
+    pub fn adopt(&mut self, task: String, session: SessionId) {
+        self.running.insert(task.clone());
+        self.owners.insert(task, session);
+    }
+
     /// Whether the child may still be working on a task.
     pub fn any_running(&self) -> bool {
         !self.running.is_empty()

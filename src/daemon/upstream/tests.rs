@@ -2,7 +2,7 @@
 //! child's stdin and socket pairs for the sessions, so every rule is tested without a process.
 
 use std::collections::HashMap;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader};
@@ -43,12 +43,7 @@ impl Harness {
         actor.cache = Cache::new("t", &format!("unit-test-{}", std::process::id()));
         let (writer, reader) = pipe::pipe().unwrap();
         let (_, exited) = watch::channel(false);
-        actor.on_spawned(ChildHandle {
-            pid: 0,
-            started: Instant::now(),
-            writer: Outbox::new(writer).0,
-            exited,
-        });
+        actor.on_spawned(ChildHandle::for_test(Outbox::new(writer).0, exited));
         Harness {
             actor,
             _events: rx,

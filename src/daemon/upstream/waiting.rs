@@ -233,6 +233,15 @@ impl WaitingRoom {
             + self.input.of_session(sid)
     }
 
+    /// Whether anything waits for someone other than a session (a control connection, a
+    /// background operation): it could not be sent again after an upgrade in place.
+    pub fn has_non_session(&self) -> bool {
+        let not_a_session = |w: &Waiting| !matches!(w.origin, Origin::Session { .. });
+        self.slot.any(not_a_session)
+            || self.child.iter().any(not_a_session)
+            || self.era.iter().any(not_a_session)
+    }
+
     /// Whether anything waits for the child to be (or become) ready.
     pub fn waits_for_child(&self) -> bool {
         self.slot.len() > 0 || !self.child.is_empty() || !self.era.is_empty()

@@ -5,6 +5,7 @@
 
 pub mod fake_github;
 pub mod gemini_mock;
+pub mod installed;
 mod prerequisites;
 pub mod pty;
 pub mod report;

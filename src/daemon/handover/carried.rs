@@ -1,0 +1,146 @@
+//! What an upgrade in place carries across the exec: each running child (its pid, the
+//! descriptors of its pipes, what was read from them and not yet handed on), what the daemon
+//! learnt of it (its era, discovery, tool lists), and what each session had set up on it (its
+//! log level, subscriptions and tasks, by the shim's secret token, since the sessions reconnect
+//! to the new daemon). Written by the old daemon to a private file that only the exec'd process
+//! inherits, read back and closed by the new one.
+//!
+//! Both ends are coogle, of two versions: fields are only ever added, with defaults, and the
+//! hand-over names the format it speaks (`TAKEOVER`), so a version that cannot read it is
+//! never handed anything.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{Read, Seek, Write};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+
+/// The largest carried state read back: far more than any daemon holds.
+const MAX_CARRIED: u64 = 256 << 20;
+
+/// Which instance of a server (see `registry`): a session's by its shim's token.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub(crate) enum CarriedScope {
+    Unbound,
+    Project(PathBuf),
+    Session(String),
+}
+
+/// One running child, as the old daemon let go of it.
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct CarriedChild {
+    pub pid: u32,
+    pub started_at_ms: u64,
+    pub stdin: RawFd,
+    pub stdout: RawFd,
+    pub stderr: RawFd,
+    #[serde(default)]
+    pub stdout_pending: Vec<u8>,
+    #[serde(default)]
+    pub stderr_pending: Vec<u8>,
+    pub generation: u64,
+}
+
+/// What one session had set up, to be its own again when it reconnects with its token.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct CarriedSession {
+    pub token: String,
+    #[serde(default)]
+    pub log_level: Option<u8>,
+    #[serde(default)]
+    pub subscriptions: Vec<String>,
+    #[serde(default)]
+    pub tasks: Vec<String>,
+}
+
+/// One upstream instance with a running child.
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct CarriedInstance {
+    pub server: String,
+    pub scope: CarriedScope,
+    #[serde(default)]
+    pub passed_env: BTreeMap<String, String>,
+    pub child: CarriedChild,
+    /// The cache's snapshot (see `upstream::cache`).
+    pub cache: Box<RawValue>,
+    #[serde(default)]
+    pub restarts: u64,
+    #[serde(default)]
+    pub child_log_level: Option<u8>,
+    #[serde(default)]
+    pub sessions: Vec<CarriedSession>,
+}
+
+impl std::fmt::Debug for CarriedInstance {
+    /// `passed_env` values may be secrets.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CarriedInstance")
+            .field("server", &self.server)
+            .field("scope", &self.scope)
+            .field("pid", &self.child.pid)
+            .finish_non_exhaustive()
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+struct CarriedFile {
+    version: String,
+    instances: Vec<CarriedInstance>,
+}
+
+/// The carried state in a private file that has no name: only a process that holds its
+/// descriptor (the exec'd daemon) can read it.
+pub(crate) fn write(dir: &Path, instances: Vec<CarriedInstance>) -> std::io::Result<File> {
+    let path = dir.join(format!(".carried-{}", std::process::id()));
+    let mut f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&path)?;
+    let _ = std::fs::remove_file(&path);
+    let file = CarriedFile {
+        version: crate::wire::VERSION.to_string(),
+        instances,
+    };
+    f.write_all(&serde_json::to_vec(&file).map_err(std::io::Error::other)?)?;
+    f.rewind()?;
+    Ok(f)
+}
+
+/// The carried state, from the file the replaced daemon wrote (closed once read).
+pub(crate) fn read(f: File) -> std::io::Result<Vec<CarriedInstance>> {
+    let mut bytes = Vec::new();
+    f.take(MAX_CARRIED).read_to_end(&mut bytes)?;
+    let file: CarriedFile = serde_json::from_slice(&bytes).map_err(std::io::Error::other)?;
+    Ok(file.instances)
+}
+
+/// The descriptors a carried child names, owned from now on: taken from `owned` (what this
+/// process still holds, after its own exec failed) or else adopted as inherited across the
+/// exec. `None` when one is not there (the child is then not adopted).
+pub(crate) fn take_fds(child: &CarriedChild, owned: &mut Vec<OwnedFd>) -> Option<[OwnedFd; 3]> {
+    let mut out = Vec::new();
+    for fd in [child.stdin, child.stdout, child.stderr] {
+        let fd = match owned.iter().position(|o| o.as_raw_fd() == fd) {
+            Some(i) => owned.swap_remove(i),
+            None => crate::os::adopt_inherited_fd(fd).ok()?,
+        };
+        out.push(fd);
+    }
+    out.try_into().ok()
+}
+
+/// The raw number of an owned descriptor, for the carried state.
+pub(crate) fn raw(fd: &OwnedFd) -> RawFd {
+    fd.as_raw_fd()
+}
+
+use std::os::unix::fs::OpenOptionsExt;

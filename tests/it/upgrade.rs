@@ -1,0 +1,412 @@
+//! Upgrade in place: `coogle restart --daemon` (and every upgrade route, which runs it) makes
+//! the daemon become the binary on disk in its own process, carrying every running child over:
+//! the sessions of both protocol eras stay connected and are answered by the same child, a call
+//! in flight finishes first, a request made during the hand-over is answered once by the new
+//! daemon, and a binary that cannot serve is never handed anything.
+//!
+//! The daemon's pid stays the same (it execs; see docs/ARCHITECTURE.md, "Upgrade in place"):
+//! what changes is the binary it runs and the moment it started (`status`'s `startedAtMs`).
+
+use crate::support;
+
+use std::collections::HashSet;
+use std::os::unix::fs::PermissionsExt;
+use std::process::Child;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use support::fake_github::patched_version;
+use support::installed::{install, installed_daemon, newer_coogle};
+use support::*;
+
+fn envelope() -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "upgrade", "version": "1"},
+    })
+}
+
+/// A 2026-07-28 tool call, with its envelope.
+fn modern_call(s: &mut Shim, tool: &str, args: Value) -> Value {
+    s.request(
+        "tools/call",
+        json!({"name": tool, "arguments": args, "_meta": envelope()}),
+    )
+}
+
+fn status(env: &Env) -> Value {
+    control(&env.socket, "status", Value::Null).unwrap()
+}
+
+/// The running children: (pid, started at).
+fn children(env: &Env) -> Vec<(u64, u64)> {
+    status(env)["upstreams"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|u| Some((u["pid"].as_u64()?, u["startedAtMs"].as_u64()?)))
+        .collect()
+}
+
+fn alive(pid: u64) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+        s.rsplit(')')
+            .next()
+            .is_some_and(|r| !r.trim_start().starts_with('Z'))
+    })
+}
+
+/// `coogle stop`, then: no daemon, and none of `pids` left (not even as a zombie).
+fn stop_leaves_nothing(env: &Env, daemon: &mut Child, pids: &[u64]) {
+    let out = env.run(&["stop"]);
+    assert_eq!(out.status, Some(0), "{out}");
+    wait_for("the daemon to exit", Duration::from_secs(30), || {
+        daemon.try_wait().unwrap().is_some()
+    });
+    for &pid in pids {
+        wait_for("the children to be gone", Duration::from_secs(10), || {
+            !alive(pid)
+        });
+    }
+}
+
+fn log(env: &Env) -> String {
+    std::fs::read_to_string(&env.log).unwrap_or_default()
+}
+
+#[test]
+fn restart_daemon_keeps_the_child_and_both_eras_sessions() {
+    let env = Env::with_fake(json!({}));
+    let (mut daemon, installed) = installed_daemon(&env);
+    let mut legacy = env.shim();
+    legacy.initialize();
+    let mut modern = env.shim();
+    let child = text(&legacy.call("pid", json!({})));
+    assert_eq!(text(&modern_call(&mut modern, "pid", json!({}))), child);
+    let before = status(&env);
+    let kept = children(&env);
+    assert_eq!(kept.len(), 1, "{before}");
+
+    // The same version first (a restart), then a newer one (an upgrade): neither restarts the
+    // child, and both sessions are answered by it, in their own eras.
+    for (round, version) in [
+        (1, env!("CARGO_PKG_VERSION").to_string()),
+        (2, patched_version()),
+    ] {
+        if round == 2 {
+            install(&installed, &newer_coogle(&env));
+        }
+        let was = status(&env);
+        let out = env.run(&["restart", "--daemon"]);
+        assert_eq!(out.status, Some(0), "{out}\n{}", log(&env));
+        assert!(
+            out.stdout.contains("1 running server kept") && out.stdout.contains("pid"),
+            "{out}"
+        );
+        let now = status(&env);
+        assert_eq!(now["daemon"]["version"], version.as_str(), "{now}");
+        assert_eq!(now["daemon"]["pid"], before["daemon"]["pid"], "{now}");
+        assert_ne!(
+            now["daemon"]["startedAtMs"], was["daemon"]["startedAtMs"],
+            "the daemon did not restart: {now}"
+        );
+        assert!(now["daemon"]["handOverFailed"].is_null(), "{now}");
+        assert_eq!(children(&env), kept, "round {round}: the child changed");
+        assert_eq!(text(&legacy.call("pid", json!({}))), child);
+        assert_eq!(text(&modern_call(&mut modern, "pid", json!({}))), child);
+        assert_eq!(
+            text(&legacy.call("echo", json!({"text": "still here"}))),
+            "still here"
+        );
+    }
+    // The human status says when the daemon and the child started.
+    let human = env.run(&["status"]);
+    assert!(human.stdout.contains("(since "), "{human}");
+    assert!(
+        daemon.try_wait().unwrap().is_none(),
+        "the daemon process exited"
+    );
+    drop(legacy);
+    drop(modern);
+    stop_leaves_nothing(&env, &mut daemon, &[kept[0].0]);
+}
+
+/// A call in flight finishes on the old daemon (the hand-over waits for it), and calls made
+/// while the daemon hands over are answered once each, by the same child, none failed.
+#[test]
+fn calls_in_flight_and_during_the_hand_over_are_answered_once() {
+    let env = Env::with_fake(json!({}));
+    let (mut daemon, _installed) = installed_daemon(&env);
+    let mut busy = env.shim();
+    busy.initialize();
+    let child = text(&busy.call("pid", json!({})));
+    busy.send(&json!({"jsonrpc":"2.0","id":"long","method":"tools/call","params":{"name":"sleep","arguments":{"ms":1500}}}));
+    std::thread::sleep(Duration::from_millis(100));
+
+    // Another session calls back to back all through the hand-over.
+    let mut chatty = env.shim();
+    chatty.initialize();
+    let restart = env.cmd().args(["restart", "--daemon"]).spawn().unwrap();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flag = stop.clone();
+    let caller = std::thread::spawn(move || {
+        let mut seen = Vec::new();
+        let mut i = 0u64;
+        while !flag.load(std::sync::atomic::Ordering::Relaxed) {
+            let id = json!(format!("c{i}"));
+            chatty.send(&json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":"echo","arguments":{"text":format!("n{i}")}}}));
+            let r = chatty.response(&id, Duration::from_secs(30));
+            seen.push((i, r));
+            i += 1;
+        }
+        (chatty, seen)
+    });
+    let restart = restart.wait_with_output().unwrap();
+    let (mut chatty, seen) = {
+        std::thread::sleep(Duration::from_millis(300));
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        caller.join().unwrap()
+    };
+    assert!(
+        restart.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&restart.stderr),
+        log(&env)
+    );
+    // The long call was answered, once, by the child that had it.
+    let long = busy.response(&json!("long"), Duration::from_secs(20));
+    assert_eq!(text(&long), "slept 1500 ms", "{long}");
+    assert!(seen.len() > 5, "only {} calls were made", seen.len());
+    for (i, r) in &seen {
+        assert_eq!(text(r), format!("n{i}"), "call {i}: {r}");
+    }
+    // Nothing else arrives: no answer twice.
+    chatty.send(&json!({"jsonrpc":"2.0","id":"last","method":"tools/call","params":{"name":"pid","arguments":{}}}));
+    let last = chatty.response(&json!("last"), Duration::from_secs(20));
+    assert_eq!(text(&last), child);
+    assert!(
+        log(&env).contains("handing over to coogle"),
+        "no hand-over happened:\n{}",
+        log(&env)
+    );
+    drop(busy);
+    drop(chatty);
+    stop_leaves_nothing(&env, &mut daemon, &[child.parse().unwrap()]);
+}
+
+/// A binary that says it is a newer coogle but cannot serve is never handed anything: the
+/// restart says why, the daemon and its child serve on.
+#[test]
+fn a_binary_that_crashes_at_start_leaves_the_old_daemon_serving() {
+    let env = Env::with_fake(json!({}));
+    let (mut daemon, installed) = installed_daemon(&env);
+    let mut s = env.shim();
+    s.initialize();
+    let child = text(&s.call("pid", json!({})));
+    let before = status(&env);
+    install(
+        &installed,
+        b"#!/bin/sh\n[ \"$1\" = --version ] && { echo 'coogle 99.0.0 (broken)'; exit 0; }\necho 'thread main panicked: boom' >&2\nexit 101\n",
+    );
+    let out = env.run(&["restart", "--daemon"]);
+    assert_eq!(out.status, Some(1), "{out}");
+    assert!(
+        out.stderr.contains("did not prove it can serve")
+            && out.stderr.contains("serves on")
+            && out.stderr.matches("error:").count() == 1,
+        "{out}"
+    );
+    let now = status(&env);
+    assert_eq!(
+        now["daemon"]["startedAtMs"],
+        before["daemon"]["startedAtMs"]
+    );
+    assert!(now["daemon"]["handOverFailed"].is_string(), "{now}");
+    assert_eq!(text(&s.call("pid", json!({}))), child);
+    // An older coogle is refused as plainly.
+    let older = env.path("older");
+    std::fs::write(&older, "#!/bin/sh\necho 'coogle 0.0.1 (old)'\n").unwrap();
+    std::fs::set_permissions(&older, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::rename(&older, &installed).unwrap();
+    let out = env.run(&["restart", "--daemon"]);
+    assert_eq!(out.status, Some(1), "{out}");
+    assert!(out.stderr.contains("older than this daemon"), "{out}");
+    assert_eq!(text(&s.call("pid", json!({}))), child);
+    drop(s);
+    stop_leaves_nothing(&env, &mut daemon, &[child.parse().unwrap()]);
+}
+
+/// Two restarts at once: both succeed, one daemon serves after them, the child is kept.
+#[test]
+fn two_restarts_at_once_make_one_daemon() {
+    let env = Env::with_fake(json!({}));
+    let (mut daemon, _installed) = installed_daemon(&env);
+    let mut s = env.shim();
+    s.initialize();
+    let child = text(&s.call("pid", json!({})));
+    let a = env.cmd().args(["restart", "--daemon"]).spawn().unwrap();
+    let b = env.cmd().args(["restart", "--daemon"]).spawn().unwrap();
+    for c in [a, b] {
+        let out = c.wait_with_output().unwrap();
+        assert!(out.status.success(), "{out:?}\n{}", log(&env));
+    }
+    assert_eq!(text(&s.call("pid", json!({}))), child);
+    let serving: HashSet<u64> = (0..5)
+        .map(|_| status(&env)["daemon"]["pid"].as_u64().unwrap())
+        .collect();
+    assert_eq!(serving.len(), 1);
+    assert_eq!(serving.into_iter().next(), Some(u64::from(daemon.id())));
+    drop(s);
+    stop_leaves_nothing(&env, &mut daemon, &[child.parse().unwrap()]);
+}
+
+/// A per-session server (a browser with the session's tabs) keeps its process across the
+/// hand-over, and the session that owns it is still the one it serves.
+#[test]
+fn a_per_session_child_survives_with_its_session() {
+    let env = Env::with_fake(json!({"sharing": "per-session"}));
+    let (mut daemon, _installed) = installed_daemon(&env);
+    let mut mine = env.shim();
+    mine.initialize();
+    let mut other = env.shim();
+    other.initialize();
+    let my_child = text(&mine.call("pid", json!({})));
+    let their_child = text(&other.call("pid", json!({})));
+    assert_ne!(my_child, their_child);
+    let out = env.run(&["restart", "--daemon"]);
+    assert_eq!(out.status, Some(0), "{out}\n{}", log(&env));
+    assert!(out.stdout.contains("2 running servers kept"), "{out}");
+    assert_eq!(text(&mine.call("pid", json!({}))), my_child);
+    assert_eq!(text(&other.call("pid", json!({}))), their_child);
+    drop(mine);
+    drop(other);
+    stop_leaves_nothing(
+        &env,
+        &mut daemon,
+        &[my_child.parse().unwrap(), their_child.parse().unwrap()],
+    );
+}
+
+/// A child that exits around the hand-over (killed just as the restart begins) is collected
+/// (no zombie), and the next call gets an answer from a new one.
+#[test]
+fn a_child_that_exits_during_the_hand_over_is_replaced() {
+    let env = Env::with_fake(json!({}));
+    let (mut daemon, _installed) = installed_daemon(&env);
+    let mut s = env.shim();
+    s.initialize();
+    let mut gone = Vec::new();
+    for delay_ms in [0u64, 150, 400] {
+        let child: u64 = text(&s.call("pid", json!({}))).parse().unwrap();
+        let restart = env.cmd().args(["restart", "--daemon"]).spawn().unwrap();
+        std::thread::sleep(Duration::from_millis(delay_ms));
+        kill9(child);
+        let out = restart.wait_with_output().unwrap();
+        assert!(out.status.success(), "{out:?}\n{}", log(&env));
+        wait_for(
+            "the killed child to be collected",
+            Duration::from_secs(10),
+            || !std::path::Path::new(&format!("/proc/{child}")).exists(),
+        );
+        // A call that reaches the dying child before the daemon has seen it exit is failed
+        // with "retry", as after any crash: the question here is what comes after.
+        wait_for("the daemon to see it exit", Duration::from_secs(10), || {
+            children(&env).iter().all(|(pid, _)| *pid != child)
+        });
+        let next = text(&s.call("pid", json!({})));
+        assert_ne!(next, child.to_string(), "delay {delay_ms}");
+        gone.push(
+            next.parse()
+                .unwrap_or_else(|_| panic!("delay {delay_ms}: {next}\n{}", log(&env))),
+        );
+    }
+    drop(s);
+    stop_leaves_nothing(&env, &mut daemon, &gone);
+}
+
+fn kill9(pid: u64) {
+    let _ = std::process::Command::new("kill")
+        .args(["-KILL", &pid.to_string()])
+        .status();
+}
+
+/// Homebrew's service runs `opt/coogle/bin/coogle`, a link that `brew upgrade` points at the
+/// new version's file: the daemon becomes what the link names now, not the old file it was
+/// started from.
+#[test]
+fn a_daemon_started_through_a_link_becomes_what_the_link_names_now() {
+    let env = Env::with_fake(json!({}));
+    let cellar_old = env.path("Cellar/coogle/old/bin");
+    let cellar_new = env.path("Cellar/coogle/new/bin");
+    let opt = env.path("opt/coogle/bin");
+    for d in [&cellar_old, &cellar_new, &opt] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    std::fs::copy(COOGLE, cellar_old.join("coogle")).unwrap();
+    install(&cellar_new.join("coogle"), &newer_coogle(&env));
+    let link = opt.join("coogle");
+    std::os::unix::fs::symlink(cellar_old.join("coogle"), &link).unwrap();
+    let mut daemon = env
+        .sealed(&link)
+        .args(["serve"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    env.wait_ready();
+    let mut s = env.shim();
+    s.initialize();
+    let child = text(&s.call("pid", json!({})));
+    // brew upgrade: the link now names the new version.
+    std::fs::remove_file(&link).unwrap();
+    std::os::unix::fs::symlink(cellar_new.join("coogle"), &link).unwrap();
+    let out = env.run(&["restart", "--daemon"]);
+    assert_eq!(out.status, Some(0), "{out}\n{}", log(&env));
+    assert_eq!(
+        status(&env)["daemon"]["version"],
+        patched_version().as_str(),
+        "{out}"
+    );
+    assert_eq!(text(&s.call("pid", json!({}))), child);
+    drop(s);
+    stop_leaves_nothing(&env, &mut daemon, &[child.parse().unwrap()]);
+}
+
+/// What a session set up on the child goes with it: after the hand-over, a subscriber still
+/// gets its resource's updates (the child is not subscribed again), a session that did not
+/// subscribe gets none, and when the subscriber leaves the child is unsubscribed.
+#[test]
+fn subscriptions_are_carried_with_the_child() {
+    let (env, events) = Env::with_fake_events(json!({"env": {"FAKE_MCP_ERA": "legacy"}}));
+    let (mut daemon, _installed) = installed_daemon(&env);
+    let mut a = env.shim();
+    let mut c = env.shim();
+    a.initialize();
+    c.initialize();
+    let r = a.request("resources/subscribe", json!({"uri": "fake://hello"}));
+    assert_eq!(r["result"], json!({}), "{r}");
+    let child = text(&c.call("pid", json!({})));
+    let out = env.run(&["restart", "--daemon"]);
+    assert_eq!(out.status, Some(0), "{out}\n{}", log(&env));
+
+    c.call("notify", json!({"kind": "resource"}));
+    let u = a.notification("notifications/resources/updated", Duration::from_secs(10));
+    assert_eq!(u["params"]["uri"], "fake://hello");
+    assert!(
+        c.recv(Duration::from_millis(300))
+            .is_none_or(|m| m["method"] != "notifications/resources/updated"),
+        "a session that did not subscribe got the update"
+    );
+    assert_eq!(count_events(&events, "resources/subscribe"), 1);
+    drop(a);
+    wait_file(
+        "the child to be unsubscribed when its subscriber leaves",
+        &events,
+        Duration::from_secs(10),
+        |t| count_prefixed(t, "resources/unsubscribe") == 1,
+    );
+    assert_eq!(text(&c.call("pid", json!({}))), child);
+    drop(c);
+    stop_leaves_nothing(&env, &mut daemon, &[child.parse().unwrap()]);
+}
