@@ -1,5 +1,6 @@
 //! The code's shape, checked on every run (docs/ARCHITECTURE.md, "Layers"): no cycle between
-//! top-level modules, no `unsafe` outside src/os, and the layer rules (nothing imports `cli`,
+//! top-level modules, no `unsafe` outside src/os, no untyped JSON (`json!`, lookup by key) in
+//! the control path between the CLI and the daemon, and the layer rules (nothing imports `cli`,
 //! only `cli` imports `setup` and `update`, `os` imports nothing of coogle's, the shared layer
 //! imports no mode). `scripts/module-deps` reads the imports; these tests run it on this
 //! checkout, and on copies with each fault planted, so a checker that stopped seeing would fail
@@ -58,7 +59,7 @@ fn src_with(dir: &Path, rel: &str, text: &str) -> PathBuf {
 }
 
 #[test]
-fn no_module_cycle_no_unsafe_outside_os_and_the_layers_hold() {
+fn no_module_cycle_no_unsafe_outside_os_a_typed_control_path_and_the_layers_hold() {
     let out = module_deps(None);
     assert!(out.status.success(), "{}", shown(&out));
     assert!(
@@ -151,4 +152,41 @@ fn an_import_against_the_layers_fails_the_check_without_a_cycle() {
     ] {
         assert!(stdout.contains(rule), "{rule}\n{}", shown(&out));
     }
+}
+
+#[test]
+fn untyped_json_in_the_control_path_fails_the_check_but_its_unit_tests_may() {
+    let dir = tempfile::tempdir().unwrap();
+    // The daemon's answer built by hand, and the CLI reading one back by key: what issue 19
+    // replaced with `wire::control`'s types.
+    let src = src_with(
+        dir.path(),
+        "daemon/control.rs",
+        "\nfn _planted() -> serde_json::Value {\n    serde_json::json!({\"pid\": 1})\n}\n",
+    );
+    let cli = src.join("cli/control.rs");
+    let mut code = fs::read_to_string(&cli).unwrap();
+    code.push_str("\nfn _planted(v: &serde_json::Value) -> bool {\n    v[\"pid\"].is_null()\n}\n");
+    fs::write(&cli, code).unwrap();
+    let out = module_deps(Some(&src));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{}", shown(&out));
+    for hit in [
+        "src/daemon/control.rs:",
+        "(json!)",
+        "src/cli/control.rs:",
+        "([\"\"])",
+    ] {
+        assert!(stdout.contains(hit), "{hit}\n{}", shown(&out));
+    }
+
+    // wire/control.rs's unit tests build expected lines with json!, which is their job: this
+    // checkout passes with them.
+    let wire = fs::read_to_string(root().join("src/wire/control.rs")).unwrap();
+    assert!(
+        wire.contains("json!"),
+        "the unit tests this relies on still use json!"
+    );
+    let out = module_deps(None);
+    assert!(out.status.success(), "{}", shown(&out));
 }
