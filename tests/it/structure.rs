@@ -190,3 +190,49 @@ fn untyped_json_in_the_control_path_fails_the_check_but_its_unit_tests_may() {
     let out = module_deps(None);
     assert!(out.status.success(), "{}", shown(&out));
 }
+
+/// Every file under `dir`, as paths relative to `base`.
+fn files_under(base: &Path, dir: &Path, out: &mut Vec<String>) {
+    for entry in fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            files_under(base, &path, out);
+        } else {
+            let rel = path.strip_prefix(base).unwrap();
+            out.push(rel.to_string_lossy().replace('\\', "/"));
+        }
+    }
+}
+
+#[test]
+fn architecture_md_names_every_source_file_and_only_files_that_exist() {
+    let doc = fs::read_to_string(root().join("docs/ARCHITECTURE.md")).unwrap();
+    let mut files = Vec::new();
+    files_under(&root().join("src"), &root().join("src"), &mut files);
+    files.sort();
+    let unnamed: Vec<&String> = files
+        .iter()
+        .filter(|f| !doc.contains(&format!("`{f}`")))
+        .collect();
+    assert!(
+        unnamed.is_empty(),
+        "docs/ARCHITECTURE.md does not name these files under src/ (add each, as `path/from/src.rs`, \
+         with the one thing it owns): {unnamed:?}"
+    );
+    // And nothing it names is gone: a `….rs` in backquotes is a file under src/ (or
+    // src/daemon/, the journey's `upstream/…`), or a test's, unless it is a pattern (`NAME`).
+    let roots = ["src", "src/daemon", "tests/it", "tests/it/support", "."];
+    let mut gone = Vec::new();
+    for quoted in doc.split('`').skip(1).step_by(2) {
+        let is_path = quoted.ends_with(".rs")
+            && !quoted.contains(char::is_whitespace)
+            && !quoted.contains("NAME");
+        if is_path && !roots.iter().any(|r| root().join(r).join(quoted).is_file()) {
+            gone.push(quoted);
+        }
+    }
+    assert!(
+        gone.is_empty(),
+        "docs/ARCHITECTURE.md names files that do not exist: {gone:?}"
+    );
+}
