@@ -5,11 +5,12 @@
 //! [`cli`] holds the commands a person runs. [`wire`] is the protocol both ends share.
 //!
 //! Dependencies point one way: `main → cli → {daemon, shim, client, setup, update,
-//! search_server} → {wire, config, paths, exec_path, fsutil, process, secret, installed,
-//! service_manager, error, causes, date, output, logging, terminal, tls, shim_identity} → os`.
-//! Nothing in a lower layer imports an upper one, nothing but `cli` imports `setup` or `update`,
-//! and [`os`] imports nothing of coogle's: every call into the OS is there, and so is every
-//! `unsafe` (the lint below holds the rest of the crate to it).
+//! search_server} → {wire, config, paths, exec_path, fsutil, crash_point, process, secret,
+//! installed, service_manager, error, causes, date, output, logging, terminal, tls, redact,
+//! shim_identity} → os`. Nothing in a lower layer imports an upper one, nothing but `cli`
+//! imports `setup` or `update`, and [`os`] imports nothing of coogle's: every call into the OS
+//! is there, and so is every `unsafe` (the lint below holds the rest of the crate to it).
+//! `scripts/module-deps` checks all of it (docs/ARCHITECTURE.md, "Layers").
 
 #![deny(unsafe_code)]
 

@@ -70,6 +70,7 @@ mod socket_parent;
 mod squatting;
 mod stderr_flood;
 mod stop;
+mod structure;
 mod tasks;
 mod third_party;
 mod timeout;
