@@ -25,7 +25,9 @@ fn waiting(status: &Value) -> (u64, Vec<u64>) {
 /// them.
 #[test]
 fn status_counts_every_waiting_request_per_session_and_upstream() {
-    let env = Env::with_fake(json!({"env": {"FAKE_MCP_START_DELAY_MS": "3000"}}));
+    // The child starts slowly enough that both shims connect and say all three requests
+    // before it is there, even on a loaded machine (3 s was not: the window closed first).
+    let env = Env::with_fake(json!({"env": {"FAKE_MCP_START_DELAY_MS": "8000"}}));
     let _d = env.daemon();
     let mut a = env.shim();
     let mut b = env.shim();
