@@ -57,18 +57,28 @@ pub(crate) fn run_bounded(
     args: &[&str],
     limit: Duration,
 ) -> Result<String, RunError> {
+    run_bounded_spawned_by(program, args, limit, Command::spawn)
+}
+
+/// [`run_bounded`], with the spawn done by `spawn` (the daemon's registers the process with its
+/// reaper as it starts, so it is never taken for an orphan).
+pub(crate) fn run_bounded_spawned_by(
+    program: &Path,
+    args: &[&str],
+    limit: Duration,
+    spawn: impl FnOnce(&mut Command) -> std::io::Result<std::process::Child>,
+) -> Result<String, RunError> {
     let start = |error| RunError::Start {
         program: program.to_path_buf(),
         error,
     };
     let command = || format!("{} {}", program.display(), args.join(" "));
-    let mut child = Command::new(program)
-        .args(args)
+    let mut cmd = Command::new(program);
+    cmd.args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(start)?;
+        .stderr(Stdio::piped());
+    let mut child = spawn(&mut cmd).map_err(start)?;
     let stdout = drain(child.stdout.take());
     let stderr = drain(child.stderr.take());
     let Some(status) = wait_or_kill(&mut child, limit) else {

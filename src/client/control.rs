@@ -146,7 +146,7 @@ pub async fn reload(socket: &Path) -> Result<Option<Reloaded>, ClientError> {
 /// What a reload did, a line each for the CLI and `share`: the added servers are served now,
 /// the changed and removed ones only from the daemon's next start.
 pub fn reload_lines(r: &Reloaded) -> Vec<String> {
-    let later = "(takes effect at the daemon's next start: `coogle stop`, or restart the service; sessions reconnect by themselves)";
+    let later = "(takes effect at the daemon's next start: `coogle restart --daemon` restarts only the servers that changed, and sessions stay connected)";
     let mut lines = Vec::new();
     if !r.added.is_empty() {
         lines.push(format!("added: {} (served now)", r.added.join(", ")));

@@ -59,6 +59,50 @@ impl ServerConfig {
     }
 }
 
+impl ServerConfig {
+    /// What decides the child's process and what it was told at start: command, args, `env`
+    /// with its values, `cwd`, `envFile`, `passEnv`, credentials, the search path and the
+    /// capabilities sent in `initialize`, as a SHA-256 in hex. An upgrade in place adopts a
+    /// running child only while this is unchanged; a server edited since runs its new
+    /// definition. Secrets go into it, so it is never written anywhere but the private state
+    /// an upgrade carries, and never shown.
+    pub fn launch_key(&self) -> String {
+        use std::os::unix::ffi::OsStrExt;
+        let mut h = Fields(Sha256::new());
+        h.field(self.cache_key().as_bytes());
+        let mut env: Vec<(&String, &String)> = self.env.iter().collect();
+        env.sort_unstable();
+        h.count(env.len());
+        for (k, v) in env {
+            h.field(k.as_bytes());
+            h.field(v.as_bytes());
+        }
+        match &self.credentials {
+            super::CredentialsConfig::None => h.field(b"none"),
+            super::CredentialsConfig::Env => h.field(b"env"),
+            super::CredentialsConfig::Manual {
+                client_id,
+                client_secret,
+            } => {
+                h.field(b"manual");
+                h.field(client_id.as_bytes());
+                h.field(client_secret.as_bytes());
+            }
+            super::CredentialsConfig::ClaudeJson { path, server_name } => {
+                h.field(b"claude-json");
+                h.field(path.as_os_str().as_bytes());
+                h.field(server_name.as_bytes());
+            }
+        }
+        h.count(self.search_path.len());
+        for p in &self.search_path {
+            h.field(p.as_os_str().as_bytes());
+        }
+        h.field(self.client_capabilities.to_string().as_bytes());
+        h.0.finalize().iter().map(|b| format!("{b:02x}")).collect()
+    }
+}
+
 /// Length-prefixed fields into a hash.
 struct Fields(Sha256);
 

@@ -264,6 +264,11 @@ impl Registry {
             super::child::signal_group(pid, libc::SIGKILL);
             return;
         };
+        if instance_config(&base, &instance).launch_key() != c.launch_key {
+            tracing::info!(upstream = %c.server, pid, "the server's definition changed since its child started; stopping it, the next request starts it as configured now");
+            super::child::signal_group(pid, libc::SIGKILL);
+            return;
+        }
         let key = (c.server.clone(), instance);
         let mut inner = self.inner();
         if inner.instances.contains_key(&key) {
@@ -447,10 +452,7 @@ impl Registry {
         instance: &Instance,
         adopted: Option<Adopted>,
     ) -> UpstreamHandle {
-        let mut config = base.clone();
-        if let Scope::Project(dir) = &instance.scope {
-            config.cwd = Some(dir.clone());
-        }
+        let config = instance_config(base, instance);
         let record = if *instance == Instance::unbound() {
             self.runtime.child_record(&base.name)
         } else {
@@ -585,4 +587,13 @@ fn digest(text: &str) -> String {
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect()
+}
+
+/// A server's definition as one instance runs it: a per-project instance runs in its project.
+fn instance_config(base: &ServerConfig, instance: &Instance) -> ServerConfig {
+    let mut config = base.clone();
+    if let Scope::Project(dir) = &instance.scope {
+        config.cwd = Some(dir.clone());
+    }
+    config
 }

@@ -410,3 +410,161 @@ fn subscriptions_are_carried_with_the_child() {
     drop(c);
     stop_leaves_nothing(&env, &mut daemon, &[child.parse().unwrap()]);
 }
+
+/// Config of two fake servers: `a` shared, and `other` with `extra` settings.
+fn two_servers(env: &Env, other: Value) {
+    let mut b = json!({"command": fake_mcp(), "credentials": {"source": "none"}});
+    for (k, v) in other.as_object().unwrap() {
+        b[k] = v.clone();
+    }
+    env.write_config(&json!({"servers": {
+        "a": {"command": fake_mcp(), "credentials": {"source": "none"}},
+        "other": b,
+    }}));
+}
+
+/// Regression (review of the hand-over): a carried child stayed one of the daemon's children
+/// but was no longer counted as an upstream's, so when another child exited before the exec
+/// (here an old shim's per-session child, which cannot be carried and is stopped) the reaper
+/// took the carried one for an orphan and killed it, while `restart --daemon` said "kept".
+#[test]
+fn a_child_stopped_during_the_hand_over_takes_no_carried_child_with_it() {
+    let env = Env::new();
+    two_servers(&env, json!({"sharing": "per-session"}));
+    let (mut daemon, _installed) = installed_daemon(&env);
+    let mut a = env.shim_with(&["--server", "a"]);
+    a.initialize();
+    let kept: u64 = text(&a.call("pid", json!({}))).parse().unwrap();
+    // An older shim: its hello has no session token, so its per-session child is not carried.
+    let mut old = connect_patiently(&env.socket).unwrap();
+    let mut reader = std::io::BufReader::new(old.try_clone().unwrap());
+    let mut line = String::new();
+    let mut say = |msg: &str, line: &mut String, answer: bool| {
+        use std::io::{BufRead, Write};
+        old.write_all(format!("{msg}\n").as_bytes()).unwrap();
+        if answer {
+            line.clear();
+            reader.read_line(line).unwrap();
+        }
+    };
+    say(
+        r#"{"coogle":1,"mode":"mcp","server":"other","version":"0.1.0"}"#,
+        &mut line,
+        true,
+    );
+    assert!(line.contains("\"ok\":true"), "{line}");
+    say(
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"old","version":"1"}}}"#,
+        &mut line,
+        true,
+    );
+    say(
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        &mut line,
+        false,
+    );
+    say(
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"pid","arguments":{}}}"#,
+        &mut line,
+        true,
+    );
+    let stopped: u64 =
+        serde_json::from_str::<Value>(&line).unwrap()["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .parse()
+            .unwrap();
+
+    let out = env.run(&["restart", "--daemon"]);
+    assert_eq!(out.status, Some(0), "{out}\n{}", log(&env));
+    assert!(out.stdout.contains("1 of 2 running servers kept"), "{out}");
+    wait_for(
+        "the old shim's child to be stopped",
+        Duration::from_secs(10),
+        || !alive(stopped),
+    );
+    // Time for a reaper that took it for an orphan to act.
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(alive(kept), "the carried child was killed:\n{}", log(&env));
+    assert_eq!(text(&a.call("pid", json!({}))), kept.to_string());
+    assert!(!log(&env).contains("left behind"), "{}", log(&env));
+    drop(a);
+    stop_leaves_nothing(&env, &mut daemon, &[kept]);
+}
+
+/// Regression (review of the hand-over): a session of a server whose child was not running
+/// (parked after `idleStopMs`) was not told of the hand-over, and what it asked meanwhile was
+/// answered "coogle is shutting down" instead of being sent again to the new daemon.
+#[test]
+fn calls_to_a_parked_server_during_the_hand_over_are_answered() {
+    let env = Env::new();
+    two_servers(&env, json!({"idleStopMs": 1}));
+    let (mut daemon, _installed) = installed_daemon(&env);
+    let mut a = env.shim_with(&["--server", "a"]);
+    a.initialize();
+    let kept = text(&a.call("pid", json!({})));
+    let mut c = env.shim_with(&["--server", "other"]);
+    c.initialize();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flag = stop.clone();
+    let caller = std::thread::spawn(move || {
+        let mut bad = Vec::new();
+        let mut i = 0u64;
+        while !flag.load(std::sync::atomic::Ordering::Relaxed) {
+            let r = c.call("echo", json!({"text": format!("n{i}")}));
+            if text(&r) != format!("n{i}") {
+                bad.push(r);
+            }
+            i += 1;
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        (i, bad)
+    });
+    for _ in 0..4 {
+        let out = env.run(&["restart", "--daemon"]);
+        assert_eq!(out.status, Some(0), "{out}\n{}", log(&env));
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let (calls, bad) = caller.join().unwrap();
+    assert!(calls > 10, "only {calls} calls");
+    assert!(
+        bad.is_empty(),
+        "{} of {calls} calls failed: {bad:?}",
+        bad.len()
+    );
+    assert_eq!(text(&a.call("pid", json!({}))), kept);
+    drop(a);
+    stop_leaves_nothing(&env, &mut daemon, &[kept.parse().unwrap()]);
+}
+
+/// Regression (review of the hand-over): a server edited in config.json kept its old child
+/// across `restart --daemon`, running the old definition while status showed the new one. A
+/// changed server starts again as configured now; an unchanged one is kept.
+#[test]
+fn a_server_edited_since_its_child_started_runs_its_new_definition() {
+    let env = Env::new();
+    two_servers(&env, json!({}));
+    let (mut daemon, _installed) = installed_daemon(&env);
+    let mut a = env.shim_with(&["--server", "a"]);
+    let mut b = env.shim_with(&["--server", "other"]);
+    a.initialize();
+    b.initialize();
+    let a_pid = text(&a.call("pid", json!({})));
+    let b_pid = text(&b.call("pid", json!({})));
+    assert_eq!(text(&b.call("env", json!({"name": "MYKEY"}))), "<unset>");
+    two_servers(&env, json!({"env": {"MYKEY": "new-value"}}));
+    let out = env.run(&["restart", "--daemon"]);
+    assert_eq!(out.status, Some(0), "{out}\n{}", log(&env));
+    assert!(out.stdout.contains("1 of 2 running servers kept"), "{out}");
+    assert_eq!(text(&a.call("pid", json!({}))), a_pid);
+    assert_eq!(text(&b.call("env", json!({"name": "MYKEY"}))), "new-value");
+    let b_now = text(&b.call("pid", json!({})));
+    assert_ne!(b_now, b_pid);
+    drop(a);
+    drop(b);
+    stop_leaves_nothing(
+        &env,
+        &mut daemon,
+        &[a_pid.parse().unwrap(), b_now.parse().unwrap()],
+    );
+}

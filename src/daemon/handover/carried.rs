@@ -67,6 +67,10 @@ pub(crate) struct CarriedInstance {
     pub scope: CarriedScope,
     #[serde(default)]
     pub passed_env: BTreeMap<String, String>,
+    /// The server's definition the child was started with (`ServerConfig::launch_key`): one
+    /// that changed since is not adopted. Empty: unknown, treated as changed.
+    #[serde(default)]
+    pub launch_key: String,
     pub child: CarriedChild,
     /// The cache's snapshot (see `upstream::cache`).
     pub cache: Box<RawValue>,

@@ -218,7 +218,7 @@ impl Handover {
             Ok(id) => id,
             Err(e) => return fail(format!("{} cannot be read: {e}", exe.display())),
         };
-        let version = match version_of(&exe) {
+        let version = match version_of(&exe, &self.reaper) {
             Ok(v) => v,
             Err(why) => {
                 return fail(format!(
@@ -333,7 +333,7 @@ impl Handover {
                 return;
             }
         }
-        let version = match version_of(&exe) {
+        let version = match version_of(&exe, &self.reaper) {
             Ok(v) => v,
             Err(why) => return self.refuse(id, &exe, None, &why),
         };
@@ -429,9 +429,27 @@ pub(crate) fn installed_exe() -> Option<PathBuf> {
 
 /// The version `exe --version` reports; an error unless it says it is coogle
 /// (`coogle 0.1.0 (abc1234 2026-11-22)`).
-fn version_of(exe: &Path) -> Result<String, String> {
-    let out = crate::process::run_bounded(exe, &["--version"], Duration::from_secs(5))
-        .map_err(|e| format!("its --version failed: {e}"))?;
+///
+/// The probe is the daemon's own child while it runs: registered with the reaper as it is
+/// spawned, so another child's exit meanwhile never takes it for an orphan.
+fn version_of(exe: &Path, reaper: &super::reaper::Reaper) -> Result<String, String> {
+    let mut probe = None;
+    let out = crate::process::run_bounded_spawned_by(
+        exe,
+        &["--version"],
+        Duration::from_secs(5),
+        |cmd| {
+            let spawning = reaper.spawning();
+            let child = cmd.spawn()?;
+            spawning.started("coogle --version", child.id());
+            probe = Some(child.id());
+            Ok(child)
+        },
+    );
+    if let Some(pid) = probe {
+        reaper.release(pid);
+    }
+    let out = out.map_err(|e| format!("its --version failed: {e}"))?;
     let first = out.lines().next().unwrap_or_default();
     let mut words = first.split_whitespace();
     match (words.next(), words.next()) {

@@ -254,6 +254,11 @@ impl Upstream {
     /// Requests bound for the child: queue calls, serve a first tool page from the cache, hold
     /// the rest until the child is ready, else send them now.
     pub(super) fn forward(&mut self, key: QueueKey, origin: Origin, req: Request) {
+        if self.handed_over && matches!(origin, Origin::Session { .. }) {
+            // The session was told of the upgrade in place: its shim sends this again to the
+            // new daemon, which answers it.
+            return;
+        }
         if self.life.shutting_down() {
             let is_call = req.method == Method::ToolsCall;
             let text = "coogle is shutting down";

@@ -99,17 +99,25 @@ impl Upstream {
     /// (no child running, an instance of an old shim's connection) or the actor is not frozen
     /// and quiet (it serves on then). Once it answers `Some`, the actor is gone.
     pub(super) fn detach(&mut self, reply: oneshot::Sender<Option<Detached>>) {
-        let scope = self.carried_as.clone();
-        let ready = self.life.state == State::Ready && self.life.child.is_some();
-        let (Some(scope), true, true) = (scope, ready, self.is_frozen() && self.quiet()) else {
+        if !(self.is_frozen() && self.quiet()) {
             let _ = reply.send(None);
             return;
-        };
+        }
+        // Every session is told, whether or not a child is carried: what it sent that was not
+        // answered (held by the freeze) it sends again to the new daemon, so none of it may be
+        // answered here with an error (see `begin_shutdown`).
         let notice = wire::notification_line(wire::HANDOVER_NOTICE, None);
         let ids: Vec<SessionId> = self.sessions.keys().copied().collect();
         for sid in &ids {
             self.send_to_session(*sid, notice.clone());
         }
+        self.handed_over = true;
+        let scope = self.carried_as.clone();
+        let ready = self.life.state == State::Ready && self.life.child.is_some();
+        let (Some(scope), true) = (scope, ready) else {
+            let _ = reply.send(None);
+            return;
+        };
         // The child's subscription streams end with this daemon: the sessions' shims send
         // their `subscriptions/listen` again, and the new daemon opens its own.
         let mut streams: Vec<u64> = self.inflight.listen_uids();
@@ -135,6 +143,7 @@ impl Upstream {
             server: self.name.clone(),
             scope,
             passed_env: self.passed_env.clone(),
+            launch_key: self.config.launch_key(),
             child: CarriedChild {
                 pid,
                 started_at_ms,
@@ -150,8 +159,10 @@ impl Upstream {
             child_log_level: self.child_log_level,
             sessions,
         };
-        // Nothing of this child may reach this actor any more, nor the reaper's sweep.
-        self.reaper.release(pid);
+        // Nothing of this child may reach this actor any more. It stays one of the reaper's
+        // leaders, though: it is still this process's child, carried over, and another child's
+        // exit before the exec (one stopped for the hand-over, one that parks or crashes) must
+        // not take it for an orphan (`sweep_all_but` keeps it too).
         self.detached = true;
         let name = self.name.clone();
         tokio::spawn(async move {

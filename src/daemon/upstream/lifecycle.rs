@@ -662,7 +662,12 @@ impl Upstream {
     pub(super) fn begin_shutdown(&mut self, grace: Duration, done: oneshot::Sender<()>) {
         self.life.shutdown = Some((Instant::now() + grace, Some(done)));
         self.life.restart_at = None;
-        self.fail_waiting(ErrorCode::ShuttingDown, "coogle is shutting down");
+        if self.handed_over {
+            // Sent again by the shims to the new daemon, which answers them (see `detach`).
+            drop(self.waiting.drain());
+        } else {
+            self.fail_waiting(ErrorCode::ShuttingDown, "coogle is shutting down");
+        }
         let err = WireError::new(ErrorCode::ShuttingDown, "coogle is shutting down");
         self.answer_restart_waiters(Err(err));
         self.check_shutdown();

@@ -409,6 +409,9 @@ struct Upstream {
     frozen: Option<handing_over::Frozen>,
     /// The child was let go of: the actor ends, leaving it running.
     detached: bool,
+    /// The sessions were told of an upgrade in place: what they sent and was not answered
+    /// they send again to the new daemon, so it is dropped here, never failed.
+    handed_over: bool,
     carried_as: Option<CarriedScope>,
     /// What sessions had set up before an upgrade, until they reconnect.
     carried_sessions: handing_over::CarriedSessions,
@@ -452,6 +455,7 @@ impl Upstream {
             unused: Arc::new(AtomicBool::new(false)),
             frozen: None,
             detached: false,
+            handed_over: false,
             carried_as: None,
             carried_sessions: HashMap::new(),
             carried_until: None,
