@@ -42,6 +42,8 @@
 //!   names the client, ` client=<clientInfo.name>`: extra trailing fields, so readers that take
 //!   the first three fields see the same lines in both eras.
 //! - `FAKE_MCP_IGNORE_SIGTERM`: ignore SIGTERM, so escalation to SIGKILL can be checked.
+//! - `FAKE_MCP_TICK_MS`: send a `notifications/message` (level info, logger `tick`, data
+//!   `{"seq": n}`, n counting from 0) every this many ms, from the start, for the log to lose.
 //! - `FAKE_MCP_EXTRA_TOOL`: list one more tool with this name (a different list after respawn).
 //! - `FAKE_MCP_INSTRUCTIONS_CWD`: end the instructions with ` cwd=<working directory>`.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
@@ -292,6 +294,18 @@ fn main() {
 
     if let Some(ms) = millis("FAKE_MCP_START_DELAY_MS") {
         std::thread::sleep(Duration::from_millis(ms));
+    }
+    if let Some(ms) = millis("FAKE_MCP_TICK_MS") {
+        let shared = shared.clone();
+        std::thread::spawn(move || {
+            for seq in 0u64.. {
+                std::thread::sleep(Duration::from_millis(ms));
+                shared.notify(
+                    "notifications/message",
+                    Some(json!({"level": "info", "logger": "tick", "data": {"seq": seq}})),
+                );
+            }
+        });
     }
 
     let mut stdin = io::stdin().lock();

@@ -57,6 +57,10 @@ pub(crate) struct CarriedSession {
     pub subscriptions: Vec<String>,
     #[serde(default)]
     pub tasks: Vec<String>,
+    /// Its client had finished the handshake: notifications reach it as soon as it is back
+    /// (its shim replays the handshake, but the client is the same, initialized one).
+    #[serde(default)]
+    pub initialized: bool,
 }
 
 /// One upstream instance with a running child.

@@ -100,6 +100,12 @@ impl ChildHandle {
     /// Take the child's pipes back without stopping it: the readers stop at once, keeping what
     /// they had read of an unfinished line, and what was queued for its stdin is written
     /// first. Nothing about the child reaches the actor afterwards.
+    /// Tell the readers to let go (the stdout reader then says `ReaderStopped` to the actor);
+    /// [`ChildHandle::detach`] takes the pipes after that.
+    pub fn stop_reading(&self) {
+        let _ = self.tasks.stop.send(true);
+    }
+
     pub async fn detach(self) -> std::io::Result<DetachedPipes> {
         let ChildHandle {
             pid,
@@ -162,6 +168,9 @@ pub(super) struct Wiring {
     pub upstream: String,
     pub tail: StderrTail,
     pub reaper: std::sync::Arc<crate::daemon::reaper::Reaper>,
+    /// Read nothing from the child's stdout until this says so (an adopted child: see
+    /// `handing_over::Upstream::open_read_gate`); `None`, read at once.
+    pub read_gate: Option<watch::Receiver<bool>>,
 }
 
 /// How the child's exit is learnt.
@@ -225,6 +234,7 @@ fn wire_up(
         upstream,
         tail,
         reaper,
+        read_gate,
     } = wiring;
     let DetachedPipes {
         pid,
@@ -261,6 +271,7 @@ fn wire_up(
         max_line,
         stopped.clone(),
         out_done_tx,
+        read_gate,
     ));
     let stderr_task = tokio::spawn(drain_stderr(
         Pending::new(stderr_pending, stderr),
@@ -366,15 +377,30 @@ async fn read_stdout(
     max_line: usize,
     mut stop: watch::Receiver<bool>,
     done: watch::Sender<bool>,
+    gate: Option<watch::Receiver<bool>>,
 ) -> ReaderEnd {
     let mut r = BufReader::with_capacity(64 * 1024, stdout);
     let mut buf = Vec::new();
+    if let Some(mut gate) = gate {
+        tokio::select! {
+            biased;
+            _ = stop.wait_for(|s| *s) => return let_go(buf, r),
+            // A dropped gate opens it.
+            _ = gate.wait_for(|g| *g) => {}
+        }
+    }
     loop {
         // Reading a line is cancel-safe: what was read stays in `buf` or in the buffer.
         let read = tokio::select! {
             biased;
-            _ = stop.wait_for(|s| *s) => return let_go(buf, r),
-            read = wire::read_line_capped(&mut r, &mut buf, max_line) => read,
+            _ = stop.wait_for(|s| *s) => None,
+            read = wire::read_line_capped(&mut r, &mut buf, max_line) => Some(read),
+        };
+        let Some(read) = read else {
+            // Every line sent before this is in the actor's queue ahead of it.
+            let event = ChildEvent::ReaderStopped;
+            let _ = tx.send(Event::Child { generation, event }).await;
+            return let_go(buf, r);
         };
         match read {
             Ok(Line::Complete) => {

@@ -31,6 +31,10 @@ use crate::wire;
 /// How long what a session had set up waits for it to reconnect to the new daemon.
 const SESSIONS_RETURN: Duration = Duration::from_secs(60);
 
+/// The longest an adopted child's stdout waits for its sessions to reconnect before it is read
+/// (shims reconnect within milliseconds; one that does not must not hold the others up).
+const READ_GATE_MAX: Duration = Duration::from_secs(2);
+
 /// A child let go of, with what is carried with it.
 pub(crate) struct Detached {
     pub instance: CarriedInstance,
@@ -112,12 +116,11 @@ impl Upstream {
             self.send_to_session(*sid, notice.clone());
         }
         self.handed_over = true;
-        let scope = self.carried_as.clone();
         let ready = self.life.state == State::Ready && self.life.child.is_some();
-        let (Some(scope), true) = (scope, ready) else {
+        if self.carried_as.is_none() || !ready {
             let _ = reply.send(None);
             return;
-        };
+        }
         // The child's subscription streams end with this daemon: the sessions' shims send
         // their `subscriptions/listen` again, and the new daemon opens its own.
         let mut streams: Vec<u64> = self.inflight.listen_uids();
@@ -129,11 +132,37 @@ impl Upstream {
                 Some(&json!({"requestId": uid, "reason": "coogle is upgrading in place"})),
             ));
         }
+        // What the child wrote up to now still reaches the sessions, which are connected
+        // until the exec: the reader lets go, and the detach ends once its last line is handled
+        // (`finish_detach`, on `ReaderStopped`).
+        self.detaching = Some(reply);
+        if let Some(c) = &self.life.child {
+            c.stop_reading();
+        }
+    }
+
+    /// The child died while it was being let go of: nothing to carry.
+    pub(super) fn detach_failed(&mut self) {
+        if let Some(reply) = self.detaching.take() {
+            let _ = reply.send(None);
+        }
+    }
+
+    /// The stdout reader let go: every line it read was handled. Take the pipes and what is
+    /// carried with them; the actor ends.
+    pub(super) fn finish_detach(&mut self) {
+        let Some(reply) = self.detaching.take() else {
+            return;
+        };
+        let (Some(scope), Some(handle)) = (self.carried_as.clone(), self.life.child.take()) else {
+            let _ = reply.send(None);
+            return;
+        };
+        let ids: Vec<SessionId> = self.sessions.keys().copied().collect();
         let sessions = ids
             .iter()
             .filter_map(|sid| self.carried_session(*sid))
             .collect();
-        let handle = self.life.child.take().expect("checked above");
         let pid = handle.pid;
         let started_at_ms = handle
             .started_at
@@ -189,6 +218,7 @@ impl Upstream {
             log_level: s.log_level,
             subscriptions: self.subscriptions.of_session(sid),
             tasks: self.tasks.of_session(sid),
+            initialized: s.initialized,
         })
     }
 
@@ -224,6 +254,11 @@ impl Upstream {
         if let Err(e) = child::write_record(&self.life.record_path, &record) {
             tracing::warn!(path = %self.life.record_path.display(), "could not record the child pid: {e}");
         }
+        // What the child says before its sessions are back (a log line, a list change) would
+        // reach nobody: its stdout is not read until they are, or until something is sent to
+        // it, or `READ_GATE_MAX` has passed (the pipe holds what it writes meanwhile).
+        let (gate, read_gate) = tokio::sync::watch::channel(self.carried_sessions.is_empty());
+        self.read_gate = Some((gate, Instant::now() + READ_GATE_MAX));
         let wiring = child_io::Wiring {
             generation: self.life.generation,
             tx: self.tx.clone(),
@@ -231,6 +266,7 @@ impl Upstream {
             upstream: self.name.clone(),
             tail: self.life.stderr_tail.clone(),
             reaper: self.reaper.clone(),
+            read_gate: Some(read_gate),
         };
         match child_io::adopt(pipes, wiring) {
             Ok(handle) => {
@@ -262,8 +298,12 @@ impl Upstream {
         let Some(carried) = self.carried_sessions.remove(&token) else {
             return;
         };
+        if self.carried_sessions.is_empty() {
+            self.open_read_gate();
+        }
         if let Some(s) = self.sessions.get_mut(&sid) {
             s.log_level = carried.log_level;
+            s.initialized |= carried.initialized;
         }
         for uri in &carried.subscriptions {
             self.subscriptions.subscribe(sid, uri);
@@ -304,6 +344,22 @@ impl Upstream {
 
     pub(super) fn carried_deadline(&self) -> Option<Instant> {
         self.carried_until
+    }
+
+    /// Start reading an adopted child's stdout (see `adopt`): every carried session is back,
+    /// something was sent to the child (its answer must be read), or the wait is over.
+    pub(super) fn open_read_gate(&self) {
+        if let Some((gate, _)) = &self.read_gate {
+            gate.send_replace(true);
+        }
+    }
+
+    /// When a closed read gate opens by itself.
+    pub(super) fn read_gate_deadline(&self) -> Option<Instant> {
+        self.read_gate
+            .as_ref()
+            .filter(|(gate, _)| !*gate.borrow())
+            .map(|(_, at)| *at)
     }
 }
 

@@ -182,6 +182,7 @@ impl Upstream {
             upstream: self.name.clone(),
             tail: self.life.stderr_tail.clone(),
             reaper: self.reaper.clone(),
+            read_gate: None,
         };
         let attached = child_io::attach(spawned, wiring);
         match attached {

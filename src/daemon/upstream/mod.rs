@@ -109,6 +109,9 @@ pub(crate) enum ChildEvent {
     LineTooLong,
     /// Its stdout reached EOF: it can never answer again, whether or not it still runs.
     StdoutClosed,
+    /// The stdout reader let go as told (an upgrade in place): every line it read is before
+    /// this in the actor's queue.
+    ReaderStopped,
     Exited(String),
 }
 
@@ -416,6 +419,10 @@ struct Upstream {
     /// What sessions had set up before an upgrade, until they reconnect.
     carried_sessions: handing_over::CarriedSessions,
     carried_until: Option<Instant>,
+    /// A detach under way: answered once the child's stdout reader has let go.
+    detaching: Option<tokio::sync::oneshot::Sender<Option<handing_over::Detached>>>,
+    /// An adopted child's stdout is read once this is open, or at its deadline.
+    read_gate: Option<(tokio::sync::watch::Sender<bool>, Instant)>,
 }
 
 pub(super) fn ms(d: Duration) -> u64 {
@@ -459,6 +466,8 @@ impl Upstream {
             carried_as: None,
             carried_sessions: HashMap::new(),
             carried_until: None,
+            read_gate: None,
+            detaching: None,
             config,
         }
     }
@@ -515,6 +524,7 @@ impl Upstream {
                 .stdout_closed_at
                 .map(|t| t + lifecycle::STDOUT_CLOSED_GRACE),
             self.idle_deadline(),
+            self.read_gate_deadline(),
             self.carried_deadline(),
         ]
         .into_iter()
@@ -544,7 +554,11 @@ impl Upstream {
                         self.kill_child();
                     }
                     ChildEvent::StdoutClosed => self.on_stdout_closed(),
-                    ChildEvent::Exited(status) => self.on_child_exit(status),
+                    ChildEvent::ReaderStopped => self.finish_detach(),
+                    ChildEvent::Exited(status) => {
+                        self.detach_failed();
+                        self.on_child_exit(status);
+                    }
                 }
             }
             Event::Control(cmd) => self.on_control(cmd),
@@ -568,6 +582,9 @@ impl Upstream {
 
     fn on_timer(&mut self) {
         let now = Instant::now();
+        if self.read_gate_deadline().is_some_and(|t| t <= now) {
+            self.open_read_gate();
+        }
         for w in self.ops.expire(now) {
             let still = coogle_tool::running(&w.operation);
             self.send_to_session(w.session, response_line(&w.client_id, &raw(&still)));
@@ -659,6 +676,7 @@ impl Upstream {
     }
 
     fn to_child(&self, line: Vec<u8>) {
+        self.open_read_gate();
         if let Some(c) = &self.life.child {
             // A child that closed its stdin is about to be reported as exited.
             let _ = c.writer.send(line);
