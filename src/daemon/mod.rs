@@ -449,6 +449,9 @@ fn socket_identity(path: &Path) -> Option<(u64, u64)> {
         .map(|m| (m.dev(), m.ino()))
 }
 
+/// How long one upstream has to let go of its child once asked.
+const DETACH_WAIT: Duration = Duration::from_secs(5);
+
 /// How long a hand-over in place waits for the calls in flight to finish before it gives up
 /// (for now: it tries again at the next quiet moment).
 const CARRY_DRAIN: Duration = Duration::from_secs(10);
@@ -481,7 +484,9 @@ async fn carry_children(shared: &Shared) -> Option<Vec<upstream::Detached>> {
     }
     let mut carried = Vec::new();
     for u in &all {
-        if let Some(d) = u.detach().await {
+        // Bounded: an actor that cannot let go in time keeps its child, which then stops
+        // with this daemon like any child not carried.
+        if let Ok(Some(d)) = tokio::time::timeout(DETACH_WAIT, u.detach()).await {
             carried.push(d);
         }
     }

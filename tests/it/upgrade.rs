@@ -610,3 +610,32 @@ fn log_lines_written_during_the_hand_over_reach_their_session() {
     drop(s);
     stop_leaves_nothing(&env, &mut daemon, &[child.parse().unwrap()]);
 }
+
+/// A child that closed its stdout (deaf and mute, still running) is not carried: the hand-over
+/// does not wait for a reader that already ended, and the next call gets a new child.
+#[test]
+fn a_child_that_closed_its_stdout_does_not_hold_the_hand_over() {
+    let env = Env::with_fake(json!({}));
+    let (mut daemon, _installed) = installed_daemon(&env);
+    let mut s = env.shim();
+    s.initialize();
+    let old = text(&s.call("pid", json!({})));
+    s.send(&json!({"jsonrpc":"2.0","id":"mute","method":"tools/call","params":{"name":"close_stdout","arguments":{}}}));
+    let started = std::time::Instant::now();
+    let out = env.run(&["restart", "--daemon"]);
+    assert_eq!(out.status, Some(0), "{out}\n{}", log(&env));
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "the hand-over took {:?}",
+        started.elapsed()
+    );
+    let _ = s.response(&json!("mute"), Duration::from_secs(30));
+    let new = text(&s.call("pid", json!({})));
+    assert_ne!(new, old);
+    drop(s);
+    stop_leaves_nothing(
+        &env,
+        &mut daemon,
+        &[old.parse().unwrap(), new.parse().unwrap()],
+    );
+}

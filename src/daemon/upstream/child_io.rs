@@ -106,6 +106,11 @@ impl ChildHandle {
         let _ = self.tasks.stop.send(true);
     }
 
+    /// Whether the stdout reader still runs (it ends at EOF, and then says nothing more).
+    pub fn reading(&self) -> bool {
+        !self.tasks.stdout.is_finished()
+    }
+
     pub async fn detach(self) -> std::io::Result<DetachedPipes> {
         let ChildHandle {
             pid,

@@ -135,9 +135,15 @@ impl Upstream {
         // What the child wrote up to now still reaches the sessions, which are connected
         // until the exec: the reader lets go, and the detach ends once its last line is handled
         // (`finish_detach`, on `ReaderStopped`).
-        self.detaching = Some(reply);
-        if let Some(c) = &self.life.child {
-            c.stop_reading();
+        match &self.life.child {
+            Some(c) if c.reading() => {
+                self.detaching = Some(reply);
+                c.stop_reading();
+            }
+            // Its stdout is closed: it can never answer again, and is on its way out.
+            _ => {
+                let _ = reply.send(None);
+            }
         }
     }
 
@@ -154,6 +160,11 @@ impl Upstream {
         let Some(reply) = self.detaching.take() else {
             return;
         };
+        if reply.is_closed() {
+            // The daemon stopped waiting (see `DETACH_WAIT`): the child stays this actor's,
+            // and stops with it.
+            return;
+        }
         let (Some(scope), Some(handle)) = (self.carried_as.clone(), self.life.child.take()) else {
             let _ = reply.send(None);
             return;

@@ -553,7 +553,10 @@ impl Upstream {
                         self.life.stop_reason = Some(msg);
                         self.kill_child();
                     }
-                    ChildEvent::StdoutClosed => self.on_stdout_closed(),
+                    ChildEvent::StdoutClosed => {
+                        self.detach_failed();
+                        self.on_stdout_closed();
+                    }
                     ChildEvent::ReaderStopped => self.finish_detach(),
                     ChildEvent::Exited(status) => {
                         self.detach_failed();
