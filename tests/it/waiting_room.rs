@@ -9,15 +9,23 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use support::*;
 
-fn waiting(status: &Value) -> (u64, Vec<u64>) {
+/// The upstream's waiting count, and each of `shims`' sessions' (found by the shim's pid: the
+/// sessions are listed in the order they connected, which two shims started together do not
+/// keep).
+fn waiting(status: &Value, shims: &[u32]) -> (u64, Vec<u64>) {
     let u = &status["upstreams"][0];
-    let sessions = u["sessions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["waiting"].as_u64().unwrap())
-        .collect();
-    (u["waiting"].as_u64().unwrap(), sessions)
+    let sessions = u["sessions"].as_array().unwrap();
+    let of = |pid: u32| {
+        sessions
+            .iter()
+            .find(|s| s["pid"].as_u64() == Some(u64::from(pid)))
+            .and_then(|s| s["waiting"].as_u64())
+            .unwrap_or(u64::MAX)
+    };
+    (
+        u["waiting"].as_u64().unwrap(),
+        shims.iter().map(|p| of(*p)).collect(),
+    )
 }
 
 /// Regression: `status` counted only calls queued for a slot, so requests held for a starting
@@ -26,8 +34,8 @@ fn waiting(status: &Value) -> (u64, Vec<u64>) {
 #[test]
 fn status_counts_every_waiting_request_per_session_and_upstream() {
     // The child starts slowly enough that both shims connect and say all three requests
-    // before it is there, even on a loaded machine (3 s was not: the window closed first).
-    let env = Env::with_fake(json!({"env": {"FAKE_MCP_START_DELAY_MS": "8000"}}));
+    // before it is there, even on a loaded machine.
+    let env = Env::with_fake(json!({"env": {"FAKE_MCP_START_DELAY_MS": "5000"}}));
     let _d = env.daemon();
     let mut a = env.shim();
     let mut b = env.shim();
@@ -38,11 +46,13 @@ fn status_counts_every_waiting_request_per_session_and_upstream() {
     a.send(&json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
                    "params": {"name": "echo", "arguments": {"text": "x"}}}));
     b.send(&json!({"jsonrpc": "2.0", "id": 1, "method": "resources/list", "params": {}}));
-    let mut last = Value::Null;
-    wait_for("three waiting requests", Duration::from_secs(20), || {
-        last = control(&env.socket, "status", Value::Null).unwrap();
-        waiting(&last) == (3, vec![2, 1])
-    });
+    let pids = [a.child.id(), b.child.id()];
+    let last = wait_status(
+        &env.socket,
+        "three waiting requests: two of a's, one of b's",
+        Duration::from_secs(20),
+        |s| waiting(s, &pids) == (3, vec![2, 1]),
+    );
     assert_eq!(last["upstreams"][0]["requestsInFlight"], 0, "{last:#}");
     for id in [1, 2] {
         let r = a.response(&json!(id), Duration::from_secs(30));
@@ -51,7 +61,7 @@ fn status_counts_every_waiting_request_per_session_and_upstream() {
     let r = b.response(&json!(1), Duration::from_secs(30));
     assert!(r.get("result").is_some(), "{r}");
     let status = control(&env.socket, "status", Value::Null).unwrap();
-    assert_eq!(waiting(&status), (0, vec![0, 0]), "{status:#}");
+    assert_eq!(waiting(&status, &pids), (0, vec![0, 0]), "{status:#}");
     let text = env.run(&["status"]);
     assert!(text.stdout.contains("waiting 0"), "{text}");
 }
