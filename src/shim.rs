@@ -88,7 +88,11 @@ fn hash_of(text: &str) -> u64 {
 
 /// Write one line to the client; a closed stdout means the client is gone.
 fn write_client(line: &[u8]) {
-    let mut out = std::io::stdout().lock();
+    write_client_locked(&mut std::io::stdout().lock(), line);
+}
+
+/// [`write_client`] under a stdout lock the caller already holds.
+fn write_client_locked(out: &mut std::io::StdoutLock<'_>, line: &[u8]) {
     let ok = out.write_all(line).is_ok()
         && (line.last() == Some(&b'\n') || out.write_all(b"\n").is_ok())
         && out.flush().is_ok();
@@ -216,10 +220,18 @@ impl State {
 
     /// After stdin closed, exit once every request is answered.
     fn exit_if_done(&self) {
-        if self.closing && self.pending() == 0 {
+        if self.done() {
             tracing::debug!("stdin closed and every request answered; exiting");
+            // The daemon's reader writes an answer after letting go of the state, holding
+            // stdout's lock from before it did (see `run`): waiting for that lock lets the
+            // last answer out whole before the process ends.
+            let _out = std::io::stdout().lock();
             std::process::exit(0);
         }
+    }
+
+    fn done(&self) -> bool {
+        self.closing && self.pending() == 0
     }
 
     /// Answer the requests buffered for a daemon that cannot be reached, with why: a
@@ -456,12 +468,23 @@ pub fn run(opts: Options) -> Result<(), ClientError> {
         match wire::read_line_capped_blocking(&mut reader, &mut buf, REPLY_LINE_CAP) {
             Ok(Line::Complete) => {
                 let mut st = State::lock(&state);
-                if st.observe_daemon(&buf) {
-                    buf.push(b'\n');
-                    write_client(&buf);
-                }
-                st.exit_if_done();
+                let pass = st.observe_daemon(&buf);
+                let done = st.done();
+                // Write to the client after letting go of the state, so the stdin thread,
+                // woken by the client's next request the moment this answer lands, finds the
+                // state free instead of sleeping on the lock (a futex wait and wake on every
+                // call). stdout's lock, taken first, keeps the order the state decided.
+                let mut out = std::io::stdout().lock();
                 drop(st);
+                if pass {
+                    buf.push(b'\n');
+                    write_client_locked(&mut out, &buf);
+                }
+                if done {
+                    tracing::debug!("stdin closed and every request answered; exiting");
+                    std::process::exit(0);
+                }
+                drop(out);
                 buf.clear();
                 continue;
             }
