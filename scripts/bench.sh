@@ -95,7 +95,7 @@ if [[ -n ${BASE:-} ]]; then
     COOGLE_CONFIG=$WORK/base/config.json COOGLE_SOCKET=$WORK/base/s.sock "$BASE" status >/dev/null 2>&1 && break
     sleep 0.05
   done
-  BASE_VERSION=$("$BASE" --version | awk '{print $2, $3}')
+  BASE_VERSION=$("$BASE" --version | awk '{print $2, $3}' | tr -d '(')
 fi
 base_shim() { echo env "COOGLE_CONFIG=$WORK/base/config.json" "COOGLE_SOCKET=$WORK/base/s.sock" "$BASE" mcp; }
 start_daemon fake8 "{\"servers\":{\"google\":$(server_json "$FAKE" | python3 -c 'import json,sys; d=json.load(sys.stdin); d["maxConcurrent"]=8; print(json.dumps(d))')}}"

@@ -12,7 +12,8 @@ def med(label, key):
     v = [r[key] for r in by(label)]
     return statistics.median(v) if v else None
 cpu = next((l.split(":",1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
-print(f"Machine: {cpu}, {os.cpu_count()} cores, Linux {platform.release()}; medians of {runs} runs, {calls} sequential calls per latency run.\n")
+load = open("/proc/loadavg").read().split()[:3]
+print(f"Machine: {cpu}, {os.cpu_count()} cores, Linux {platform.release()}; medians of {runs} runs, {calls} sequential calls per latency run; load average when the report was written {' '.join(load)} (1, 5, 15 min).\n")
 print("| measure | direct | through coogle | added / ratio |")
 print("| --- | ---: | ---: | ---: |")
 for name, d, c in [("fake Rust child", "direct-fake", "coogle-fake"), ("server-everything", "direct-everything", "coogle-everything")]:
