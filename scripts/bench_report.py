@@ -67,18 +67,25 @@ ways = [("direct (the client starts the child)", "direct-fake"),
         (f"previous build, {os.environ.get('BASE_VERSION') or 'BASE'} (`coogle mcp` → daemon → child)", "base-fake")]
 if by("floor-fake"):
     d, f = med("direct-fake", "p50_us"), med("floor-fake", "p50_us")
-    print(f"\nPer tools/call, the same fake child reached every way, medians of {runs} runs in this run:\n")
-    print("| way | p50 | p99 | p50 over direct | p50 against the floor |")
-    print("| --- | ---: | ---: | ---: | ---: |")
+    # Noise on a shared machine only ever adds time, and whole runs land in a slow mode (two
+    # of a relay's processes on one busy core): the quietest run's p50 is read beside the median.
+    def low(label): return min(r["p50_us"] for r in by(label))
+    fl = low("floor-fake")
+    print(f"\nPer tools/call, the same fake child reached every way, medians of {runs} runs in this run (and the quietest run's p50):\n")
+    print("| way | p50 | p99 | p50 over direct | p50 against the floor | p50, quietest run | against the floor's |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
     for name, label in ways:
         if not by(label): continue
         p50, p99 = med(label, "p50_us"), med(label, "p99_us")
         over = "–" if label == "direct-fake" else f"{p50 - d:+.0f} µs"
         floor = "–" if label in ("direct-fake", "floor-fake") else f"{(p50 / f - 1) * 100:+.0f}% ({p50 - f:+.0f} µs)"
-        print(f"| {name} | {p50:.0f} µs | {p99:.0f} µs | {over} | {floor} |")
-    c = med("coogle-fake", "p50_us")
-    print(f"\nGoal: coogle's p50 within 5% of the floor: {(c / f - 1) * 100:+.1f}% "
-          f"({'met' if c <= f * 1.05 else 'not met'}); the floor adds {f - d:.0f} µs to direct, coogle {c - d:.0f} µs.")
+        lowf = "–" if label in ("direct-fake", "floor-fake") else f"{(low(label) / fl - 1) * 100:+.0f}%"
+        print(f"| {name} | {p50:.0f} µs | {p99:.0f} µs | {over} | {floor} | {low(label):.0f} µs | {lowf} |")
+    c, cl = med("coogle-fake", "p50_us"), low("coogle-fake")
+    verdict = lambda x, y: "met" if x <= y * 1.05 else "not met"
+    print(f"\nGoal: coogle's p50 within 5% of the floor: medians {(c / f - 1) * 100:+.1f}% ({verdict(c, f)}), "
+          f"quietest runs {(cl / fl - 1) * 100:+.1f}% ({verdict(cl, fl)}); "
+          f"the floor adds {f - d:.0f} µs to direct, coogle {c - d:.0f} µs.")
 else:
     print("\n(no floor row: socat is not installed)")
 if by("peer-fake"):
