@@ -346,7 +346,7 @@ if "coogle-parked" in rows:
     print(f"\nGoal: parked with every session open within 2× sessions gone: {k:.0f} MiB against {g:.0f} MiB, {k / g:.1f}× ({'met' if k <= 2 * g else 'not met'}).")
 firsts = [json.loads(l) for l in open(sys.argv[1]) if '"first-call"' in l]
 if firsts:
-    print("\nThe first call after parking (a session open, its child parked; the child starts again) next to the same server started cold directly (spawn → initialize → the same call), medians of 3:\n")
+    print(f"\nThe first call after parking (a session open, its child parked; the child starts again) next to the same server started cold directly (spawn → initialize → the same call), medians of {firsts[0].get('rounds', 3)}:\n")
     print("| server (tool) | first call after parking | cold direct start | difference | goal ≤ cold + 50 ms |")
     print("| --- | ---: | ---: | ---: | --- |")
     for f in firsts:

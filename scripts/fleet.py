@@ -18,6 +18,7 @@ Phases, one JSON line each on stdout:
   first-call    per server with a harmless tool: a call on an open session whose child is
                 parked (the child starts again), next to the same server started cold
                 directly (spawn → initialize → the same call), medians of FIRST_CALL_ROUNDS
+                (env, default 3)
   coogle-after  the sessions have gone and the children have idle-stopped
 idleStopMs is IDLE_STOP_MS (10 s) here, not the default, so the run stays short; it must be
 longer than the 5 s the busy phase lets the children settle, or they park before it measures.
@@ -35,7 +36,7 @@ PROBE_META = {
         "roots": {"listChanged": True}, "elicitation": {"form": {}, "url": {}}},
 }
 IDLE_STOP_MS = 10000
-FIRST_CALL_ROUNDS = 3
+FIRST_CALL_ROUNDS = int(os.environ.get("FIRST_CALL_ROUNDS", "3"))
 # A call each server answers without network or sign-in, for the first call after parking.
 HARMLESS = {
     "everything": ("echo", {"message": "fleet"}),
@@ -280,7 +281,10 @@ def first_calls(coogle, work, found, project, conns):
             cold.append(cold_call(found[name], project, tool, arguments))
         print(json.dumps({"phase": "first-call", "server": name, "tool": tool,
                           "parked_ms": round(statistics.median(parked) * 1000, 1),
-                          "cold_ms": round(statistics.median(cold) * 1000, 1)}), flush=True)
+                          "cold_ms": round(statistics.median(cold) * 1000, 1),
+                          "rounds": FIRST_CALL_ROUNDS,
+                          "parked_all_ms": [round(t * 1000) for t in parked],
+                          "cold_all_ms": [round(t * 1000) for t in cold]}), flush=True)
 
 
 def daemon_env(work):
