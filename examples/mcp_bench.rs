@@ -110,10 +110,24 @@ impl Server {
 
 impl Drop for Server {
     fn drop(&mut self) {
-        if let Some(c) = &mut self.child {
-            let _ = c.kill();
-            let _ = c.wait();
+        let Some(c) = &mut self.child else {
+            return;
+        };
+        // MCP_BENCH_GRACEFUL=1: close stdin and give the server a few seconds to exit by
+        // itself, as a client ending a session does, so a server run under a profiler
+        // (`valgrind --tool=callgrind`, `strace -c`) gets to write its report; SIGKILL after.
+        if std::env::var_os("MCP_BENCH_GRACEFUL").is_some() {
+            self.stdin = Box::new(std::io::sink());
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while Instant::now() < deadline {
+                if let Ok(Some(_)) = c.try_wait() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
         }
+        let _ = c.kill();
+        let _ = c.wait();
     }
 }
 

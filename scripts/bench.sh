@@ -10,8 +10,8 @@
 # Everything runs in a temporary HOME with its own daemons on private Unix sockets. Prints a
 # Markdown table of medians over RUNS repetitions: added latency per tools/call (p50, p99),
 # new-session-to-tools/list, Claude Code-style start warm and cold, RSS of shim, daemon and
-# child, memory with 1, 4 and 10 sessions, throughput with 8 sessions, rmcp-mux side by side,
-# and the fleet headline (scripts/fleet.py).
+# child, memory with 1, 4 and 10 sessions, throughput with 8 sessions, the floor (two socat
+# hops, no multiplexing) and rmcp-mux side by side, and the fleet headline (scripts/fleet.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -95,7 +95,7 @@ if [[ -n ${BASE:-} ]]; then
     COOGLE_CONFIG=$WORK/base/config.json COOGLE_SOCKET=$WORK/base/s.sock "$BASE" status >/dev/null 2>&1 && break
     sleep 0.05
   done
-  BASE_VERSION=$("$BASE" --version | awk '{print $2, $3}')
+  BASE_VERSION=$("$BASE" --version | awk '{print $2, $3}' | tr -d '(')
 fi
 base_shim() { echo env "COOGLE_CONFIG=$WORK/base/config.json" "COOGLE_SOCKET=$WORK/base/s.sock" "$BASE" mcp; }
 start_daemon fake8 "{\"servers\":{\"google\":$(server_json "$FAKE" | python3 -c 'import json,sys; d=json.load(sys.stdin); d["maxConcurrent"]=8; print(json.dumps(d))')}}"
@@ -128,6 +128,21 @@ else
   echo "rmcp-mux is not installed; the peer comparison is skipped" >&2
 fi
 
+# The floor: a two-hop relay with no multiplexing, the least any out-of-process sharing can
+# cost. One `socat` per session (as the shim) connects to a listening `socat` (as the daemon)
+# that forks a fresh fake child per connection; nothing reads the messages. Measured in this
+# run, so coogle's per-call cost is read against what two process hops cost on this machine.
+FLOOR=""
+if [[ ${SKIP_FLOOR:-0} != 1 ]] && command -v socat >/dev/null; then
+  FLOOR_SOCKET=$WORK/floor.sock
+  socat "UNIX-LISTEN:$FLOOR_SOCKET,fork" "EXEC:$FAKE" 2>"$WORK/floor.log" &
+  DAEMONS+=($!)
+  for _ in $(seq 1 100); do [[ -S $FLOOR_SOCKET ]] && break; sleep 0.05; done
+  FLOOR="socat STDIO UNIX-CONNECT:$FLOOR_SOCKET"
+else
+  echo "socat is not installed (apt-get install socat); the floor row (a two-hop relay with no multiplexing) is skipped" >&2
+fi
+
 # A fake child that takes seconds to start, for a cold daemon's session start (the tools cache
 # is on disk from a first run, as it is after any earlier day's use).
 SLOW_MS=${SLOW_MS:-3000}
@@ -151,6 +166,12 @@ for _ in $(seq 1 "$RUNS"); do
   record direct-fake "$("$BENCH" latency "$CALLS" -- "$FAKE")"
   # shellcheck disable=SC2046
   record coogle-fake "$("$BENCH" latency "$CALLS" -- $(shim fake))"
+  if [[ -n $FLOOR ]]; then
+    # shellcheck disable=SC2086
+    record floor-fake "$("$BENCH" latency "$CALLS" -- $FLOOR)"
+  fi
+  # The daemon alone (mcp_bench speaks to its socket, no shim): the shim's share is the rest.
+  record daemon-fake "$("$BENCH" latency "$CALLS" -- "unix:$WORK/fake/s.sock")"
   if [[ -n $EVERYTHING ]]; then
     record direct-everything "$("$BENCH" latency "$CALLS" -- "$EVERYTHING" stdio)"
     # shellcheck disable=SC2046
@@ -280,6 +301,12 @@ for n in 1 4 10; do
     record "mem-coogle-ws-$n" "$("$BENCH" memory "$n" "$ws_daemon" $(group_pids "$ws_child") -- $(shim workspace))"
     record "mem-direct-ws-$n" "$("$BENCH" memory "$n" -- "$UVX" "${WS_ARGS[@]}")"
   fi
+  if [[ -n ${BASE:-} ]]; then
+    base_daemon=$(COOGLE_CONFIG=$WORK/base/config.json COOGLE_SOCKET=$WORK/base/s.sock "$BASE" status --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["daemon"]["pid"])')
+    base_child=$(child_of base)
+    # shellcheck disable=SC2046
+    record "mem-base-fake-$n" "$("$BENCH" memory "$n" "$base_daemon" "$base_child" -- $(base_shim))"
+  fi
   if [[ -n $PEER ]]; then
     # shellcheck disable=SC2046,SC2086
     record "mem-peer-fake-$n" "$("$BENCH" memory "$n" "$PEER_PID" $(pgrep -P "$PEER_PID") -- $PEER)"
@@ -307,10 +334,24 @@ def row(label, r):
 if "direct" in rows:
     row("direct: every session runs its own copy of each", rows["direct"])
 c = rows["coogle-cold"]
-row("coogle, sessions started against an idle daemon (answers from the cache, no child running)", c)
+row("coogle, sessions started against an idle daemon (public tool lists from the cache; a server whose list is private starts its child)", c)
 b = rows["coogle-busy"]
 row(f"coogle, the same sessions with every server's child running (shims {b['shim_pss_mib']:.0f} MiB)", b)
+if "coogle-parked" in rows:
+    k = rows["coogle-parked"]
+    row(f"coogle, the same sessions all still open after idleStopMs of quiet: children parked (shims {k['shim_pss_mib']:.0f} MiB)", k)
 row("coogle, sessions gone, children idle-stopped", rows["coogle-after"])
+if "coogle-parked" in rows:
+    k, g = rows["coogle-parked"]["pss_mib"], rows["coogle-after"]["pss_mib"]
+    print(f"\nGoal: parked with every session open within 2× sessions gone: {k:.0f} MiB against {g:.0f} MiB, {k / g:.1f}× ({'met' if k <= 2 * g else 'not met'}).")
+firsts = [json.loads(l) for l in open(sys.argv[1]) if '"first-call"' in l]
+if firsts:
+    print(f"\nThe first call after parking (a session open, its child parked; the child starts again) next to the same server started cold directly (spawn → initialize → the same call), medians of {firsts[0].get('rounds', 3)}:\n")
+    print("| server (tool) | first call after parking | cold direct start | difference | goal ≤ cold + 50 ms |")
+    print("| --- | ---: | ---: | ---: | --- |")
+    for f in firsts:
+        d = f["parked_ms"] - f["cold_ms"]
+        print(f"| {f['server']} (`{f['tool']}`) | {f['parked_ms']:.0f} ms | {f['cold_ms']:.0f} ms | {d:+.0f} ms | {'met' if d <= 50 else 'not met'} |")
 i = rows["coogle-idle"]
 print(f"\nIdle machine: the daemon with {len(s['names'])} servers configured and none running: {i['daemon_rss_mib']:.1f} MiB RSS, {i['processes']} process(es).")
 PY

@@ -14,7 +14,17 @@ Phases, one JSON line each on stdout:
   coogle-idle   the daemon with every server configured and none running (an idle machine)
   coogle-cold   sessions start against that idle daemon (answers from the tools cache)
   coogle-busy   the same sessions after every server has been asked for (children running)
+  coogle-parked the same sessions, all still open, after idleStopMs of quiet: children parked
+  first-call    per server with a harmless tool: a call on an open session whose child is
+                parked (the child starts again), next to the same server started cold
+                directly (spawn → initialize → the same call), medians of FIRST_CALL_ROUNDS
+                (env, default 3)
   coogle-after  the sessions have gone and the children have idle-stopped
+idleStopMs is IDLE_STOP_MS (10 s) here, not the default, so the run stays short; it must be
+longer than the 5 s the busy phase lets the children settle, or they park before it measures.
+A server whose tool list is private (`cacheScope: "private"`, the Python SDK's default) is
+never answered from the cache for another session: a session started against an idle daemon
+starts that child and waits for it (the cold phase has those children running).
 Servers that are not installed are left out (and named on stderr).
 """
 import json, os, select, shutil, signal, socket, statistics, subprocess, sys, threading, time
@@ -25,7 +35,15 @@ PROBE_META = {
     "io.modelcontextprotocol/clientCapabilities": {
         "roots": {"listChanged": True}, "elicitation": {"form": {}, "url": {}}},
 }
-IDLE_STOP_MS = 3000
+IDLE_STOP_MS = 10000
+FIRST_CALL_ROUNDS = int(os.environ.get("FIRST_CALL_ROUNDS", "3"))
+# A call each server answers without network or sign-in, for the first call after parking.
+HARMLESS = {
+    "everything": ("echo", {"message": "fleet"}),
+    "filesystem": ("list_allowed_directories", {}),
+    "memory": ("read_graph", {}),
+    "time": ("get_current_time", {"timezone": "UTC"}),
+}
 
 
 def servers(work):
@@ -60,6 +78,9 @@ class Conn:
                                      stderr=subprocess.DEVNULL, env=env, cwd=cwd,
                                      start_new_session=True)
         self.buf = b""
+        # The era claude_start ended in: 2026-07-28 requests carry their _meta.
+        self.modern = False
+        self.next_id = 100
 
     def send(self, msg):
         self.proc.stdin.write((json.dumps(msg) + "\n").encode())
@@ -91,7 +112,8 @@ class Conn:
         self.send({"jsonrpc": "2.0", "id": "server-discover-probe-1", "method": "server/discover",
                    "params": {"_meta": PROBE_META}})
         probe = self.answer("server-discover-probe-1", timeout)
-        if "result" in probe:
+        self.modern = "result" in probe
+        if self.modern:
             self.send({"jsonrpc": "2.0", "id": 1, "method": "tools/list",
                        "params": {"_meta": PROBE_META}})
         else:
@@ -105,6 +127,20 @@ class Conn:
         if "result" not in tools:
             raise RuntimeError(f"tools/list failed: {tools}")
         return len(tools["result"]["tools"])
+
+    def call(self, tool, arguments, timeout=120):
+        """One tools/call in this connection's era; the seconds until it was answered."""
+        self.next_id += 1
+        params = {"name": tool, "arguments": arguments}
+        if self.modern:
+            params["_meta"] = PROBE_META
+        t0 = time.monotonic()
+        self.send({"jsonrpc": "2.0", "id": self.next_id, "method": "tools/call", "params": params})
+        answer = self.answer(self.next_id, timeout)
+        took = time.monotonic() - t0
+        if "result" not in answer or answer["result"].get("isError"):
+            raise RuntimeError(f"{tool} failed: {answer}")
+        return took
 
     def close(self):
         try:
@@ -214,6 +250,43 @@ def direct(found, project, sessions):
         c.close()
 
 
+def cold_call(server, project, tool, arguments):
+    """The server started directly and cold: spawn, initialize, then the call; seconds."""
+    t0 = time.monotonic()
+    c = Conn([server["command"], *server["args"]], {**os.environ, **server["env"]}, project)
+    try:
+        c.send({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "fleet", "version": "1"}}})
+        c.answer(0, 120)
+        c.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        c.call(tool, arguments)
+        return time.monotonic() - t0
+    finally:
+        c.close()
+
+
+def first_calls(coogle, work, found, project, conns):
+    """A call on an open session whose child is parked, against a cold direct start."""
+    names = list(found)
+    for name, (tool, arguments) in HARMLESS.items():
+        if name not in found:
+            continue
+        parked, cold = [], []
+        for round_ in range(FIRST_CALL_ROUNDS):
+            wait_idle(coogle, work)
+            # A different open session each round; conns are per session, in `names` order.
+            session = round_ % (len(conns) // len(names))
+            parked.append(conns[session * len(names) + names.index(name)].call(tool, arguments))
+            cold.append(cold_call(found[name], project, tool, arguments))
+        print(json.dumps({"phase": "first-call", "server": name, "tool": tool,
+                          "parked_ms": round(statistics.median(parked) * 1000, 1),
+                          "cold_ms": round(statistics.median(cold) * 1000, 1),
+                          "rounds": FIRST_CALL_ROUNDS,
+                          "parked_all_ms": [round(t * 1000) for t in parked],
+                          "cold_all_ms": [round(t * 1000) for t in cold]}), flush=True)
+
+
 def daemon_env(work):
     return {**os.environ, "COOGLE_CONFIG": os.path.join(work, "config.json"),
             "COOGLE_SOCKET": os.path.join(work, "s.sock")}
@@ -296,6 +369,11 @@ def coogle_phases(coogle, work, found, project, sessions):
         start_children(work, found)
         pids = settle(lambda: tree([daemon_pid, *shims]), 5.0)
         report("coogle-busy", [], pids, shim_pss_mib=round(pss_kib(shims) / 1024, 1))
+        # Quiet with every session still open: each child parks after idleStopMs.
+        wait_idle(coogle, work)
+        pids = settle(lambda: tree([daemon_pid, *shims]), 1.0)
+        report("coogle-parked", [], pids, shim_pss_mib=round(pss_kib(shims) / 1024, 1))
+        first_calls(coogle, work, found, project, conns)
         for c in conns:
             c.close()
         conns = []

@@ -20,7 +20,7 @@ use std::time::Duration;
 use serde_json::value::RawValue;
 
 use crate::client::{self, ClientError, REPLY_LINE_CAP, Starter};
-use crate::wire::{self, Hello, Kind, Line, Message, id_key, raw, rpc_code};
+use crate::wire::{self, Head, Hello, Kind, Line, Message, id_key, raw, rpc_code};
 
 /// How the daemon's last line to a session it disconnects starts (see
 /// `wire::DISCONNECTED_NOTICE`): checked as a prefix, so other lines cost nothing.
@@ -98,7 +98,11 @@ fn hash_of(text: &str) -> u64 {
 
 /// Write one line to the client; a closed stdout means the client is gone.
 fn write_client(line: &[u8]) {
-    let mut out = std::io::stdout().lock();
+    write_client_locked(&mut std::io::stdout().lock(), line);
+}
+
+/// [`write_client`] under a stdout lock the caller already holds.
+fn write_client_locked(out: &mut std::io::StdoutLock<'_>, line: &[u8]) {
     let ok = out.write_all(line).is_ok()
         && (line.last() == Some(&b'\n') || out.write_all(b"\n").is_ok())
         && out.flush().is_ok();
@@ -136,7 +140,9 @@ impl State {
     /// Note what a client line is before it goes to the daemon; returns the key of the request
     /// it starts, if any.
     fn observe_client(&mut self, line: &[u8]) -> Option<String> {
-        let Ok(msg) = Message::parse(line) else {
+        // The routing fields borrowed from the line: this runs on every line, and copying the
+        // whole message into a `Message` was most of the shim's work per call.
+        let Ok(msg) = Head::parse(line) else {
             return None;
         };
         match msg.kind() {
@@ -147,8 +153,7 @@ impl State {
                 }
                 if let Some(id) = msg.id() {
                     let is_call = method == "tools/call";
-                    let is_tools_list =
-                        method == "tools/list" && msg.params_value().get("cursor").is_none();
+                    let is_tools_list = method == "tools/list" && !has_cursor(msg.params());
                     self.next_seq += 1;
                     let entry = InFlight {
                         id: id.to_owned(),
@@ -163,10 +168,13 @@ impl State {
                     return Some(key);
                 }
             }
-            Kind::Notification => match msg.method().as_deref() {
+            Kind::Notification => match msg.method() {
                 Some("notifications/initialized") => self.initialized = true,
                 Some("notifications/cancelled") => {
-                    if let Some(req) = msg.params_field("requestId") {
+                    if let Some(req) = Message::parse(line)
+                        .ok()
+                        .and_then(|m| m.params_field("requestId"))
+                    {
                         self.in_flight.remove(&id_key(&req));
                     }
                 }
@@ -193,7 +201,7 @@ impl State {
         if self.in_flight.is_empty() && self.swallow.is_none() && self.probe.is_none() {
             return true;
         }
-        let Ok(msg) = Message::parse(line) else {
+        let Ok(msg) = Head::parse(line) else {
             return true;
         };
         if msg.kind() != Kind::Response {
@@ -206,7 +214,7 @@ impl State {
             self.swallow = None;
             return false;
         }
-        let result_hash = || msg.field("result").map(|r| hash_of(r.get()));
+        let result_hash = || msg.result().map(|r| hash_of(r.get()));
         if self.probe.as_deref() == Some(key.as_str()) {
             self.probe = None;
             let now = result_hash();
@@ -235,10 +243,18 @@ impl State {
 
     /// After stdin closed, exit once every request is answered.
     fn exit_if_done(&self) {
-        if self.closing && self.pending() == 0 {
+        if self.done() {
             tracing::debug!("stdin closed and every request answered; exiting");
+            // The daemon's reader writes an answer after letting go of the state, holding
+            // stdout's lock from before it did (see `run`): waiting for that lock lets the
+            // last answer out whole before the process ends.
+            let _out = std::io::stdout().lock();
             std::process::exit(0);
         }
+    }
+
+    fn done(&self) -> bool {
+        self.closing && self.pending() == 0
     }
 
     /// Answer the requests buffered for a daemon that cannot be reached, with why: a
@@ -312,15 +328,16 @@ impl State {
         }
     }
 
-    /// Send a client line now, or keep it for after the reconnect.
-    fn forward(&mut self, mut line: Vec<u8>) {
-        let key = self.observe_client(&line);
+    /// Send a client line now, or keep it (taking it from `line`) for after the reconnect. A
+    /// line sent is left for the caller to clear, so its buffer serves the next line.
+    fn forward(&mut self, line: &mut Vec<u8>) {
+        let key = self.observe_client(line);
         line.push(b'\n');
         if let Some(p) = key.as_ref().and_then(|k| self.in_flight.get_mut(k)) {
             p.line = line.clone();
         }
         if let Some(w) = &mut self.writer {
-            if w.write_all(&line).is_ok() {
+            if w.write_all(line).is_ok() {
                 if let Some(p) = key.and_then(|k| self.in_flight.get_mut(&k)) {
                     p.sent = true;
                 }
@@ -337,7 +354,7 @@ impl State {
             return;
         }
         if self.buffered.len() < MAX_BUFFERED {
-            self.buffered.push(line);
+            self.buffered.push(std::mem::take(line));
         } else if let Ok(m) = Message::parse(line.trim_ascii_end())
             && let Some(id) = m.id()
         {
@@ -350,6 +367,13 @@ impl State {
             ));
         }
     }
+}
+
+/// Whether a request's params name a `cursor` (a later page of a list).
+fn has_cursor(params: Option<&RawValue>) -> bool {
+    params
+        .and_then(|p| serde_json::from_str::<serde_json::Value>(p.get()).ok())
+        .is_some_and(|p| p.get("cursor").is_some())
 }
 
 /// The answer to a request coogle cannot serve: a tool call gets a tool result with
@@ -422,9 +446,13 @@ fn stdin_loop(state: Arc<Mutex<State>>, cap: usize) {
         match wire::read_line_capped_blocking(&mut r, &mut buf, cap) {
             Ok(Line::Complete) => {
                 if !wire::is_blank(&buf) {
-                    State::lock(&state).forward(std::mem::take(&mut buf));
+                    State::lock(&state).forward(&mut buf);
                 }
                 buf.clear();
+                // Kept for the next line, unless a large one left it large.
+                if buf.capacity() > 64 * 1024 {
+                    buf = Vec::new();
+                }
             }
             Ok(Line::TooLong) => {
                 buf.clear();
@@ -436,7 +464,7 @@ fn stdin_loop(state: Arc<Mutex<State>>, cap: usize) {
             }
             Ok(Line::Eof) => {
                 if !wire::is_blank(&buf) {
-                    State::lock(&state).forward(std::mem::take(&mut buf));
+                    State::lock(&state).forward(&mut buf);
                 }
                 break;
             }
@@ -509,12 +537,23 @@ pub fn run(opts: Options) -> Result<(), ClientError> {
         match wire::read_line_capped_blocking(&mut reader, &mut buf, REPLY_LINE_CAP) {
             Ok(Line::Complete) => {
                 let mut st = State::lock(&state);
-                if st.observe_daemon(&buf) {
-                    buf.push(b'\n');
-                    write_client(&buf);
-                }
-                st.exit_if_done();
+                let pass = st.observe_daemon(&buf);
+                let done = st.done();
+                // Write to the client after letting go of the state, so the stdin thread,
+                // woken by the client's next request the moment this answer lands, finds the
+                // state free instead of sleeping on the lock (a futex wait and wake on every
+                // call). stdout's lock, taken first, keeps the order the state decided.
+                let mut out = std::io::stdout().lock();
                 drop(st);
+                if pass {
+                    buf.push(b'\n');
+                    write_client_locked(&mut out, &buf);
+                }
+                if done {
+                    tracing::debug!("stdin closed and every request answered; exiting");
+                    std::process::exit(0);
+                }
+                drop(out);
                 buf.clear();
                 continue;
             }
@@ -672,7 +711,7 @@ mod tests {
         st.initialized = true;
         for i in 0..3 {
             st.forward(
-                format!(r#"{{"jsonrpc":"2.0","id":{i},"method":"tools/call","params":{{}}}}"#)
+                &mut format!(r#"{{"jsonrpc":"2.0","id":{i},"method":"tools/call","params":{{}}}}"#)
                     .into_bytes(),
             );
         }
@@ -683,7 +722,7 @@ mod tests {
             "not for the client"
         );
         st.writer = None;
-        st.forward(br#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{}}"#.to_vec());
+        st.forward(&mut br#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{}}"#.to_vec());
         st.connection_lost();
         let ids: Vec<String> = st
             .buffered
@@ -739,7 +778,9 @@ mod tests {
     #[test]
     fn a_buffered_request_is_not_failed_when_the_daemon_goes_away() {
         let mut st = state();
-        st.forward(br#"{"jsonrpc":"2.0","id":"q0","method":"tools/call","params":{}}"#.to_vec());
+        st.forward(
+            &mut br#"{"jsonrpc":"2.0","id":"q0","method":"tools/call","params":{}}"#.to_vec(),
+        );
         assert_eq!(st.buffered.len(), 1);
         assert!(!st.in_flight[r#""q0""#].sent);
         st.fail_in_flight();

@@ -369,14 +369,74 @@ pub const HANDOVER_NOTICE: &str = "notifications/coogle/handover";
 /// Canonical text of a JSON-RPC id, so the same id written differently (`1`, `1.0` aside:
 /// whitespace, escapes) still matches.
 pub fn id_key(id: &RawValue) -> String {
+    // The usual ids (small integers, strings without escapes) are written canonically already:
+    // no parse (the shim and the daemon take a key per message).
+    if is_canonical_id(id.get()) {
+        return id.get().to_string();
+    }
     serde_json::from_str::<serde_json::Value>(id.get())
         .map(|v| v.to_string())
         .unwrap_or_else(|_| id.get().to_string())
 }
 
+/// Whether `text` is what `Value`'s Display writes for it: an integer of at most 18 digits
+/// (no `-0`), or a string with no escape, quote or control character in it.
+fn is_canonical_id(text: &str) -> bool {
+    let b = text.as_bytes();
+    match b {
+        [b'"', inner @ .., b'"'] => inner.iter().all(|&c| c >= 0x20 && c != b'"' && c != b'\\'),
+        [b'-', digits @ ..] => matches!(digits.first(), Some(b'1'..=b'9')) && all_digits(digits),
+        digits => all_digits(digits) && (digits.len() == 1 || digits[0] != b'0'),
+    }
+}
+
+fn all_digits(b: &[u8]) -> bool {
+    !b.is_empty() && b.len() <= 18 && b.iter().all(u8::is_ascii_digit)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The shortcut gives the key the parse gives, for ids taken and ids left to the parse.
+    #[test]
+    fn id_key_shortcut_agrees_with_the_parse() {
+        let slow = |t: &str| {
+            serde_json::from_str::<serde_json::Value>(t)
+                .map(|v| v.to_string())
+                .unwrap_or_else(|_| t.to_string())
+        };
+        for t in [
+            "1",
+            "0",
+            "-1",
+            "-0",
+            "007",
+            "123456789012345678",
+            "1234567890123456789012",
+            "1.0",
+            "1e2",
+            "-",
+            r#""a""#,
+            r#""""#,
+            r#""\u0061""#,
+            r#""a\"b""#,
+            "\"\u{1}\"",
+            r#""é ✓""#,
+            r#""x y""#,
+            "null",
+            "true",
+            " 1",
+            "1 ",
+            r#""#,
+        ] {
+            let raw = RawValue::from_string(t.to_string());
+            let Ok(raw) = raw else { continue };
+            assert_eq!(id_key(&raw), slow(t), "{t}");
+        }
+        assert!(is_canonical_id("42") && is_canonical_id(r#""a-1""#));
+        assert!(!is_canonical_id("-0") && !is_canonical_id("1.0") && !is_canonical_id(r#""\n""#));
+    }
 
     #[test]
     fn message_round_trips_untouched_fields_byte_for_byte() {

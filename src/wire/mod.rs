@@ -10,10 +10,12 @@ use std::fmt;
 
 mod control;
 mod envelope;
+mod head;
 mod status;
 
 pub use control::*;
 pub use envelope::*;
+pub use head::Head;
 pub use status::*;
 
 use serde::{Deserialize, Serialize};
