@@ -250,6 +250,12 @@ pub async fn run(
     };
     crate::redact::add_known(secret_values(&config));
     let reaper = reaper::Reaper::new();
+    // The carried children are this process's own from its first moment: registered before
+    // any actor runs, so no child's exit in between takes one for an orphan (each actor
+    // registers its own again as it adopts it).
+    for a in &adopted {
+        reaper.spawning().started(&a.instance.server, a.pipes.pid);
+    }
     let upstreams = registry::Registry::new(&config, &rt, &reaper, adopted);
     let (stop, stop_rx) = watch::channel(false);
     let max_connections = connection_limit(config.max_connections, config.servers.len());

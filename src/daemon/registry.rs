@@ -262,17 +262,23 @@ impl Registry {
         let (Some(base), Some(instance)) = (base, instance) else {
             tracing::warn!(upstream = %c.server, pid, "the config no longer has this server; stopping the child it carried over");
             super::child::signal_group(pid, libc::SIGKILL);
+            // No actor waits for it: the reaper collects it.
+            self.reaper.release(pid);
             return;
         };
         if instance_config(&base, &instance).launch_key() != c.launch_key {
             tracing::info!(upstream = %c.server, pid, "the server's definition changed since its child started; stopping it, the next request starts it as configured now");
             super::child::signal_group(pid, libc::SIGKILL);
+            // No actor waits for it: the reaper collects it.
+            self.reaper.release(pid);
             return;
         }
         let key = (c.server.clone(), instance);
         let mut inner = self.inner();
         if inner.instances.contains_key(&key) {
             super::child::signal_group(pid, libc::SIGKILL);
+            // No actor waits for it: the reaper collects it.
+            self.reaper.release(pid);
             return;
         }
         let handle = self.start(&base, &key.1, Some(a));
