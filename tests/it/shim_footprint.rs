@@ -73,14 +73,17 @@ fn a_shim_is_small_and_runs_on_two_threads() {
     for pid in [small_pid, big_pid] {
         assert_eq!(proc_field(pid, "status", "Threads"), 2, "threads of {pid}");
     }
-    // What a shim costs once many run: its private pages (the loader's relocations, heap,
-    // stacks) plus its share of the code they map.
+    // What a shim maps (RSS) is the stable measure: a fraction of the big image's. Its cost
+    // once many run (PSS: private pages plus a share of the code) is smaller too, but the big
+    // image's share falls with every other `coogle` process running at the same time (a test
+    // suite runs dozens), so only "smaller" is asserted of it (a CI run read 2640 against
+    // 5241 KiB, 1.98×, where a 2× bound failed).
     let pss = |pid| proc_field(pid, "smaps_rollup", "Pss");
     let rss = |pid| proc_field(pid, "smaps_rollup", "Rss");
     let (small_pss, big_pss) = (pss(small_pid), pss(big_pid));
     let (small_rss, big_rss) = (rss(small_pid), rss(big_pid));
     assert!(
-        small_pss * 2 <= big_pss && small_rss * 3 <= big_rss * 2,
+        small_rss * 2 <= big_rss && small_pss < big_pss,
         "coogle-mcp: RSS {small_rss} KiB, PSS {small_pss} KiB; \
          the shim in coogle's image: RSS {big_rss} KiB, PSS {big_pss} KiB"
     );
