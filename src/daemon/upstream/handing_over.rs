@@ -24,7 +24,7 @@ use super::era::Era;
 use super::lifecycle::State;
 use super::{Internal, Upstream};
 use crate::daemon::SessionId;
-use crate::daemon::child::{self, ChildRecord};
+use crate::daemon::child;
 use crate::daemon::handover::carried::{CarriedChild, CarriedInstance, CarriedSession};
 use crate::wire;
 
@@ -255,30 +255,13 @@ impl Upstream {
             }
         }
         self.reaper.spawning().started(&self.name, pid);
-        let record = ChildRecord {
-            pid,
-            pgid: pid,
-            start_ticks: child::proc_stat(pid).map(|(_, s)| s),
-            command: child::display_command(&self.config),
-            daemon_pid: std::process::id(),
-        };
-        if let Err(e) = child::write_record(&self.life.record_path, &record) {
-            tracing::warn!(path = %self.life.record_path.display(), "could not record the child pid: {e}");
-        }
+        self.record_child(pid);
         // What the child says before its sessions are back (a log line, a list change) would
         // reach nobody: its stdout is not read until they are, or until something is sent to
         // it, or `READ_GATE_MAX` has passed (the pipe holds what it writes meanwhile).
         let (gate, read_gate) = tokio::sync::watch::channel(self.carried_sessions.is_empty());
         self.read_gate = Some((gate, Instant::now() + READ_GATE_MAX));
-        let wiring = child_io::Wiring {
-            generation: self.life.generation,
-            tx: self.tx.clone(),
-            max_line: self.life.max_line,
-            upstream: self.name.clone(),
-            tail: self.life.stderr_tail.clone(),
-            reaper: self.reaper.clone(),
-            read_gate: Some(read_gate),
-        };
+        let wiring = self.wiring(Some(read_gate));
         match child_io::adopt(pipes, wiring) {
             Ok(handle) => {
                 self.life.child = Some(handle);

@@ -165,25 +165,8 @@ impl Upstream {
         };
         let pid = spawned.pid;
         tracing::info!(upstream = %self.name, pid, command = %child::display_command(&self.config), "started upstream");
-        let record = ChildRecord {
-            pid,
-            pgid: pid,
-            start_ticks: child::proc_stat(pid).map(|(_, s)| s),
-            command: child::display_command(&self.config),
-            daemon_pid: std::process::id(),
-        };
-        if let Err(e) = child::write_record(&self.life.record_path, &record) {
-            tracing::warn!(path = %self.life.record_path.display(), "could not record the child pid: {e}");
-        }
-        let wiring = child_io::Wiring {
-            generation: self.life.generation,
-            tx: self.tx.clone(),
-            max_line: self.life.max_line,
-            upstream: self.name.clone(),
-            tail: self.life.stderr_tail.clone(),
-            reaper: self.reaper.clone(),
-            read_gate: None,
-        };
+        self.record_child(pid);
+        let wiring = self.wiring(None);
         let attached = child_io::attach(spawned, wiring);
         match attached {
             Ok(handle) => self.on_spawned(handle),
@@ -479,6 +462,37 @@ impl Upstream {
                 self.life.stop_reason = Some(why.to_string());
                 self.kill_child();
             }
+        }
+    }
+
+    /// Write down the running child (pid and start), so a daemon that was killed is followed by
+    /// one that stops what it left.
+    pub(super) fn record_child(&self, pid: u32) {
+        let record = ChildRecord {
+            pid,
+            pgid: pid,
+            start_ticks: child::proc_stat(pid).map(|(_, s)| s),
+            command: child::display_command(&self.config),
+            daemon_pid: std::process::id(),
+        };
+        if let Err(e) = child::write_record(&self.life.record_path, &record) {
+            tracing::warn!(path = %self.life.record_path.display(), "could not record the child pid: {e}");
+        }
+    }
+
+    /// How a child's pipes reach this actor.
+    pub(super) fn wiring(
+        &self,
+        read_gate: Option<tokio::sync::watch::Receiver<bool>>,
+    ) -> child_io::Wiring {
+        child_io::Wiring {
+            generation: self.life.generation,
+            tx: self.tx.clone(),
+            max_line: self.life.max_line,
+            upstream: self.name.clone(),
+            tail: self.life.stderr_tail.clone(),
+            reaper: self.reaper.clone(),
+            read_gate,
         }
     }
 
