@@ -124,8 +124,9 @@ impl ClientError {
             ClientError::HandOverFailed(_) => {
                 Some("the daemon serves on as it was; `coogle logs` has the details".into())
             }
+            // Its message already says the daemon serves on.
             ClientError::Remote(e) if e.code == wire::ErrorCode::HandOverRefused => {
-                Some("the daemon serves on as it was; `coogle logs` has the details".into())
+                Some("`coogle logs` has the details".into())
             }
             ClientError::StopTimeout { pid, .. } => Some(format!(
                 "it may still be finishing calls in flight; `coogle status` shows them, `kill {pid}` stops it now"

@@ -1,6 +1,7 @@
 //! The error screens a newcomer meets, as snapshots under `tests/snapshots/` (see
 //! `support::snapshot`): no daemon, a taken socket, a broken config, an unknown key, an
-//! unknown upstream, doctor on a broken install, self-update offline. A change to any message
+//! unknown upstream, doctor on a broken install, self-update offline, `restart --daemon` with no
+//! daemon, with an older binary on disk and with one that is not coogle. A change to any message
 //! shows in review as a change to one of these files. Each screen also holds the rule they
 //! all keep: every cause is said once.
 
@@ -222,4 +223,39 @@ fn self_update_offline() {
     Screen::new()
         .command("coogle self-update --check", &out)
         .assert_matches("self_update_offline", &env);
+}
+
+/// `coogle restart --daemon` when it cannot upgrade in place: no daemon (nothing to do), an
+/// older coogle on disk, and a file that is not coogle. Each says why once, and that the
+/// daemon serves on.
+#[test]
+fn restart_daemon_refused() {
+    use std::os::unix::fs::PermissionsExt;
+    let env = Env::with_fake(json!({}));
+    let mut screen = Screen::new();
+    let out = env.run(&["restart", "--daemon"]);
+    said_once(&out);
+    screen.command("coogle restart --daemon", &out);
+    let (mut daemon, installed) = support::installed::installed_daemon(&env);
+    for (what, script) in [
+        ("an older coogle", "#!/bin/sh\necho 'coogle 0.0.1 (old)'\n"),
+        ("not coogle", "#!/bin/sh\necho 'something else 1.0'\n"),
+    ] {
+        let tmp = env.path("replacement");
+        std::fs::write(&tmp, script).unwrap();
+        std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::rename(&tmp, &installed).unwrap();
+        let mut out = env.run(&["restart", "--daemon"]);
+        // The running daemon's version, as the other screens show it.
+        out.stderr = out
+            .stderr
+            .replace(concat!("(", env!("CARGO_PKG_VERSION"), ")"), "([VERSION])");
+        assert_eq!(out.status, Some(1), "{what}: {out}");
+        assert_eq!(out.stderr.matches("serves on").count(), 1, "{what}: {out}");
+        said_once(&out);
+        screen.command(&format!("coogle restart --daemon  # {what} on disk"), &out);
+    }
+    let _ = env.run(&["stop"]);
+    let _ = daemon.wait();
+    screen.assert_matches("restart_daemon_refused", &env);
 }

@@ -230,7 +230,7 @@ impl Handover {
         };
         if wire::version_newer(wire::VERSION, &version) {
             return fail(format!(
-                "{} is coogle {version}, older than this daemon ({}); an upgrade in place never goes back (`coogle stop` starts the one on disk at the next session, restarting every server)",
+                "{} is coogle {version}, older than this daemon ({}), which serves on: an upgrade in place never goes back (`coogle stop` starts the one on disk at the next session, restarting every server)",
                 exe.display(),
                 wire::VERSION
             ));
