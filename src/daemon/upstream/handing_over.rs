@@ -165,6 +165,13 @@ impl Upstream {
             // and stops with it.
             return;
         }
+        // Only a child that is still ready is carried: one that began stopping meanwhile (it
+        // crashed, or was restarted) is on its way out, and adopting it as ready would send the
+        // next daemon's calls to a dying process.
+        if self.life.state != State::Ready {
+            let _ = reply.send(None);
+            return;
+        }
         let (Some(scope), Some(handle)) = (self.carried_as.clone(), self.life.child.take()) else {
             let _ = reply.send(None);
             return;

@@ -98,7 +98,10 @@ impl Upstream {
 
     /// When the child is to stop for idling, if it is.
     pub(super) fn idle_deadline(&self) -> Option<Instant> {
-        if self.life.idle_stop.is_zero() || self.life.idle_stopping {
+        // A frozen child is about to be carried to the next daemon (or, once the hand-over is
+        // given up, to serve on): parking it would hand over a child on its way out, and the
+        // next daemon would send calls to a dead process.
+        if self.life.idle_stop.is_zero() || self.life.idle_stopping || self.is_frozen() {
             return None;
         }
         self.life.idle_since.map(|t| t + self.life.idle_stop)

@@ -736,3 +736,26 @@ async fn tool_lists_follow_each_sessions_capabilities() {
     let again = h.child_reads().await;
     assert_eq!(again["method"], "tools/list", "{again}");
 }
+
+/// A frozen child is about to be carried to the next daemon: it is never parked, however long
+/// it idles (parking it mid-hand-over carried a dying child, and the next daemon failed calls
+/// with "exited (status unknown)"). Unfrozen, it parks as before.
+#[tokio::test]
+async fn a_frozen_child_is_not_parked() {
+    let mut h = Harness::ready(json!({})).await;
+    h.actor.life.idle_stop = Duration::from_millis(1);
+    h.actor.note_idle();
+    let (idle, _quiet) = tokio::sync::oneshot::channel();
+    h.actor.freeze(idle);
+    let later = std::time::Instant::now() + Duration::from_secs(5);
+    h.actor.check_idle(later);
+    assert!(h.actor.life.is_ready(), "a frozen child was parked");
+    assert!(h.actor.life.child.is_some());
+    h.actor.unfreeze();
+    h.actor.note_idle();
+    h.actor.check_idle(later);
+    assert!(
+        !h.actor.life.is_ready(),
+        "an idle child past idleStopMs parks"
+    );
+}
