@@ -16,7 +16,7 @@ use tokio::net::UnixStream;
 use super::control::{control_connection, server_name};
 use super::registry::Asker;
 use super::upstream::{Event, UpstreamHandle};
-use super::{FIRST_LINE_TIMEOUT, SessionId, Shared, outbox};
+use super::{FIRST_LINE_TIMEOUT, SessionId, Shared, outbox, session_socket};
 
 use crate::wire::{
     self, ControlResponse, ErrorCode, FirstLine, Hello, HelloReply, Line, WireError,
@@ -158,7 +158,7 @@ async fn run_session(
     id: SessionId,
     hello: Hello,
     handle: &UpstreamHandle,
-    mut r: BufReader<tokio::net::unix::OwnedReadHalf>,
+    r: BufReader<tokio::net::unix::OwnedReadHalf>,
     mut w: tokio::net::unix::OwnedWriteHalf,
 ) -> Option<tokio::task::JoinHandle<()>> {
     if hello.version != wire::VERSION {
@@ -171,8 +171,21 @@ async fn run_session(
     {
         return None;
     }
+    // From here the socket wakes the daemon only when there is something to read (see
+    // `session_socket`).
+    let (mut r, w) = match session_socket::split(r, w) {
+        Ok(split) => split,
+        Err(e) => {
+            tracing::warn!(
+                session = id,
+                "could not take over the session's socket: {e}"
+            );
+            return None;
+        }
+    };
     // The writer task ends when the actor drops the session (and its queue is written) or the
-    // peer goes away; dropping the write half then shuts it down, so the client sees EOF.
+    // peer goes away; dropping the writer then shuts the socket's write side, so the client
+    // sees EOF.
     let (out, mut writer, mut closed) = outbox::Outbox::with_close_signal(w);
     if !handle.send(Event::SessionOpen { id, hello, out }).await {
         return None;
@@ -201,7 +214,7 @@ async fn run_session(
 /// Hand a session's lines to its upstream until EOF, an error or an oversized line (which is
 /// answered, and ends the session).
 async fn read_session_lines(
-    r: &mut BufReader<tokio::net::unix::OwnedReadHalf>,
+    r: &mut session_socket::SessionLines,
     handle: &UpstreamHandle,
     id: SessionId,
     cap: usize,

@@ -17,6 +17,7 @@ mod outbox;
 mod reaper;
 mod registry;
 mod scheduler;
+mod session_socket;
 mod stats;
 mod upstream;
 

@@ -24,7 +24,7 @@ mod watch;
 mod platform;
 
 pub use unix::{
-    FdKind, adopt_inherited_fd, fd_kind, raise_open_files, restore_terminal,
+    FdKind, adopt_inherited_fd, fd_kind, raise_open_files, register_socket, restore_terminal,
     restore_terminal_on_interrupt, set_cloexec, start_new_session, try_lock, uid,
 };
 pub use watch::ExitInfo;

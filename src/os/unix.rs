@@ -332,6 +332,19 @@ fn write_stderr(bytes: &[u8]) {
     unsafe { libc::write(libc::STDERR_FILENO, bytes.as_ptr().cast(), bytes.len()) };
 }
 
+/// A Unix socket registered with the tokio runtime for `interest` only (tokio's own sockets
+/// register for reading and writing both, and a socket then wakes the runtime each time its
+/// peer reads).
+pub fn register_socket(
+    stream: std::os::unix::net::UnixStream,
+    interest: tokio::io::Interest,
+) -> io::Result<tokio::io::unix::AsyncFd<std::os::unix::net::UnixStream>> {
+    // SAFETY: a `UnixStream` owns its descriptor: it stays open, and the same, until the
+    // `AsyncFd` (which now owns the stream) drops it.
+    unsafe { tokio::io::unix::AsyncFd::register_with_interest(stream, interest) }
+        .map_err(|e| e.into_parts().1)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

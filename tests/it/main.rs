@@ -79,4 +79,5 @@ mod uninstall;
 mod upgrade;
 mod version_handshake;
 mod waiting_room;
+mod wakeups;
 mod wire_properties;

@@ -47,9 +47,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use crate::daemon::session_socket::SessionWriter;
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
-use tokio::net::unix::OwnedWriteHalf;
 use tokio::sync::{mpsc, oneshot};
 
 use super::SessionId;
@@ -83,7 +83,7 @@ pub(crate) enum Event {
     SessionOpen {
         id: SessionId,
         hello: Hello,
-        out: Outbox<OwnedWriteHalf>,
+        out: Outbox<SessionWriter>,
     },
     SessionLine {
         id: SessionId,

@@ -8,8 +8,8 @@
 
 use std::time::{Duration, Instant, SystemTime};
 
+use crate::daemon::session_socket::SessionWriter;
 use serde_json::Value;
-use tokio::net::unix::OwnedWriteHalf;
 
 use super::era::Era;
 use super::{Internal, Origin, Upstream, log_level};
@@ -32,7 +32,7 @@ const UNREAD_LIMIT_LINES: usize = 65_536;
 pub(super) const MISSED_RETRY: Duration = Duration::from_millis(250);
 
 pub(super) struct Session {
-    pub out: Outbox<OwnedWriteHalf>,
+    pub out: Outbox<SessionWriter>,
     pub hello: Hello,
     pub connected_at: SystemTime,
     pub connected: Instant,
@@ -56,7 +56,7 @@ impl Upstream {
         &mut self,
         id: SessionId,
         hello: Hello,
-        out: Outbox<OwnedWriteHalf>,
+        out: Outbox<SessionWriter>,
     ) {
         tracing::info!(upstream = %self.name, session = id, pid = ?hello.pid, claude_session = ?hello.claude_session_id, "session connected");
         self.sessions.insert(

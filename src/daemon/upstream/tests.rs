@@ -102,7 +102,8 @@ impl Harness {
     /// Connect a session that declares `capabilities` and has initialized.
     async fn session(&mut self, id: SessionId, capabilities: Value) {
         let (ours, theirs) = UnixStream::pair().unwrap();
-        let (_, w) = ours.into_split();
+        let (r, w) = ours.into_split();
+        let (_, w) = crate::daemon::session_socket::split(BufReader::new(r), w).unwrap();
         let hello = crate::wire::Hello::mcp(Some("t".into()));
         self.actor.handle(Event::SessionOpen {
             id,
@@ -468,7 +469,8 @@ impl Harness {
     /// Connect a session without a handshake (a 2026-07-28 client).
     fn bare_session(&mut self, id: SessionId) {
         let (ours, theirs) = UnixStream::pair().unwrap();
-        let (_, w) = ours.into_split();
+        let (r, w) = ours.into_split();
+        let (_, w) = crate::daemon::session_socket::split(BufReader::new(r), w).unwrap();
         let hello = crate::wire::Hello::mcp(Some("t".into()));
         self.actor.handle(Event::SessionOpen {
             id,
