@@ -50,8 +50,9 @@ start_daemon() {
   local name=$1 config=$2
   mkdir -p "$WORK/$name"
   printf '%s\n' "$config" > "$WORK/$name/config.json"
+  # shellcheck disable=SC2086
   COOGLE_CONFIG=$WORK/$name/config.json COOGLE_SOCKET=$WORK/$name/s.sock \
-    "$COOGLE" serve >/dev/null 2>&1 &
+    ${DAEMON_PREFIX:-} "$COOGLE" serve >/dev/null 2>&1 &
   DAEMONS+=($!)
   # Ready means every upstream answered (`status` exits 0); uvx may take most of a minute cold.
   for _ in $(seq 1 1200); do
@@ -143,6 +144,20 @@ else
   echo "socat is not installed (apt-get install socat); the floor row (a two-hop relay with no multiplexing) is skipped" >&2
 fi
 
+# The same ways again with every process on one CPU (ONE_CPU=0 skips it). On a VM, a relay's
+# p50 is mostly what it costs to wake a process on the other, idle, vCPU: unpinned runs land
+# anywhere from 40 to 120 µs for the same relay. On one CPU nothing waits for another CPU to
+# wake, so what is left is each hop's own work, and runs repeat to the microsecond.
+ONE_CPU_PIN=""
+if [[ ${ONE_CPU:-1} != 0 && -n $FLOOR ]] && command -v taskset >/dev/null; then
+  ONE_CPU_PIN="taskset -c 0"
+  DAEMON_PREFIX=$ONE_CPU_PIN start_daemon fake1cpu "{\"servers\":{\"google\":$(server_json "$FAKE")}}"
+  FLOOR1_SOCKET=$WORK/floor1.sock
+  $ONE_CPU_PIN socat "UNIX-LISTEN:$FLOOR1_SOCKET,fork" "EXEC:$FAKE" 2>"$WORK/floor1.log" &
+  DAEMONS+=($!)
+  for _ in $(seq 1 100); do [[ -S $FLOOR1_SOCKET ]] && break; sleep 0.05; done
+fi
+
 # A fake child that takes seconds to start, for a cold daemon's session start (the tools cache
 # is on disk from a first run, as it is after any earlier day's use).
 SLOW_MS=${SLOW_MS:-3000}
@@ -184,6 +199,16 @@ for _ in $(seq 1 "$RUNS"); do
   if [[ -n ${BASE:-} ]]; then
     # shellcheck disable=SC2046
     record base-fake "$("$BENCH" latency "$CALLS" -- $(base_shim))"
+  fi
+  if [[ -n $ONE_CPU_PIN ]]; then
+    # shellcheck disable=SC2086
+    record direct-fake-1cpu "$($ONE_CPU_PIN "$BENCH" latency "$CALLS" -- "$FAKE")"
+    # shellcheck disable=SC2086
+    record floor-fake-1cpu "$($ONE_CPU_PIN "$BENCH" latency "$CALLS" -- socat STDIO "UNIX-CONNECT:$FLOOR1_SOCKET")"
+    # shellcheck disable=SC2046,SC2086
+    record coogle-fake-1cpu "$($ONE_CPU_PIN "$BENCH" latency "$CALLS" -- $(shim fake1cpu))"
+    # shellcheck disable=SC2086
+    record daemon-fake-1cpu "$($ONE_CPU_PIN "$BENCH" latency "$CALLS" -- "unix:$WORK/fake1cpu/s.sock")"
   fi
 done
 

@@ -86,6 +86,22 @@ if by("floor-fake"):
     print(f"\nGoal: coogle's p50 within 5% of the floor: medians {(c / f - 1) * 100:+.1f}% ({verdict(c, f)}), "
           f"quietest runs {(cl / fl - 1) * 100:+.1f}% ({verdict(cl, fl)}); "
           f"the floor adds {f - d:.0f} µs to direct, coogle {c - d:.0f} µs.")
+    if by("floor-fake-1cpu"):
+        # Every process of each way on one CPU (taskset -c 0): no cross-CPU wake-up, so what
+        # is left is each hop's own work; these runs repeat to the microsecond.
+        d1, f1 = med("direct-fake-1cpu", "p50_us"), med("floor-fake-1cpu", "p50_us")
+        print(f"\nThe same, every process on one CPU (`taskset -c 0`), medians of {runs} runs:\n")
+        print("| way | p50 | p99 | p50 over direct | p50 against the floor |")
+        print("| --- | ---: | ---: | ---: | ---: |")
+        for name, label in ways[:4]:
+            label = label + "-1cpu"
+            if not by(label): continue
+            p50, p99 = med(label, "p50_us"), med(label, "p99_us")
+            over = "–" if label == "direct-fake-1cpu" else f"{p50 - d1:+.0f} µs"
+            floor = "–" if label in ("direct-fake-1cpu", "floor-fake-1cpu") else f"{(p50 / f1 - 1) * 100:+.0f}% ({p50 - f1:+.0f} µs)"
+            print(f"| {name} | {p50:.0f} µs | {p99:.0f} µs | {over} | {floor} |")
+        c1 = med("coogle-fake-1cpu", "p50_us")
+        print(f"\nGoal on one CPU: coogle's p50 {(c1 / f1 - 1) * 100:+.1f}% against the floor ({verdict(c1, f1)}).")
 else:
     print("\n(no floor row: socat is not installed)")
 if by("peer-fake"):
