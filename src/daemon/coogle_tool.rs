@@ -59,8 +59,7 @@ pub fn definition(server: &str) -> Value {
 /// Append the tool to a `tools/list` result, leaving every other byte of it as it was.
 /// `None` when the result is not a tool list or already has a tool of that name.
 pub fn inject(result: &RawValue, server: &str) -> Option<Box<RawValue>> {
-    let mut fields: indexmap::IndexMap<String, Box<RawValue>> =
-        serde_json::from_str(result.get()).ok()?;
+    let mut fields: crate::wire::Fields = serde_json::from_str(result.get()).ok()?;
     let mut tools: Vec<Box<RawValue>> = serde_json::from_str(fields.get("tools")?.get()).ok()?;
     #[derive(serde::Deserialize)]
     struct Named {

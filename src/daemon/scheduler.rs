@@ -4,7 +4,10 @@
 //! all of them, so the queue keeps one FIFO per session and serves the sessions in turn. It owns
 //! ordering only; how many calls run at once is the upstream's business.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
+
+// Looked up on every call: foldhash rather than SipHash (see `inflight`).
+use foldhash::{HashMap, HashMapExt};
 
 pub type QueueKey = u64;
 

@@ -22,13 +22,18 @@ pub mod rpc_code {
     pub const REQUEST_TIMEOUT: i64 = -32001;
 }
 
+/// A JSON object's fields, in order, each as raw JSON text. Hashed with foldhash, not SipHash:
+/// the router builds these maps on every line (SipHash was 14% of the daemon's instructions
+/// per call); the seed is still random per process, and every peer is the same user.
+pub type Fields = IndexMap<String, Box<RawValue>, foldhash::fast::RandomState>;
+
 /// A JSON-RPC message seen as its top-level fields, each kept as raw JSON text.
 ///
 /// Only `id`, `method` and `params._meta.progressToken` are ever rewritten; every other byte is
 /// written back exactly as it was read.
 #[derive(Debug, Clone)]
 pub struct Message {
-    fields: IndexMap<String, Box<RawValue>>,
+    fields: Fields,
 }
 
 /// What a message is, by the JSON-RPC rules.
@@ -61,7 +66,7 @@ impl Message {
     /// tool operation, or to ask a session for input): `{"jsonrpc":"2.0","id":…,"method":…,
     /// "params":…}`, its params kept byte for byte.
     pub fn request(id: Box<RawValue>, method: &str, params: Box<RawValue>) -> Message {
-        let mut fields = IndexMap::with_capacity(4);
+        let mut fields = Fields::with_capacity_and_hasher(4, Default::default());
         fields.insert("jsonrpc".to_string(), raw("2.0"));
         fields.insert("id".to_string(), id);
         fields.insert("method".to_string(), raw(method));
@@ -82,7 +87,7 @@ impl Message {
                 Err(e) => Err(EnvelopeError::Parse(e.to_string())),
             };
         }
-        let fields: IndexMap<String, Box<RawValue>> =
+        let fields: Fields =
             serde_json::from_str(text).map_err(|e| EnvelopeError::Parse(e.to_string()))?;
         let msg = Message { fields };
         if msg.fields.contains_key("method") && msg.method().is_none() {
@@ -158,9 +163,9 @@ impl Message {
     /// `params._meta.progressToken`, raw.
     pub fn progress_token(&self) -> Option<Box<RawValue>> {
         let params = self.params()?;
-        let params: IndexMap<String, Box<RawValue>> = serde_json::from_str(params.get()).ok()?;
+        let params: Fields = serde_json::from_str(params.get()).ok()?;
         let meta = params.get("_meta")?;
-        let meta: IndexMap<String, Box<RawValue>> = serde_json::from_str(meta.get()).ok()?;
+        let meta: Fields = serde_json::from_str(meta.get()).ok()?;
         meta.get("progressToken").cloned()
     }
 
@@ -178,14 +183,14 @@ impl Message {
     /// `params._meta.<name>`, raw.
     pub fn meta_field(&self, name: &str) -> Option<Box<RawValue>> {
         let meta = self.params_field("_meta")?;
-        let mut meta: IndexMap<String, Box<RawValue>> = serde_json::from_str(meta.get()).ok()?;
+        let mut meta: Fields = serde_json::from_str(meta.get()).ok()?;
         meta.shift_remove(name)
     }
 
     /// Set fields of `<object>._meta` for a top-level object field (`params`, `result`).
     pub fn set_meta_fields_of(&mut self, object: &str, fields: Vec<(&str, Box<RawValue>)>) {
         self.rewrite_object(object, true, |obj| {
-            let mut meta: IndexMap<String, Box<RawValue>> = obj
+            let mut meta: Fields = obj
                 .get("_meta")
                 .and_then(|m| serde_json::from_str(m.get()).ok())
                 .unwrap_or_default();
@@ -199,9 +204,10 @@ impl Message {
     /// Remove a field of `params._meta`, and `_meta` itself when that leaves it empty.
     pub fn remove_meta_field(&mut self, name: &str) {
         self.rewrite_object("params", false, |obj| {
-            let Some(mut meta) = obj.get("_meta").and_then(|m| {
-                serde_json::from_str::<IndexMap<String, Box<RawValue>>>(m.get()).ok()
-            }) else {
+            let Some(mut meta) = obj
+                .get("_meta")
+                .and_then(|m| serde_json::from_str::<Fields>(m.get()).ok())
+            else {
                 return;
             };
             meta.shift_remove(name);
@@ -226,7 +232,7 @@ impl Message {
     /// read that top-level params field.
     pub fn params_field(&self, name: &str) -> Option<Box<RawValue>> {
         let params = self.params()?;
-        let params: IndexMap<String, Box<RawValue>> = serde_json::from_str(params.get()).ok()?;
+        let params: Fields = serde_json::from_str(params.get()).ok()?;
         params.get(name).cloned()
     }
 
@@ -235,18 +241,13 @@ impl Message {
     }
 
     /// Rewrite a top-level object field in place; with `create`, an absent one starts as `{}`.
-    fn rewrite_object(
-        &mut self,
-        field: &str,
-        create: bool,
-        f: impl FnOnce(&mut IndexMap<String, Box<RawValue>>),
-    ) {
-        let mut obj: IndexMap<String, Box<RawValue>> = match self.fields.get(field) {
+    fn rewrite_object(&mut self, field: &str, create: bool, f: impl FnOnce(&mut Fields)) {
+        let mut obj: Fields = match self.fields.get(field) {
             Some(v) => match serde_json::from_str(v.get()) {
                 Ok(o) => o,
                 Err(_) => return,
             },
-            None if create => IndexMap::new(),
+            None if create => Fields::default(),
             None => return,
         };
         f(&mut obj);

@@ -146,9 +146,7 @@ pub(super) fn envelope(
 /// without the fields that era does not know (`resultType` of a complete result, the cache
 /// hints). Every other byte is kept.
 pub(super) fn handshake_view(result: &RawValue) -> Box<RawValue> {
-    let Ok(mut fields) =
-        serde_json::from_str::<indexmap::IndexMap<String, Box<RawValue>>>(result.get())
-    else {
+    let Ok(mut fields) = serde_json::from_str::<crate::wire::Fields>(result.get()) else {
         return result.to_owned();
     };
     let complete = fields
@@ -162,8 +160,7 @@ pub(super) fn handshake_view(result: &RawValue) -> Box<RawValue> {
     changed |= fields.shift_remove("cacheScope").is_some();
     // 2026-07-28 servers name themselves in every result's `_meta`; the handshake era did not.
     if let Some(meta) = fields.get("_meta")
-        && let Ok(mut meta) =
-            serde_json::from_str::<indexmap::IndexMap<String, Box<RawValue>>>(meta.get())
+        && let Ok(mut meta) = serde_json::from_str::<crate::wire::Fields>(meta.get())
         && meta.shift_remove(META_SERVER_INFO).is_some()
     {
         changed = true;

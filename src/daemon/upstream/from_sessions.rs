@@ -610,11 +610,10 @@ fn with_version(result: &RawValue, version: &str) -> Box<RawValue> {
     if version_of(result).as_deref() == Some(version) {
         return result.to_owned();
     }
-    let mut fields: indexmap::IndexMap<String, Box<RawValue>> =
-        match serde_json::from_str(result.get()) {
-            Ok(f) => f,
-            Err(_) => return result.to_owned(),
-        };
+    let mut fields: crate::wire::Fields = match serde_json::from_str(result.get()) {
+        Ok(f) => f,
+        Err(_) => return result.to_owned(),
+    };
     if fields.contains_key("protocolVersion") {
         fields.insert("protocolVersion".to_string(), raw(version));
     }

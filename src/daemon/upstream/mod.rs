@@ -386,7 +386,8 @@ struct Upstream {
     /// The daemon's own `subscriptions/listen` on a 2026-07-28 child (its uid).
     own_listen: Option<u64>,
     next_control_key: QueueKey,
-    sessions: HashMap<SessionId, Session>,
+    /// Looked up on every line: foldhash rather than SipHash (see `inflight`).
+    sessions: foldhash::HashMap<SessionId, Session>,
     server_requests: ServerRequests,
     subscriptions: Subscriptions,
     tasks: Tasks,
@@ -446,7 +447,7 @@ impl Upstream {
             waiting: waiting::WaitingRoom::default(),
             own_listen: None,
             next_control_key: CONTROL_KEY_BASE,
-            sessions: HashMap::new(),
+            sessions: foldhash::HashMap::default(),
             server_requests: ServerRequests::default(),
             subscriptions: Subscriptions::default(),
             tasks: Tasks::default(),

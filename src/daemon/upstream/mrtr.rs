@@ -36,7 +36,7 @@ pub(super) struct Round {
     is_call: bool,
     retry: Retry,
     request_state: Option<Box<RawValue>>,
-    responses: IndexMap<String, Box<RawValue>>,
+    responses: crate::wire::Fields,
     /// The daemon's ids of the input requests still unanswered.
     waiting: Vec<Box<RawValue>>,
     /// A round with nothing to ask (state only) is retried at this time.
@@ -163,7 +163,7 @@ impl Upstream {
                 is_call: p.is_call,
                 retry,
                 request_state: ir.request_state,
-                responses: IndexMap::new(),
+                responses: crate::wire::Fields::default(),
                 waiting,
                 retry_at,
             },

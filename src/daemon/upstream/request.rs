@@ -5,7 +5,6 @@
 //! log level, the progress token). `params` is scanned once, as raw top-level fields. The
 //! message itself is kept as it came, so whatever is forwarded is forwarded byte for byte.
 
-use indexmap::IndexMap;
 use serde_json::value::RawValue;
 
 use super::era;
@@ -93,21 +92,21 @@ impl Request {
         let name = msg.method().unwrap_or_default();
         let method = Method::of(&name);
         let id = msg.id().map(|i| i.to_owned()).unwrap_or_else(|| raw(&()));
-        let mut params: IndexMap<String, Box<RawValue>> = msg
+        let mut params: crate::wire::Fields = msg
             .params()
             .and_then(|p| serde_json::from_str(p.get()).ok())
             .unwrap_or_default();
-        let text = |params: &IndexMap<String, Box<RawValue>>, key: &str| -> Option<String> {
+        let text = |params: &crate::wire::Fields, key: &str| -> Option<String> {
             params
                 .get(key)
                 .and_then(|v| serde_json::from_str::<String>(v.get()).ok())
         };
-        let mut meta: IndexMap<String, Box<RawValue>> = params
+        let mut meta: crate::wire::Fields = params
             .get("_meta")
             .and_then(|m| serde_json::from_str(m.get()).ok())
             .unwrap_or_default();
         let progress_token = meta.shift_remove("progressToken");
-        let meta_text = |meta: &IndexMap<String, Box<RawValue>>, key: &str| {
+        let meta_text = |meta: &crate::wire::Fields, key: &str| {
             meta.get(key)
                 .and_then(|v| serde_json::from_str::<String>(v.get()).ok())
         };
