@@ -146,8 +146,15 @@ async fn mcp_session(
     for own in shared.upstreams.session_ended(id) {
         own.shutdown(grace).await;
     }
-    if let Some(writer) = writer {
-        let _ = tokio::time::timeout(Duration::from_secs(5), writer).await;
+    if let Some(mut writer) = writer {
+        // A peer that hung up its sending side but never reads what is queued would otherwise
+        // keep the writer, and the socket, forever.
+        if tokio::time::timeout(Duration::from_secs(5), &mut writer)
+            .await
+            .is_err()
+        {
+            writer.abort();
+        }
     }
 }
 

@@ -54,8 +54,12 @@ fn connection_limit(configured: Option<usize>, upstreams: usize) -> usize {
     let files = crate::os::raise_open_files(10_240)
         .and_then(|n| usize::try_from(n).ok())
         .unwrap_or(1024);
-    files.saturating_sub(64 + 8 * upstreams).clamp(16, 4096)
+    (files.saturating_sub(64 + 8 * upstreams) / FDS_PER_CONNECTION).clamp(16, 4096)
 }
+
+/// Descriptors one connection may hold at once: its socket, and a second one registered for
+/// writing while its buffer is full (see `session_socket`).
+const FDS_PER_CONNECTION: usize = 2;
 
 /// How often the daemon looks at the process table for what lives below its children.
 const REAPER_SCAN: Duration = Duration::from_secs(3);

@@ -13,6 +13,7 @@ use std::io::{self, Read, Write};
 use std::net::Shutdown;
 use std::os::unix::net::UnixStream;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll, ready};
 
 use tokio::io::unix::AsyncFd;
@@ -26,13 +27,14 @@ pub(crate) type SessionLines = BufReader<tokio::io::Chain<io::Cursor<Vec<u8>>, S
 
 /// The session's socket, read when the runtime says it is readable (and only then woken).
 pub(crate) struct SessionReader {
-    fd: AsyncFd<UnixStream>,
+    fd: AsyncFd<Arc<UnixStream>>,
 }
 
-/// The session's socket, written without waiting; told when it is writable only after a write
-/// found its buffer full. Dropped, it shuts the socket's write side: the peer sees EOF.
+/// The session's socket (the same descriptor as the reader's: a session costs one), written
+/// without waiting; told when it is writable only after a write found its buffer full.
+/// Dropped, it shuts the socket's write side: the peer sees EOF.
 pub(crate) struct SessionWriter {
-    stream: UnixStream,
+    stream: Arc<UnixStream>,
 }
 
 /// Take a session's socket from the runtime's usual registration (once its hello is answered,
@@ -47,9 +49,10 @@ pub(crate) fn split(
         .reunite(write)
         .map_err(|_| io::Error::other("the halves of two sockets"))?
         .into_std()?;
-    // `into_std` leaves it non-blocking: both descriptors share that.
+    // `into_std` leaves it non-blocking.
+    let stream = Arc::new(stream);
     let writer = SessionWriter {
-        stream: stream.try_clone()?,
+        stream: stream.clone(),
     };
     let reader = SessionReader {
         fd: crate::os::register_socket(stream, Interest::READABLE)?,
@@ -70,7 +73,7 @@ impl AsyncRead for SessionReader {
         loop {
             let mut guard = ready!(self.fd.poll_read_ready(cx))?;
             let unfilled = buf.initialize_unfilled();
-            match guard.try_io(|fd| fd.get_ref().read(unfilled)) {
+            match guard.try_io(|fd| (&**fd.get_ref()).read(unfilled)) {
                 Ok(Ok(n)) => {
                     buf.advance(n);
                     return Poll::Ready(Ok(()));
@@ -86,16 +89,17 @@ impl AsyncRead for SessionReader {
 impl TryWriter for SessionWriter {
     fn try_write(&self, buf: &[u8]) -> io::Result<usize> {
         // A peer gone says EPIPE: the process ignores SIGPIPE (Rust's runtime sets that).
-        (&self.stream).write(buf)
+        (&*self.stream).write(buf)
     }
 
-    /// Registered for writing only while this waits: a socket that has room again says so
-    /// once (registering checks it at once, so no edge is missed), and afterwards the peer's
-    /// reads wake nobody.
+    /// A second descriptor of the socket, registered for writing only while this waits (the
+    /// reader's registration is for reading, and one descriptor has one): a socket that has
+    /// room again says so once (registering checks it at once, so no edge is missed), and
+    /// afterwards the peer's reads wake nobody. Called only after a write found the buffer full.
     fn writable(&self) -> impl Future<Output = io::Result<()>> + Send {
         let dup = self.stream.try_clone();
         async move {
-            let fd = crate::os::register_socket(dup?, Interest::WRITABLE)?;
+            let fd = crate::os::register_socket(Arc::new(dup?), Interest::WRITABLE)?;
             let _ready = fd.writable().await?;
             Ok(())
         }

@@ -336,11 +336,11 @@ fn write_stderr(bytes: &[u8]) {
 /// register for reading and writing both, and a socket then wakes the runtime each time its
 /// peer reads).
 pub fn register_socket(
-    stream: std::os::unix::net::UnixStream,
+    stream: std::sync::Arc<std::os::unix::net::UnixStream>,
     interest: tokio::io::Interest,
-) -> io::Result<tokio::io::unix::AsyncFd<std::os::unix::net::UnixStream>> {
-    // SAFETY: a `UnixStream` owns its descriptor: it stays open, and the same, until the
-    // `AsyncFd` (which now owns the stream) drops it.
+) -> io::Result<tokio::io::unix::AsyncFd<std::sync::Arc<std::os::unix::net::UnixStream>>> {
+    // SAFETY: a `UnixStream` owns its descriptor, and the `Arc` the `AsyncFd` now holds keeps
+    // the stream (so the descriptor, open and the same) alive until the `AsyncFd` drops it.
     unsafe { tokio::io::unix::AsyncFd::register_with_interest(stream, interest) }
         .map_err(|e| e.into_parts().1)
 }
