@@ -50,6 +50,8 @@ mod secrets;
 mod self_update;
 mod server_requests;
 mod service_files;
+// It reads /proc: how many times the daemon blocked, and its descriptors.
+#[cfg(target_os = "linux")]
 mod session_socket;
 mod sessions;
 mod setup_claude_cli;

@@ -17,7 +17,6 @@ use support::Env;
 
 /// Voluntary context switches of every thread of `pid`: each time one blocked (the daemon's
 /// runtime, in `epoll_wait`).
-#[cfg(target_os = "linux")]
 fn voluntary_switches(pid: u32) -> u64 {
     let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).unwrap();
     tasks
@@ -91,7 +90,6 @@ impl Session {
 /// A call wakes the daemon twice: the request, and the child's answer; the session reading
 /// its answer wakes it no more (it did, once per call, before the fix: 3 per call here). A
 /// busy machine can only batch wake-ups, so the bound holds under load.
-#[cfg(target_os = "linux")]
 #[test]
 fn a_session_reading_its_answers_does_not_wake_the_daemon() {
     const CALLS: u64 = 100;
@@ -114,7 +112,6 @@ fn a_session_reading_its_answers_does_not_wake_the_daemon() {
 }
 
 /// The descriptors `pid` holds now.
-#[cfg(target_os = "linux")]
 fn open_fds(pid: u32) -> usize {
     std::fs::read_dir(format!("/proc/{pid}/fd"))
         .unwrap()
@@ -125,7 +122,6 @@ fn open_fds(pid: u32) -> usize {
 /// reader's and a copy for the writer), while the connection limit counted one, so the daemon
 /// ran out of descriptors below its own limit and could not start a child. A session costs
 /// one.
-#[cfg(target_os = "linux")]
 #[test]
 fn a_session_costs_one_descriptor() {
     const SESSIONS: usize = 20;
@@ -148,7 +144,6 @@ fn a_session_costs_one_descriptor() {
 /// A peer that stops sending (shuts its write side) and never reads the answers queued for it
 /// does not keep the session's socket: once it is gone, what is queued for it is given up
 /// after a few seconds (before, its writer waited forever).
-#[cfg(target_os = "linux")]
 #[test]
 fn a_peer_that_hangs_up_without_reading_does_not_keep_its_socket() {
     let env = Env::with_fake(json!({}));
