@@ -189,6 +189,10 @@ impl Message {
 
     /// Set fields of `<object>._meta` for a top-level object field (`params`, `result`).
     pub fn set_meta_fields_of(&mut self, object: &str, fields: Vec<(&str, Box<RawValue>)>) {
+        if let Some(spliced) = self.field(object).and_then(|o| splice_meta(o, &fields)) {
+            self.fields.insert(object.to_string(), spliced);
+            return;
+        }
         self.rewrite_object(object, true, |obj| {
             let mut meta: Fields = obj
                 .get("_meta")
@@ -289,6 +293,51 @@ impl Message {
 }
 
 /// Serialize a value to a boxed raw value (cannot fail for the plain types used here).
+/// `object` with a `_meta` of `fields` added at its end, written into its text without
+/// parsing it into a map and writing it back (on every call to a 2026-07-28 child this was the
+/// daemon's largest cost). Only when that is surely the same as the map's way: `object` is an
+/// object with no `_meta` key (none can hide behind a `\u` escape: `_meta` needs one to be
+/// spelt otherwise) and `fields` names each key once. `None` means: use the map.
+fn splice_meta(object: &RawValue, fields: &[(&str, Box<RawValue>)]) -> Option<Box<RawValue>> {
+    let text = object.get().trim();
+    let inner = text.strip_prefix('{')?.strip_suffix('}')?;
+    if text.contains("_meta") || text.contains("\\u") {
+        return None;
+    }
+    let names = || fields.iter().map(|(k, _)| *k);
+    if names()
+        .enumerate()
+        .any(|(i, k)| names().skip(i + 1).any(|other| other == k))
+    {
+        return None;
+    }
+    let mut out = String::with_capacity(
+        text.len()
+            + 12
+            + fields
+                .iter()
+                .map(|(k, v)| k.len() + v.get().len() + 4)
+                .sum::<usize>(),
+    );
+    out.push('{');
+    let inner = inner.trim();
+    if !inner.is_empty() {
+        out.push_str(inner);
+        out.push(',');
+    }
+    out.push_str("\"_meta\":{");
+    for (i, (k, v)) in fields.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str(&serde_json::to_string(k).ok()?);
+        out.push(':');
+        out.push_str(v.get());
+    }
+    out.push_str("}}");
+    RawValue::from_string(out).ok()
+}
+
 pub fn raw<T: Serialize + ?Sized>(value: &T) -> Box<RawValue> {
     serde_json::value::to_raw_value(value)
         .unwrap_or_else(|_| RawValue::from_string("null".into()).expect("null is JSON"))
@@ -540,5 +589,66 @@ mod tests {
             "\"a\""
         );
         assert_ne!(id_key(&raw(&1)), id_key(&raw(&"1")));
+    }
+
+    /// What `set_meta_fields_of` gives, by the map (parse, insert, write back): the reference
+    /// the splice must match.
+    fn by_map(params: &str, fields: &[(&str, &str)]) -> String {
+        let mut obj: Fields = serde_json::from_str(params).unwrap();
+        let mut meta: Fields = obj
+            .get("_meta")
+            .and_then(|m| serde_json::from_str(m.get()).ok())
+            .unwrap_or_default();
+        for (k, v) in fields {
+            meta.insert(k.to_string(), RawValue::from_string(v.to_string()).unwrap());
+        }
+        obj.insert("_meta".to_string(), raw(&meta));
+        raw(&obj).get().to_string()
+    }
+
+    fn set(params: &str, fields: &[(&str, &str)]) -> String {
+        let line = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{params}}}"#);
+        let mut msg = Message::parse(line.as_bytes()).unwrap();
+        let fields = fields
+            .iter()
+            .map(|(k, v)| (*k, RawValue::from_string(v.to_string()).unwrap()))
+            .collect();
+        msg.set_meta_fields(fields);
+        msg.params().unwrap().get().to_string()
+    }
+
+    /// Parsed with order kept, so keys' order is compared too.
+    fn same_json(a: &str, b: &str) -> bool {
+        let a: serde_json::Value = serde_json::from_str(a).unwrap();
+        let b: serde_json::Value = serde_json::from_str(b).unwrap();
+        serde_json::to_string(&a).unwrap() == serde_json::to_string(&b).unwrap()
+    }
+
+    /// `_meta` written into the params' text gives the same JSON, keys in the same order, as
+    /// the map did, for every shape of params, and the map is still used where the text alone
+    /// cannot tell (a `_meta` already there, perhaps spelt with an escape; a key given twice).
+    #[test]
+    fn meta_spliced_into_params_is_what_the_map_gives() {
+        let fields = [
+            ("io.modelcontextprotocol/version", r#""2026-07-28""#),
+            ("progressToken", "7"),
+        ];
+        for params in [
+            r#"{"name":"echo","arguments":{"text":"a \"b\" c"}}"#,
+            "{}",
+            "{ }",
+            r#" { "name" : "echo" } "#,
+            r#"{"name":"echo","_meta":{"progressToken":"theirs","other":1}}"#,
+            r#"{"name":"echo","\u005fmeta":{"keep":true}}"#,
+            r#"{"text":"mentions _meta in a value"}"#,
+        ] {
+            let got = set(params, &fields);
+            let want = by_map(params, &fields);
+            assert!(same_json(&got, &want), "{params}: {got} against {want}");
+        }
+        let twice = [("a", "1"), ("a", "2")];
+        let got = set(r#"{"x":1}"#, &twice);
+        assert!(same_json(&got, &by_map(r#"{"x":1}"#, &twice)), "{got}");
+        assert_eq!(got, r#"{"x":1,"_meta":{"a":2}}"#);
     }
 }

@@ -125,16 +125,15 @@ pub(super) fn handshake_only_line(
 /// did not write one: a handshake-era session (its own `initialize` capabilities and client
 /// info, and the level it chose with `logging/setLevel`), or the daemon itself.
 pub(super) fn envelope(
-    capabilities: Option<&Value>,
-    client_info: Option<&Value>,
+    session: &super::sessions::EnvelopeText,
     log_level: Option<&str>,
 ) -> Vec<(&'static str, Box<RawValue>)> {
     let mut fields = vec![
         (META_VERSION, raw(MODERN_VERSION)),
-        (META_CAPABILITIES, raw(capabilities.unwrap_or(&json!({})))),
+        (META_CAPABILITIES, session.capabilities.clone()),
     ];
-    if let Some(info) = client_info {
-        fields.push((META_CLIENT_INFO, raw(info)));
+    if let Some(info) = &session.client_info {
+        fields.push((META_CLIENT_INFO, info.clone()));
     }
     if let Some(level) = log_level {
         fields.push((META_LOG_LEVEL, raw(level)));
@@ -181,7 +180,10 @@ pub(super) fn handshake_view(result: &RawValue) -> Box<RawValue> {
 /// capabilities it declares (config's, or those a tool list is revalidated for) and its own
 /// client info.
 pub(super) fn daemon_envelope(capabilities: &Value) -> Vec<(&'static str, Box<RawValue>)> {
-    envelope(Some(capabilities), Some(&daemon_client_info()), None)
+    envelope(
+        &super::sessions::EnvelopeText::of(Some(capabilities), Some(&daemon_client_info())),
+        None,
+    )
 }
 
 /// The daemon's own client info, for requests it makes itself.
