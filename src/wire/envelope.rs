@@ -292,12 +292,13 @@ impl Message {
     }
 }
 
-/// Serialize a value to a boxed raw value (cannot fail for the plain types used here).
 /// `object` with a `_meta` of `fields` added at its end, written into its text without
 /// parsing it into a map and writing it back (on every call to a 2026-07-28 child this was the
-/// daemon's largest cost). Only when that is surely the same as the map's way: `object` is an
-/// object with no `_meta` key (none can hide behind a `\u` escape: `_meta` needs one to be
-/// spelt otherwise) and `fields` names each key once. `None` means: use the map.
+/// daemon's largest cost). Only when `object` is an object with no `_meta` key (none can hide
+/// behind a `\u` escape: `_meta` needs one to be spelt otherwise) and `fields` names each key
+/// once. Everything else of `object` stays as the client wrote it, byte for byte: a key it gave
+/// twice stays twice, as the child would have had it from the client directly (the map kept
+/// one). `None` means: use the map.
 fn splice_meta(object: &RawValue, fields: &[(&str, Box<RawValue>)]) -> Option<Box<RawValue>> {
     let text = object.get().trim();
     let inner = text.strip_prefix('{')?.strip_suffix('}')?;
@@ -338,6 +339,7 @@ fn splice_meta(object: &RawValue, fields: &[(&str, Box<RawValue>)]) -> Option<Bo
     RawValue::from_string(out).ok()
 }
 
+/// Serialize a value to a boxed raw value (cannot fail for the plain types used here).
 pub fn raw<T: Serialize + ?Sized>(value: &T) -> Box<RawValue> {
     serde_json::value::to_raw_value(value)
         .unwrap_or_else(|_| RawValue::from_string("null".into()).expect("null is JSON"))
@@ -625,8 +627,9 @@ mod tests {
     }
 
     /// `_meta` written into the params' text gives the same JSON, keys in the same order, as
-    /// the map did, for every shape of params, and the map is still used where the text alone
-    /// cannot tell (a `_meta` already there, perhaps spelt with an escape; a key given twice).
+    /// the map did, for every shape of params with each key once, and the map is still used
+    /// where the text alone cannot tell (a `_meta` already there, perhaps spelt with an escape;
+    /// a field given twice).
     #[test]
     fn meta_spliced_into_params_is_what_the_map_gives() {
         let fields = [
@@ -646,6 +649,13 @@ mod tests {
             let want = by_map(params, &fields);
             assert!(same_json(&got, &want), "{params}: {got} against {want}");
         }
+        // The client's own bytes stay, a key it gave twice too (as the child would have had
+        // them from the client directly).
+        let dup = r#"{"name":"a","name":"b"}"#;
+        assert_eq!(
+            set(dup, &fields[1..]),
+            r#"{"name":"a","name":"b","_meta":{"progressToken":7}}"#
+        );
         let twice = [("a", "1"), ("a", "2")];
         let got = set(r#"{"x":1}"#, &twice);
         assert!(same_json(&got, &by_map(r#"{"x":1}"#, &twice)), "{got}");
