@@ -146,7 +146,7 @@ async fn write_all<W: TryWriter>(w: &W, mut buf: &[u8]) -> io::Result<()> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use std::sync::Mutex;
     use std::sync::atomic::AtomicBool;
@@ -200,12 +200,15 @@ mod tests {
         );
     }
 
-    #[tokio::test]
-    async fn lines_arrive_whole_and_in_order_even_when_the_buffer_fills() {
-        let (a, b) = tokio::net::UnixStream::pair().unwrap();
-        let (_ar, aw) = a.into_split();
-        let (outbox, task) = Outbox::new(aw);
-        // Far more than a socket buffer holds, so some lines must queue.
+    /// Through an outbox over `writer`, queue far more than a socket buffer holds, then read
+    /// it all back from `peer`, sleeping `pause` before each read (a slow reader): the queue
+    /// filled, and every byte arrived, in order.
+    pub(crate) async fn assert_a_full_buffer_drains<W: TryWriter>(
+        writer: W,
+        mut peer: tokio::net::UnixStream,
+        pause: std::time::Duration,
+    ) {
+        let (outbox, task) = Outbox::new(writer);
         let mut expected = Vec::new();
         for i in 0..2000 {
             let line = format!("{i:06}-{}\n", "x".repeat(1000)).into_bytes();
@@ -216,11 +219,11 @@ mod tests {
         assert!(outbox.queued_bytes() >= outbox.queued() * 1000);
         drop(outbox);
         let mut got = Vec::new();
-        let mut b = b;
         let reader = async {
-            let mut buf = vec![0; 65536];
+            let mut buf = vec![0; 4096];
             loop {
-                let n = b.read(&mut buf).await.unwrap();
+                tokio::time::sleep(pause).await;
+                let n = peer.read(&mut buf).await.unwrap();
                 if n == 0 {
                     break;
                 }
@@ -231,5 +234,12 @@ mod tests {
         joined.unwrap();
         assert_eq!(got.len(), expected.len());
         assert!(got == expected, "bytes arrived out of order");
+    }
+
+    #[tokio::test]
+    async fn lines_arrive_whole_and_in_order_even_when_the_buffer_fills() {
+        let (a, b) = tokio::net::UnixStream::pair().unwrap();
+        let (_ar, aw) = a.into_split();
+        assert_a_full_buffer_drains(aw, b, std::time::Duration::ZERO).await;
     }
 }

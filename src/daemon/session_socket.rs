@@ -149,31 +149,9 @@ mod tests {
     /// (registered only then), and every byte arrives in order.
     #[tokio::test]
     async fn a_full_buffer_is_waited_for() {
-        let (_lines, writer, mut peer) = pair().await;
-        let (out, task) = Outbox::new(writer);
-        let mut expected = Vec::new();
-        for i in 0..2000 {
-            let line = format!("{i:06}-{}\n", "x".repeat(1000)).into_bytes();
-            expected.extend_from_slice(&line);
-            out.send(line).unwrap();
-        }
-        assert!(out.queued() > 0, "the buffer should have filled");
-        drop(out);
-        let mut got = Vec::new();
-        let reader = async {
-            let mut buf = vec![0; 4096];
-            loop {
-                tokio::time::sleep(std::time::Duration::from_micros(50)).await;
-                let n = peer.read(&mut buf).await.unwrap();
-                if n == 0 {
-                    break;
-                }
-                got.extend_from_slice(&buf[..n]);
-            }
-        };
-        let (_, joined) = tokio::join!(reader, task);
-        joined.unwrap();
-        assert!(got == expected, "bytes lost or out of order");
+        let (_lines, writer, peer) = pair().await;
+        let pause = std::time::Duration::from_micros(50);
+        crate::daemon::outbox::tests::assert_a_full_buffer_drains(writer, peer, pause).await;
     }
 
     /// What the hello's reader had read past the hello is read first.

@@ -121,11 +121,27 @@ pub(super) fn handshake_only_line(
     wire::response_error_line(id, &raw(&error))
 }
 
+/// A requester's `initialize` capabilities and client info as JSON text, as the envelope
+/// quotes them (`{}` for capabilities never declared).
+pub(super) struct EnvelopeText {
+    capabilities: Box<RawValue>,
+    client_info: Option<Box<RawValue>>,
+}
+
+impl EnvelopeText {
+    pub fn of(capabilities: Option<&Value>, client_info: Option<&Value>) -> EnvelopeText {
+        EnvelopeText {
+            capabilities: raw(capabilities.unwrap_or(&json!({}))),
+            client_info: client_info.map(raw),
+        }
+    }
+}
+
 /// The envelope the daemon puts on a request it sends to a 2026-07-28 child for someone who
 /// did not write one: a handshake-era session (its own `initialize` capabilities and client
 /// info, and the level it chose with `logging/setLevel`), or the daemon itself.
 pub(super) fn envelope(
-    session: &super::sessions::EnvelopeText,
+    session: &EnvelopeText,
     log_level: Option<&str>,
 ) -> Vec<(&'static str, Box<RawValue>)> {
     let mut fields = vec![
@@ -181,7 +197,7 @@ pub(super) fn handshake_view(result: &RawValue) -> Box<RawValue> {
 /// client info.
 pub(super) fn daemon_envelope(capabilities: &Value) -> Vec<(&'static str, Box<RawValue>)> {
     envelope(
-        &super::sessions::EnvelopeText::of(Some(capabilities), Some(&daemon_client_info())),
+        &EnvelopeText::of(Some(capabilities), Some(&daemon_client_info())),
         None,
     )
 }

@@ -148,10 +148,8 @@ impl Upstream {
         if let Some(s) = self.sessions.get_mut(&sid) {
             s.client_info = params.get("clientInfo").cloned();
             s.capabilities = params.get("capabilities").cloned();
-            s.envelope_text = Some(super::sessions::EnvelopeText::of(
-                s.capabilities.as_ref(),
-                s.client_info.as_ref(),
-            ));
+            s.envelope_text =
+                era::EnvelopeText::of(s.capabilities.as_ref(), s.client_info.as_ref());
             s.protocol_version = requested.clone();
             s.era = Some(Era::Legacy);
         }
@@ -451,16 +449,7 @@ impl Upstream {
             // session of that era gets the same from a 2026-07-28 child: it asks for debug.
             let rank = s.log_level.unwrap_or(0);
             let level = log_level::name(rank);
-            let fields = match &s.envelope_text {
-                Some(text) => era::envelope(text, level),
-                None => era::envelope(
-                    &super::sessions::EnvelopeText::of(
-                        s.capabilities.as_ref(),
-                        s.client_info.as_ref(),
-                    ),
-                    level,
-                ),
-            };
+            let fields = era::envelope(&s.envelope_text, level);
             return (fields, Some(rank));
         }
         (era::daemon_envelope(&self.config.client_capabilities), None)

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant, SystemTime};
 use crate::daemon::session_socket::SessionWriter;
 use serde_json::Value;
 
-use super::era::Era;
+use super::era::{self, Era};
 use super::{Internal, Origin, Upstream, log_level};
 use crate::daemon::SessionId;
 use crate::daemon::operations::Owner;
@@ -41,7 +41,7 @@ pub(super) struct Session {
     /// The two as JSON text, written once at `initialize`: the envelope on each of the
     /// session's requests to a 2026-07-28 child quotes them (written afresh, it was 4% of the
     /// daemon's work per call).
-    pub envelope_text: Option<EnvelopeText>,
+    pub envelope_text: era::EnvelopeText,
     pub protocol_version: Option<String>,
     /// The era the session speaks: handshake once it sent `initialize`, 2026-07-28 once it
     /// sent a request with the envelope (a `server/discover` probe alone decides nothing).
@@ -53,21 +53,6 @@ pub(super) struct Session {
     pub dropped: u64,
     /// List changes it missed meanwhile, delivered once it reads again.
     pub missed: Vec<Vec<u8>>,
-}
-
-/// A handshake-era session's `initialize` capabilities and client info, as JSON text.
-pub(super) struct EnvelopeText {
-    pub capabilities: Box<serde_json::value::RawValue>,
-    pub client_info: Option<Box<serde_json::value::RawValue>>,
-}
-
-impl EnvelopeText {
-    pub fn of(capabilities: Option<&Value>, client_info: Option<&Value>) -> EnvelopeText {
-        EnvelopeText {
-            capabilities: wire::raw(capabilities.unwrap_or(&json!({}))),
-            client_info: client_info.map(wire::raw),
-        }
-    }
 }
 
 impl Upstream {
@@ -87,7 +72,7 @@ impl Upstream {
                 connected: Instant::now(),
                 client_info: None,
                 capabilities: None,
-                envelope_text: None,
+                envelope_text: era::EnvelopeText::of(None, None),
                 protocol_version: None,
                 era: None,
                 initialized: false,
