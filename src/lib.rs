@@ -23,6 +23,8 @@ pub(crate) mod daemon;
 mod date;
 mod error;
 pub(crate) mod exec_path;
+#[cfg(test)]
+mod fake_executable;
 pub mod fsutil;
 mod installed;
 pub(crate) mod logging;

@@ -379,7 +379,6 @@ fn refused(uid: u32, e: RunError) -> ManagerState {
 #[cfg(test)]
 pub(crate) mod testing {
     use super::*;
-    use std::os::unix::fs::PermissionsExt;
 
     /// A stand-in `launchctl`: logs each call's arguments to `calls`, and answers from
     /// `script` (shell `case` arms on "$*"); unmatched calls succeed silently.
@@ -393,15 +392,13 @@ pub(crate) mod testing {
             let dir = tempfile::tempdir().unwrap();
             let exe = dir.path().join("launchctl");
             let log = dir.path().join("calls");
-            std::fs::write(
+            crate::fake_executable::write_executable(
                 &exe,
                 format!(
                     "#!/bin/sh\necho \"$*\" >> '{}'\ncase \"$*\" in\n{script}\nesac\nexit 0\n",
                     log.display()
                 ),
-            )
-            .unwrap();
-            std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+            );
             let plist = dir
                 .path()
                 .join("LaunchAgents")

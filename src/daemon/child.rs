@@ -313,9 +313,7 @@ mod tests {
         let bin = tmp.path().join("bin");
         std::fs::create_dir(&bin).unwrap();
         let tool = bin.join("coogle-test-tool");
-        std::fs::write(&tool, "#!/bin/sh\nprintf '%s' \"$PATH\"\n").unwrap();
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&tool, std::fs::Permissions::from_mode(0o755)).unwrap();
+        crate::fake_executable::write_executable(&tool, "#!/bin/sh\nprintf '%s' \"$PATH\"\n");
         let s = server(serde_json::json!({
             "path": [bin],
             "servers": {"t": {"command": "coogle-test-tool", "credentials": {"source": "none"}}}

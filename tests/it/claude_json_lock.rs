@@ -344,20 +344,14 @@ fn a_killed_coogles_lock_does_not_hold_up_claude_mcp_add_json() {
     kill_while_locked(&env, &claude);
     let times = env.path("claude-times");
     let wrapper = env.path("claude-timed");
-    fs::write(
+    support::write_executable(
         &wrapper,
         format!(
             "#!/bin/sh\nstart=$(date +%s%N)\n'{}' \"$@\"\nrc=$?\necho \"$1 $2 $(( ($(date +%s%N) - start) / 1000000 ))\" >> '{}'\nexit $rc\n",
             claude_bin.display(),
             times.display()
         ),
-    )
-    .unwrap();
-    fs::set_permissions(
-        &wrapper,
-        std::os::unix::fs::PermissionsExt::from_mode(0o755),
-    )
-    .unwrap();
+    );
     let mut cmd = env.cmd();
     cmd.env("COOGLE_CLAUDE_CLI", &wrapper);
     let out = Output::of(cmd, &["share", "--all", "--yes"]);

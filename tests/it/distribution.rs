@@ -9,7 +9,6 @@
 use crate::support;
 
 use std::fs;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -792,15 +791,13 @@ fn the_postinstall_upgrades_the_users_daemon_in_place_first() {
     let calls = dir.path().join("calls.log");
     let stub = |name: &str, body: &str| {
         let p = bin.join(name);
-        fs::write(
+        support::write_executable(
             &p,
             format!(
                 "#!/bin/sh\necho \"{name} $*\" >> '{}'\n{body}\n",
                 calls.display()
             ),
-        )
-        .unwrap();
-        fs::set_permissions(&p, fs::Permissions::from_mode(0o755)).unwrap();
+        );
     };
     stub("stat", "echo alice");
     stub("id", "echo 501");

@@ -4,7 +4,6 @@
 use crate::support;
 
 use std::fs;
-use std::os::unix::fs::PermissionsExt;
 
 use serde_json::json;
 use support::{Env, fake_mcp};
@@ -149,8 +148,7 @@ fn a_bare_coogle_entry_is_resolved_on_path() {
 
     // Another `coogle` first on PATH.
     fs::remove_file(bin.join("coogle")).unwrap();
-    fs::write(bin.join("coogle"), "#!/bin/sh\n").unwrap();
-    fs::set_permissions(bin.join("coogle"), fs::Permissions::from_mode(0o755)).unwrap();
+    support::write_executable(&bin.join("coogle"), "#!/bin/sh\n");
     let out = doctor(&with_bin);
     assert!(
         out.stdout
@@ -223,12 +221,10 @@ fn a_command_only_this_shell_finds_is_crossed() {
 /// `is-active` succeeds, launchd prints `state = running`) while nothing serves.
 fn manager_saying_running(env: &Env) -> std::path::PathBuf {
     let manager = env.path("manager");
-    fs::write(
+    support::write_executable(
         &manager,
         "#!/bin/sh\ncase \"$*\" in\n'print gui/'*) echo 'state = running' ;;\nesac\nexit 0\n",
-    )
-    .unwrap();
-    fs::set_permissions(&manager, fs::Permissions::from_mode(0o755)).unwrap();
+    );
     manager
 }
 

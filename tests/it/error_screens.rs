@@ -230,7 +230,6 @@ fn self_update_offline() {
 /// daemon serves on.
 #[test]
 fn restart_daemon_refused() {
-    use std::os::unix::fs::PermissionsExt;
     let env = Env::with_fake(json!({}));
     let mut screen = Screen::new();
     let out = env.run(&["restart", "--daemon"]);
@@ -242,8 +241,7 @@ fn restart_daemon_refused() {
         ("not coogle", "#!/bin/sh\necho 'something else 1.0'\n"),
     ] {
         let tmp = env.path("replacement");
-        std::fs::write(&tmp, script).unwrap();
-        std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o755)).unwrap();
+        support::write_executable(&tmp, script);
         std::fs::rename(&tmp, &installed).unwrap();
         let mut out = env.run(&["restart", "--daemon"]);
         // The running daemon's version, as the other screens show it.

@@ -8,7 +8,6 @@
 use crate::support;
 
 use std::fs;
-use std::os::unix::fs::PermissionsExt;
 use std::process::Command;
 use std::time::Duration;
 
@@ -37,8 +36,7 @@ fn a_shim_with_a_gui_apps_path_starts_the_upstream() {
     std::os::unix::fs::symlink(fake_mcp(), bin.join("coogle-fake-mcp")).unwrap();
     let uvx = bin.join("uvx");
     // Like uvx, it finds what it runs through the PATH it was given.
-    fs::write(&uvx, "#!/bin/sh\nexec coogle-fake-mcp\n").unwrap();
-    fs::set_permissions(&uvx, fs::Permissions::from_mode(0o755)).unwrap();
+    support::write_executable(&uvx, "#!/bin/sh\nexec coogle-fake-mcp\n");
     fs::write(env.home.join(".claude.json"), b"{}").unwrap();
 
     let user_path = std::env::join_paths(std::iter::once(bin.clone()).chain(

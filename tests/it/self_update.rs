@@ -197,7 +197,7 @@ fn an_installed_service_is_restarted_through_the_service_manager() {
     // exits 0). The restart does what systemd and launchd do: stop the daemon, wait until its
     // process has exited (`coogle stop` returns once the socket is gone, while the old daemon
     // may still hold its lock for a moment), then start the service's program detached.
-    fs::write(
+    support::write_executable(
         &manager,
         format!(
             "#!/bin/sh\necho \"$*\" >> '{calls}'\ncase \"$*\" in\n\
@@ -208,9 +208,7 @@ fn an_installed_service_is_restarted_through_the_service_manager() {
             calls = calls.display(),
             exe = w.exe.display()
         ),
-    )
-    .unwrap();
-    fs::set_permissions(&manager, fs::Permissions::from_mode(0o755)).unwrap();
+    );
 
     let out = w
         .env

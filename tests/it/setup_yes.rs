@@ -193,15 +193,13 @@ fn a_service_manager_that_works_is_used() {
     let log = env.path("manager.log");
     let fake = env.path("manager");
     // launchctl: the agent is not loaded yet (`print` of it fails); everything else works.
-    fs::write(
+    support::write_executable(
         &fake,
         format!(
             "#!/bin/sh\necho \"$@\" >> {}\ncase \"$*\" in 'print gui/'*/dev.coogle.daemon) exit 113 ;; esac\nexit 0\n",
             log.display()
         ),
-    )
-    .unwrap();
-    fs::set_permissions(&fake, fs::Permissions::from_mode(0o755)).unwrap();
+    );
     let out = env
         .cmd()
         .args([

@@ -44,15 +44,7 @@ fn lone_coogle(env: &Env) -> PathBuf {
     std::fs::create_dir_all(&dir).unwrap();
     let exe = dir.join("coogle");
     if std::fs::hard_link(COOGLE, &exe).is_err() {
-        std::fs::copy(COOGLE, &exe).unwrap();
-        // A process another test forks while the copy is open for writing holds that fd
-        // until it execs, and exec of the copy fails meanwhile (ETXTBSY): wait that out.
-        support::wait_until("the copy to run", Duration::from_secs(10), || {
-            std::process::Command::new(&exe)
-                .arg("--version")
-                .output()
-                .map_err(|e| format!("running it: {e}"))
-        });
+        support::copy_executable(Path::new(COOGLE), &exe);
     }
     exe
 }

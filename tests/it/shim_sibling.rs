@@ -48,15 +48,7 @@ fn install(env: &Env, name: &str, make: impl FnOnce(&Path)) -> PathBuf {
 
 fn link_or_copy(from: &Path, to: &Path) {
     if std::fs::hard_link(from, to).is_err() {
-        std::fs::copy(from, to).unwrap();
-        // Another test's fork may hold the copy's fd open for writing until it execs
-        // (ETXTBSY meanwhile): wait that out.
-        support::wait_for("the copy to run", Duration::from_secs(10), || {
-            std::process::Command::new(to)
-                .arg("--version")
-                .output()
-                .is_ok()
-        });
+        support::copy_executable(from, to);
     }
 }
 
@@ -64,9 +56,7 @@ fn link_or_copy(from: &Path, to: &Path) {
 type MakeSibling = Box<dyn FnOnce(&Path)>;
 
 fn write_exe(path: &Path, bytes: &[u8]) {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::write(path, bytes).unwrap();
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    support::write_executable(path, bytes);
 }
 
 /// A session through `exe mcp` works, from `expected_exe`'s image; returns what it logged.

@@ -10,7 +10,6 @@
 use crate::support;
 
 use std::collections::HashSet;
-use std::os::unix::fs::PermissionsExt;
 use std::process::Child;
 use std::time::Duration;
 
@@ -226,8 +225,7 @@ fn a_binary_that_crashes_at_start_leaves_the_old_daemon_serving() {
     assert_eq!(text(&s.call("pid", json!({}))), child);
     // An older coogle is refused as plainly.
     let older = env.path("older");
-    std::fs::write(&older, "#!/bin/sh\necho 'coogle 0.0.1 (old)'\n").unwrap();
-    std::fs::set_permissions(&older, std::fs::Permissions::from_mode(0o755)).unwrap();
+    support::write_executable(&older, "#!/bin/sh\necho 'coogle 0.0.1 (old)'\n");
     std::fs::rename(&older, &installed).unwrap();
     let out = env.run(&["restart", "--daemon"]);
     assert_eq!(out.status, Some(1), "{out}");
