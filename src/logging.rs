@@ -182,25 +182,135 @@ impl<W: Write> Write for ScrubbingWriter<W> {
 /// here (a `Targets` filter, which parses by hand): the shim starts once per agent session and
 /// should not page in the `EnvFilter` machinery for a process that only pumps bytes.
 pub fn init_stderr(default: &str) {
-    use tracing_subscriber::layer::SubscriberExt;
-    use tracing_subscriber::util::SubscriberInitExt;
     let targets: tracing_subscriber::filter::Targets = std::env::var("RUST_LOG")
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or_else(|| default.parse().unwrap_or_default());
-    let _ = tracing_subscriber::registry()
-        .with(
-            tracing_subscriber::fmt::layer()
-                .with_ansi(io::stderr().is_terminal())
-                .with_writer(io::stderr),
-        )
-        .with(targets)
-        .try_init();
+    let _ = tracing::subscriber::set_global_default(Deferred {
+        targets,
+        built: std::sync::OnceLock::new(),
+    });
+}
+
+/// A stderr subscriber built at the first event its filter lets through. The formatting one
+/// sits on a span registry whose slab takes about 32 KiB as it is made, and a shim (one per
+/// session and server, most of which never log) would hold it all its life; the filter alone
+/// answers every check until then.
+struct Deferred {
+    targets: tracing_subscriber::filter::Targets,
+    built: std::sync::OnceLock<Box<dyn tracing::Subscriber + Send + Sync>>,
+}
+
+impl Deferred {
+    fn built(&self) -> &(dyn tracing::Subscriber + Send + Sync) {
+        use tracing_subscriber::layer::SubscriberExt;
+        self.built
+            .get_or_init(|| {
+                Box::new(
+                    tracing_subscriber::registry()
+                        .with(
+                            tracing_subscriber::fmt::layer()
+                                .with_ansi(io::stderr().is_terminal())
+                                .with_writer(io::stderr),
+                        )
+                        .with(self.targets.clone()),
+                )
+            })
+            .as_ref()
+    }
+}
+
+impl tracing::Subscriber for Deferred {
+    fn register_callsite(
+        &self,
+        meta: &'static tracing::Metadata<'static>,
+    ) -> tracing::subscriber::Interest {
+        if self.targets.would_enable(meta.target(), meta.level()) {
+            tracing::subscriber::Interest::always()
+        } else {
+            tracing::subscriber::Interest::never()
+        }
+    }
+
+    fn enabled(&self, meta: &tracing::Metadata<'_>) -> bool {
+        self.targets.would_enable(meta.target(), meta.level())
+    }
+
+    fn max_level_hint(&self) -> Option<tracing::level_filters::LevelFilter> {
+        use tracing_subscriber::layer::Layer;
+        Layer::<tracing_subscriber::Registry>::max_level_hint(&self.targets)
+    }
+
+    // Everything below reaches the built subscriber: an event or a span is what builds it,
+    // and every other call names a span it made.
+    fn event(&self, event: &tracing::Event<'_>) {
+        self.built().event(event)
+    }
+
+    fn new_span(&self, span: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+        self.built().new_span(span)
+    }
+
+    fn record(&self, span: &tracing::span::Id, values: &tracing::span::Record<'_>) {
+        self.built().record(span, values)
+    }
+
+    fn record_follows_from(&self, span: &tracing::span::Id, follows: &tracing::span::Id) {
+        self.built().record_follows_from(span, follows)
+    }
+
+    fn enter(&self, span: &tracing::span::Id) {
+        self.built().enter(span)
+    }
+
+    fn exit(&self, span: &tracing::span::Id) {
+        self.built().exit(span)
+    }
+
+    fn clone_span(&self, id: &tracing::span::Id) -> tracing::span::Id {
+        self.built().clone_span(id)
+    }
+
+    fn try_close(&self, id: tracing::span::Id) -> bool {
+        self.built().try_close(id)
+    }
+
+    fn current_span(&self) -> tracing_core::span::Current {
+        match self.built.get() {
+            Some(built) => built.current_span(),
+            None => tracing_core::span::Current::none(),
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The stderr subscriber is built by the first event that passes its filter, not before
+    /// (a quiet shim never pays for it), and from then on events reach it.
+    #[test]
+    fn the_stderr_subscriber_is_built_by_the_first_event_it_lets_through() {
+        let dispatch = tracing::Dispatch::new(Deferred {
+            targets: "coogle=warn".parse().unwrap(),
+            built: std::sync::OnceLock::new(),
+        });
+        let built = || {
+            dispatch
+                .downcast_ref::<Deferred>()
+                .unwrap()
+                .built
+                .get()
+                .is_some()
+        };
+        tracing::dispatcher::with_default(&dispatch, || {
+            tracing::info!(target: "coogle", "below the filter");
+            tracing::error!(target: "other", "another crate's");
+            assert!(!built());
+            tracing::warn!(target: "coogle", "through the filter");
+            assert!(built());
+        });
+    }
 
     /// Regression: the log was created 0644 in a 0755 directory, readable by every local user.
     #[test]

@@ -525,6 +525,9 @@ pub fn run(opts: Options) -> Result<(), ClientError> {
         }
     };
     let state = Arc::new(Mutex::new(State::new(Some(writer))));
+    // Before the stdin thread exists: its allocations share the main thread's arena instead
+    // of touching one of their own (a shim lives for a whole session, mostly waiting).
+    crate::os::one_malloc_arena();
     let cap = opts.max_line_bytes;
     let s = state.clone();
     std::thread::Builder::new()

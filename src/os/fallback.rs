@@ -46,6 +46,8 @@ pub(super) fn user_temp_dir() -> Option<PathBuf> {
     None
 }
 
+pub(super) fn one_malloc_arena() {}
+
 fn unsupported(what: &str) -> io::Error {
     io::Error::new(
         io::ErrorKind::Unsupported,

@@ -117,6 +117,15 @@ pub(super) fn user_temp_dir() -> Option<PathBuf> {
     None
 }
 
+pub(super) fn one_malloc_arena() {
+    // SAFETY: mallopt only sets one of the allocator's parameters, which glibc reads at its
+    // next decision; M_ARENA_MAX is one it knows.
+    #[cfg(target_env = "gnu")]
+    unsafe {
+        libc::mallopt(libc::M_ARENA_MAX, 1);
+    }
+}
+
 /// A process's exit, told by a pidfd: it refers to that process and no other, whatever
 /// becomes of its pid, and is readable once the process has exited.
 pub(super) struct ExitSource {

@@ -168,6 +168,14 @@ pub fn user_temp_dir() -> Option<PathBuf> {
     platform::user_temp_dir()
 }
 
+/// Make every thread of this process allocate from one malloc arena. glibc gives each new
+/// thread an arena of its own, whose first pages stay touched for the thread's life; a process
+/// that mostly waits, with two threads and little to allocate (a shim), is smaller with one.
+/// A no-op where the allocator has no such arenas (macOS's, musl's).
+pub fn one_malloc_arena() {
+    platform::one_malloc_arena()
+}
+
 /// A `static` the linker puts in a section of its own, found later by reading the executable
 /// without running it: ELF's section `elf`, or Mach-O's `macho` (`segment,section`), by the
 /// target. Marked `#[used]`; the program must still reference it (a linker may drop a section
