@@ -20,6 +20,8 @@ CALLS=${CALLS:-2000}
 TP_CALLS=${TP_CALLS:-1000}
 
 cargo build --release --quiet --bins --example fake_mcp --example mcp_bench
+# The shim as the Linux release archives ship it: linked static (scripts/static-shim).
+case "$(rustc -vV | sed -n 's/^host: //p')" in *-linux-gnu*) scripts/static-shim >/dev/null ;; esac
 BIN=${CARGO_TARGET_DIR:-$PWD/target}/release
 COOGLE=$BIN/coogle
 FAKE=$BIN/examples/fake_mcp

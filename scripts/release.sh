@@ -15,6 +15,7 @@
 #   SHA256SUMS                                 of all of the above
 # Each archive holds coogle-<version>-<target>/{coogle,coogle-mcp,README.md,LICENSE,
 # completions/,coogle.1} (completions and man page from the host's build, the same everywhere).
+# A Linux glibc archive's coogle-mcp is linked static (scripts/static-shim).
 # Then the formula's archive section (between its `# >>> archives` and `# <<< archives` lines)
 # is rewritten with the version and each archive's url and sha256.
 #
@@ -22,7 +23,7 @@
 #                      [--no-macos] [--formula FILE] [--url-base URL]
 #
 # --binary     packs an already-built host binary (and the coogle-mcp beside it) instead of
-#              building (CI reuses its build)
+#              building (CI reuses its build; scripts/static-shim links the shim it should ship)
 # --macos-dir  packs the universal coogle and coogle-mcp in DIR (scripts/check-macos's output)
 #              instead of linking them; they are inspected again either way (scripts/macho-check)
 # --no-macos   leaves macOS out (a Linux-only release: the formula then has no macOS archive)
@@ -111,6 +112,7 @@ trap 'exit 130' INT TERM
 # Build every Linux target first (a failed cross build is skipped), remembering each binary.
 built=""
 for t in $targets; do
+    shim=""
     if [ -n "$binary" ] && [ "$t" = "$host" ]; then
         bin="$binary"
     else
@@ -118,12 +120,19 @@ for t in $targets; do
         cargo build --release --locked --target "$t" --manifest-path "$root/Cargo.toml" \
             || { say "warning: could not build $t; skipped"; continue; }
         bin="$root/target/$t/release/coogle"
+        # A glibc target's shim is linked static (scripts/static-shim says why); a given
+        # --binary's is packed as it is.
+        case "$t" in
+            *-linux-gnu*)
+                shim="$("$root/scripts/static-shim" --target "$t")" \
+                    || { say "warning: could not link the static shim for $t; skipped"; continue; } ;;
+        esac
     fi
     [ -x "$bin" ] || die "no binary at $bin"
     mkdir -p "$work/bin/$t"
     cp "$bin" "$work/bin/$t/coogle"
     # `coogle mcp` execs this small sibling (one shim per agent session and server).
-    cp "$(dirname "$bin")/coogle-mcp" "$work/bin/$t/coogle-mcp" \
+    cp "${shim:-$(dirname "$bin")/coogle-mcp}" "$work/bin/$t/coogle-mcp" \
         || die "no coogle-mcp beside $bin"
     built="$built $t"
 done

@@ -15,6 +15,8 @@ cd "$(dirname "$0")/.."
 SHIMS=${SHIMS:-10}
 TARGET=${CARGO_TARGET_DIR:-$PWD/target}
 cargo build --release --quiet --bins --example fake_mcp
+# The shim as the Linux release archives ship it: linked static (scripts/static-shim).
+case "$(rustc -vV | sed -n 's/^host: //p')" in *-linux-gnu*) scripts/static-shim >/dev/null ;; esac
 COOGLE=$TARGET/release/coogle
 FAKE=$TARGET/release/examples/fake_mcp
 

@@ -126,6 +126,76 @@ fn a_shim_allocates_from_one_malloc_arena() {
     );
 }
 
+/// The shim the Linux release archives ship (scripts/static-shim; .ci/run links it first): an
+/// executable with no interpreter and at a fixed address, so that no libc, ld.so or
+/// relocated pointer table costs each of many shims its own pages; it serves a session as
+/// `coogle`'s sibling, mapping no shared library.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[test]
+fn the_static_shim_serves_a_session_without_shared_libraries() {
+    let built = std::env::var_os("COOGLE_TEST_STATIC_SHIM")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("target/static-shim/debug/coogle-mcp")
+        });
+    if !built.is_file() {
+        assert!(
+            std::env::var_os("CI").is_none_or(|v| v.is_empty()),
+            "no static shim at {} but CI is set (.ci/run links it first)",
+            built.display()
+        );
+        support::skipped(&format!(
+            "the static shim: none at {} (run scripts/static-shim --profile dev --target-dir target/static-shim)",
+            built.display()
+        ));
+        return;
+    }
+    let elf = std::fs::read(&built).unwrap();
+    let u16_at = |at: usize| u16::from_le_bytes([elf[at], elf[at + 1]]);
+    let u64_at = |at: usize| u64::from_le_bytes(elf[at..at + 8].try_into().unwrap());
+    assert_eq!(&elf[..4], b"\x7fELF");
+    const ET_EXEC: u16 = 2;
+    assert_eq!(
+        u16_at(16),
+        ET_EXEC,
+        "{} is position-independent",
+        built.display()
+    );
+    const PT_INTERP: u32 = 3;
+    let (phoff, phentsize, phnum) = (u64_at(32) as usize, u16_at(54) as usize, u16_at(56));
+    let interpreted = (0..phnum as usize).any(|i| {
+        let at = phoff + i * phentsize;
+        u32::from_le_bytes(elf[at..at + 4].try_into().unwrap()) == PT_INTERP
+    });
+    assert!(
+        !interpreted,
+        "{} asks for a dynamic loader",
+        built.display()
+    );
+
+    let env = Env::with_fake(json!({}));
+    let _daemon = env.daemon();
+    let dir = env.path("static-bin");
+    std::fs::create_dir_all(&dir).unwrap();
+    let coogle = dir.join("coogle");
+    if std::fs::hard_link(COOGLE, &coogle).is_err() {
+        support::copy_executable(Path::new(COOGLE), &coogle);
+    }
+    support::copy_executable(&built, &dir.join("coogle-mcp"));
+    let shim = busy_then_idle(env.stdio_server(env.sealed(&coogle), &["mcp"]));
+    let pid = shim.child.id();
+    assert_eq!(
+        exe_of(pid),
+        std::fs::canonicalize(dir.join("coogle-mcp")).unwrap()
+    );
+    assert_eq!(proc_field(pid, "status", "Threads"), 2);
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap();
+    assert!(
+        !maps.contains(".so"),
+        "the static shim maps a library:\n{maps}"
+    );
+}
+
 /// The daemon a `coogle-mcp` starts is `coogle serve`, from the main executable.
 #[test]
 fn the_small_shim_starts_the_daemon_from_coogle() {
