@@ -340,8 +340,8 @@ fn the_pkg_payload_is_assembled_and_checked_without_a_mac() {
     // A Linux build where the universal binaries should be: the inspection refuses it.
     let wrong = tmp.path().join("wrong");
     fs::create_dir_all(&wrong).unwrap();
-    fs::copy(support::COOGLE, wrong.join("coogle")).unwrap();
-    fs::copy(macos.join("coogle-mcp"), wrong.join("coogle-mcp")).unwrap();
+    support::copy_executable(Path::new(support::COOGLE), &wrong.join("coogle"));
+    support::copy_executable(&macos.join("coogle-mcp"), &wrong.join("coogle-mcp"));
     let (code, out, err) = run(Command::new("sh")
         .arg(&script)
         .arg("--payload-only")

@@ -26,7 +26,7 @@ fn world() -> World {
     let env = Env::with_fake(serde_json::json!({}));
     let exe = env.path("bin/coogle");
     fs::create_dir_all(exe.parent().unwrap()).unwrap();
-    fs::copy(support::COOGLE, &exe).unwrap();
+    support::copy_executable(Path::new(support::COOGLE), &exe);
     let original = fs::read(&exe).unwrap();
     let log = env.path("new-binary.log");
     World {
@@ -279,7 +279,7 @@ fn a_homebrew_install_refuses_before_asking_github() {
     let github = FakeGithub::start(vec![]);
     let cellar = w.env.path("homebrew/Cellar/coogle/0.1.0/bin/coogle");
     fs::create_dir_all(cellar.parent().unwrap()).unwrap();
-    fs::copy(support::COOGLE, &cellar).unwrap();
+    support::copy_executable(Path::new(support::COOGLE), &cellar);
     let out = w
         .env
         .cmd()

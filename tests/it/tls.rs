@@ -110,7 +110,7 @@ fn self_update_reaches_github_through_the_same_trust() {
     let env = Env::with_fake(json!({}));
     let exe = env.path("bin/coogle");
     fs::create_dir_all(exe.parent().unwrap()).unwrap();
-    fs::copy(support::COOGLE, &exe).unwrap();
+    support::copy_executable(std::path::Path::new(support::COOGLE), &exe);
     let dir = env.path("releases");
     fs::create_dir_all(&dir).unwrap();
     let github = FakeGithub::start(vec![release(

@@ -341,7 +341,7 @@ fn a_daemon_started_through_a_link_becomes_what_the_link_names_now() {
     for d in [&cellar_old, &cellar_new, &opt] {
         std::fs::create_dir_all(d).unwrap();
     }
-    std::fs::copy(COOGLE, cellar_old.join("coogle")).unwrap();
+    support::copy_executable(std::path::Path::new(COOGLE), &cellar_old.join("coogle"));
     install(&cellar_new.join("coogle"), &newer_coogle(&env));
     let link = opt.join("coogle");
     std::os::unix::fs::symlink(cellar_old.join("coogle"), &link).unwrap();

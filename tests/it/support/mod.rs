@@ -3,7 +3,7 @@
 //! helpers. Every wait is bounded; a failure prints what the processes said.
 #![allow(clippy::print_stderr)]
 
-#[path = "../../../src/fake_executable.rs"]
+#[path = "../../../src/fake_executable/write.rs"]
 mod fake_executable;
 pub mod fake_github;
 pub mod gemini_mock;
@@ -16,7 +16,7 @@ pub mod snapshot;
 pub mod tls_front;
 mod wait;
 
-pub use fake_executable::write_executable;
+pub use fake_executable::{copy_executable, write_executable};
 pub use prerequisites::*;
 use report::Capture;
 pub use wait::*;
@@ -31,12 +31,6 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 pub const COOGLE: &str = env!("CARGO_BIN_EXE_coogle");
-
-/// A copy of the executable `from` at `to` (see [`write_executable`]).
-pub fn copy_executable(from: &Path, to: &Path) {
-    let bytes = std::fs::read(from).unwrap_or_else(|e| panic!("reading {}: {e}", from.display()));
-    write_executable(to, bytes);
-}
 
 /// The fake MCP server example, built by `cargo test` beside the test binaries.
 pub fn fake_mcp() -> PathBuf {

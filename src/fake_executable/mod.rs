@@ -1,38 +1,14 @@
-//! Tests' executables (fake tools, copies of coogle), written so that the test process never
-//! holds them open for writing. Unit tests use it as `crate::fake_executable`; the integration
-//! tests include this file as `support::fake_executable`.
-//!
-//! Tests run as threads of one process. A child that another test forks while this process has
-//! a file open for writing keeps that descriptor until it execs, and exec of the file fails
-//! meanwhile with ETXTBSY ("text file busy"). So `sh` writes the file: it has closed it when it
-//! exits, and no process of the test's ever had it open.
+//! Tests' executables, written so that exec never meets "text file busy" (see `write.rs`,
+//! which the integration tests include on its own; the test below is the unit tests').
 
-use std::io::Write;
-use std::path::Path;
-use std::process::{Command, Stdio};
+mod write;
 
-/// `bytes` at `path`, mode 755, replacing what is there.
-pub fn write_executable(path: &Path, bytes: impl AsRef<[u8]>) {
-    let mut sh = Command::new("/bin/sh")
-        .args(["-c", "cat > \"$1\" && chmod 755 \"$1\"", "sh"])
-        .arg(path)
-        .stdin(Stdio::piped())
-        .spawn()
-        .expect("running /bin/sh");
-    let mut stdin = sh.stdin.take().expect("sh's stdin");
-    stdin.write_all(bytes.as_ref()).expect("writing to sh");
-    drop(stdin);
-    let status = sh.wait().expect("waiting for sh");
-    assert!(
-        status.success(),
-        "writing {} failed: {status}",
-        path.display()
-    );
-}
+pub use write::{copy_executable, write_executable};
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::process::Command;
 
     /// What it is for: a fake written while other threads fork runs at once. (With
     /// `std::fs::write` and `set_permissions` instead, a few in 300 fail with ETXTBSY here.)
@@ -70,5 +46,29 @@ mod tests {
             f.join().unwrap();
         }
         assert_eq!(busy, 0, "{busy} of 300 fakes were busy at exec");
+    }
+
+    /// A file already at the path is replaced, not written through: a hard link to the build's
+    /// own binary (a test's "copy" of coogle) keeps the build's bytes.
+    #[test]
+    fn a_copy_replaces_a_hard_link_without_writing_through_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let (original, linked, source) = (
+            dir.path().join("original"),
+            dir.path().join("linked"),
+            dir.path().join("source"),
+        );
+        std::fs::write(&original, "#!/bin/sh\necho original\n").unwrap();
+        std::fs::hard_link(&original, &linked).unwrap();
+        std::fs::write(&source, "#!/bin/sh\necho copy\n").unwrap();
+        copy_executable(&source, &linked);
+        let run = |p: &std::path::Path| Command::new(p).output().unwrap().stdout;
+        assert_eq!(run(&linked), b"copy\n");
+        assert_eq!(
+            std::fs::read(&original).unwrap(),
+            b"#!/bin/sh\necho original\n"
+        );
+        let leftovers: Vec<_> = std::fs::read_dir(dir.path()).unwrap().flatten().collect();
+        assert_eq!(leftovers.len(), 3, "{leftovers:?}");
     }
 }
