@@ -15,7 +15,8 @@
 #   SHA256SUMS                                 of all of the above
 # Each archive holds coogle-<version>-<target>/{coogle,coogle-mcp,README.md,LICENSE,
 # completions/,coogle.1} (completions and man page from the host's build, the same everywhere).
-# A Linux glibc archive's coogle-mcp is linked static (scripts/static-shim).
+# A Linux glibc archive's coogle-mcp is linked static (scripts/static-shim) when this script builds
+# it; with --binary, the coogle-mcp beside that binary is packed as it is.
 # Then the formula's archive section (between its `# >>> archives` and `# <<< archives` lines)
 # is rewritten with the version and each archive's url and sha256.
 #
@@ -124,8 +125,10 @@ for t in $targets; do
         # --binary's is packed as it is.
         case "$t" in
             *-linux-gnu*)
+                # The target built, so a shim that will not link static is a fault to fix, not
+                # a target to leave out (or to ship, quietly, with a dynamic shim).
                 shim="$("$root/scripts/static-shim" --target "$t")" \
-                    || { say "warning: could not link the static shim for $t; skipped"; continue; } ;;
+                    || die "could not link the static shim for $t (scripts/static-shim, above)" ;;
         esac
     fi
     [ -x "$bin" ] || die "no binary at $bin"

@@ -186,7 +186,9 @@ pub fn init_stderr(default: &str) {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or_else(|| default.parse().unwrap_or_default());
-    let _ = tracing::subscriber::set_global_default(Deferred {
+    // `try_init`, not `set_global_default`: it also routes the `log` crate's records (rustls,
+    // reqwest) to the subscriber.
+    let _ = tracing_subscriber::util::SubscriberInitExt::try_init(Deferred {
         targets,
         built: std::sync::OnceLock::new(),
     });
@@ -202,6 +204,8 @@ struct Deferred {
 }
 
 impl Deferred {
+    /// Building it must emit no event: one would come back here, inside `get_or_init`, and
+    /// wait on itself.
     fn built(&self) -> &(dyn tracing::Subscriber + Send + Sync) {
         use tracing_subscriber::layer::SubscriberExt;
         self.built

@@ -210,10 +210,15 @@ impl Platform {
     }
 }
 
+/// `$HOME` when it is an absolute path.
+pub fn env_home() -> Option<PathBuf> {
+    env_path("HOME")
+}
+
 /// `$HOME` when it is an absolute path, else the password database's entry for this user (a
 /// service or cron job may run without `HOME`), else `/`.
 pub fn home() -> PathBuf {
-    env_path("HOME")
+    env_home()
         .or_else(|| os::user_home(os::uid()))
         .unwrap_or_else(|| PathBuf::from("/"))
 }

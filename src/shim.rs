@@ -421,13 +421,22 @@ fn is_permanent(e: &ClientError) -> bool {
     )
 }
 
+/// Each reader's buffer. A line longer than this is read in several calls (into the line's
+/// own buffer): a shim lives a whole session, mostly idle, and a buffer keeps every page a
+/// large answer (a tool list of tens of KiB) once touched.
+const READ_BUFFER: usize = 8 * 1024;
+
+/// A line buffer grown past this by a large line is let go after it, and the allocator asked
+/// to return the free pages (a few calls in a session, each after a line this large).
+const KEEP_LINE_BUFFER: usize = 16 * 1024;
+
 /// Connect, starting a daemon when none answers, then say hello.
 fn open(opts: &Options) -> Result<(UnixStream, BufReader<UnixStream>), ClientError> {
     // A daemon started here runs on by itself; dropping the handle only reaps it later.
     let (stream, _started) = client::connect_or_start_blocking(&opts.socket, &opts.starter)?;
     let mut writer = stream.try_clone()?;
     writer.write_all(&wire::to_line(&Hello::mcp(opts.server.clone())))?;
-    let mut reader = BufReader::with_capacity(64 * 1024, stream);
+    let mut reader = BufReader::with_capacity(READ_BUFFER, stream);
     let mut buf = Vec::new();
     match wire::read_line_capped_blocking(&mut reader, &mut buf, 64 * 1024)? {
         Line::Complete => {}
@@ -440,7 +449,7 @@ fn open(opts: &Options) -> Result<(UnixStream, BufReader<UnixStream>), ClientErr
 /// Copy stdin to the daemon until stdin closes; then the process exits once every request
 /// has its answer (see [`State::exit_if_done`]).
 fn stdin_loop(state: Arc<Mutex<State>>, cap: usize) {
-    let mut r = BufReader::with_capacity(64 * 1024, std::io::stdin().lock());
+    let mut r = BufReader::with_capacity(READ_BUFFER, std::io::stdin().lock());
     let mut buf = Vec::new();
     loop {
         match wire::read_line_capped_blocking(&mut r, &mut buf, cap) {
@@ -450,8 +459,9 @@ fn stdin_loop(state: Arc<Mutex<State>>, cap: usize) {
                 }
                 buf.clear();
                 // Kept for the next line, unless a large one left it large.
-                if buf.capacity() > 64 * 1024 {
+                if buf.capacity() > KEEP_LINE_BUFFER {
                     buf = Vec::new();
+                    crate::os::release_free_memory();
                 }
             }
             Ok(Line::TooLong) => {
@@ -558,6 +568,10 @@ pub fn run(opts: Options) -> Result<(), ClientError> {
                 }
                 drop(out);
                 buf.clear();
+                if buf.capacity() > KEEP_LINE_BUFFER {
+                    buf = Vec::new();
+                    crate::os::release_free_memory();
+                }
                 continue;
             }
             Ok(Line::TooLong) => {
@@ -654,7 +668,7 @@ fn reconnect(opts: &Options, state: &Mutex<State>) -> BufReader<UnixStream> {
 /// The daemon cannot be reached: answer each request the client sends with `text` until
 /// stdin closes, so its client shows why instead of "connection closed".
 fn refuse_all(text: &str, cap: usize) {
-    let mut r = BufReader::with_capacity(64 * 1024, std::io::stdin().lock());
+    let mut r = BufReader::with_capacity(READ_BUFFER, std::io::stdin().lock());
     let mut buf = Vec::new();
     loop {
         let eof = match wire::read_line_capped_blocking(&mut r, &mut buf, cap) {

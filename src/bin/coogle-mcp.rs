@@ -13,6 +13,10 @@ fn main() -> std::process::ExitCode {
     std::hint::black_box(&IDENTITY);
     let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
     cli::hand_back_if_mismatched(&args);
+    // Linked static for the Linux release archives (scripts/static-shim).
+    if cfg!(target_feature = "crt-static") {
+        cli::statically_linked(&args);
+    }
     match cli::fast_mcp(&args, &|k| std::env::var_os(k)) {
         Some(cli) => cli::run_mcp(cli).into(),
         // Anything but a plain `mcp` command line (help, other commands) is `coogle`'s to

@@ -28,7 +28,7 @@ use context::{block_on, control_command, daemon_command, reload_command};
 
 pub use completions::CompletionsArgs;
 pub use fast_mcp::fast_mcp;
-pub use shim_exe::{become_small_shim, hand_back_if_mismatched};
+pub use shim_exe::{become_small_shim, hand_back_if_mismatched, statically_linked};
 
 /// `coogle --version`: the package version, then the git revision and commit date when built
 /// from a git checkout (`0.1.0 (abc1234 2026-11-22)`).

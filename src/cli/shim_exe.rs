@@ -110,6 +110,23 @@ pub fn hand_back_if_mismatched(args: &[OsString]) {
     }
 }
 
+/// In a statically linked `coogle-mcp` (scripts/static-shim): users are looked up in
+/// /etc/passwd alone, since a static glibc must not load the system's name-service modules.
+/// A session without an absolute HOME would need the full database for its own home, so it is
+/// handed to `coogle` (dynamic), which serves it in-process. Returns when this executable
+/// should serve the session itself.
+pub fn statically_linked(args: &[OsString]) {
+    crate::os::password_file_only();
+    if crate::paths::env_home().is_none()
+        && let Some(main) = exe_dir().map(|d| d.join(MAIN_EXE))
+    {
+        let _ = Command::new(main)
+            .args(args)
+            .env(HANDOFF_VAR, IN_PROCESS)
+            .exec();
+    }
+}
+
 /// The executable that runs `coogle serve`: this one, or `coogle` beside `coogle-mcp`.
 pub fn main_exe() -> PathBuf {
     let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from(MAIN_EXE));

@@ -48,6 +48,8 @@ pub(super) fn user_temp_dir() -> Option<PathBuf> {
 
 pub(super) fn one_malloc_arena() {}
 
+pub(super) fn release_free_memory() {}
+
 fn unsupported(what: &str) -> io::Error {
     io::Error::new(
         io::ErrorKind::Unsupported,

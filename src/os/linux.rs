@@ -117,6 +117,15 @@ pub(super) fn user_temp_dir() -> Option<PathBuf> {
     None
 }
 
+pub(super) fn release_free_memory() {
+    // SAFETY: malloc_trim only hands free pages of the heap back to the kernel; it touches no
+    // memory the program holds.
+    #[cfg(target_env = "gnu")]
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
 pub(super) fn one_malloc_arena() {
     // SAFETY: mallopt only sets one of the allocator's parameters, which glibc reads at its
     // next decision; M_ARENA_MAX is one it knows.

@@ -150,6 +150,9 @@ pub(super) fn become_subreaper() -> io::Result<()> {
 /// macOS's allocator has no arena per thread to turn off.
 pub(super) fn one_malloc_arena() {}
 
+/// macOS's allocator returns free pages by itself.
+pub(super) fn release_free_memory() {}
+
 /// `confstr(_CS_DARWIN_USER_TEMP_DIR)`, when it answers with an absolute path.
 pub(super) fn user_temp_dir() -> Option<PathBuf> {
     use std::ffi::CStr;

@@ -24,8 +24,8 @@ mod watch;
 mod platform;
 
 pub use unix::{
-    FdKind, adopt_inherited_fd, fd_kind, raise_open_files, register_socket, restore_terminal,
-    restore_terminal_on_interrupt, set_cloexec, start_new_session, try_lock, uid,
+    FdKind, adopt_inherited_fd, fd_kind, password_file_only, raise_open_files, register_socket,
+    restore_terminal, restore_terminal_on_interrupt, set_cloexec, start_new_session, try_lock, uid,
 };
 pub use watch::ExitInfo;
 pub use watch::ProcessWatch;
@@ -174,6 +174,13 @@ pub fn user_temp_dir() -> Option<PathBuf> {
 /// A no-op where the allocator has no such arenas (macOS's, musl's).
 pub fn one_malloc_arena() {
     platform::one_malloc_arena()
+}
+
+/// Ask the allocator to hand the heap's free pages back to the kernel (glibc's `malloc_trim`):
+/// after a large, short-lived allocation in a long-lived process that mostly waits. A no-op
+/// where the allocator does this by itself.
+pub fn release_free_memory() {
+    platform::release_free_memory()
 }
 
 /// A `static` the linker puts in a section of its own, found later by reading the executable

@@ -72,9 +72,45 @@ pub(super) struct Passwd {
     pub home: PathBuf,
 }
 
+/// Set by [`password_file_only`]: look users up in /etc/passwd alone.
+static FILE_ONLY: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// From now on this process finds users in /etc/passwd alone, never through the C library's
+/// name services. For a statically linked glibc program: for a user that file lacks, glibc
+/// would load the system's NSS modules (sss, systemd, ldap), built against another glibc,
+/// which is unsupported and can crash it. Such a user is then unknown (`None`).
+pub fn password_file_only() {
+    FILE_ONLY.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
 /// `uid`'s entry in the password database (`getpwuid_r`, which writes only into the buffers it
 /// is given, unlike `getpwuid`); `None` when there is none.
 pub(super) fn passwd(uid: u32) -> Option<Passwd> {
+    if FILE_ONLY.load(std::sync::atomic::Ordering::Relaxed) {
+        let text = std::fs::read("/etc/passwd").ok()?;
+        return passwd_in_file(&text, uid);
+    }
+    passwd_from_libc(uid)
+}
+
+/// `uid`'s line in a passwd(5) file: `name:password:uid:gid:gecos:home:shell`.
+fn passwd_in_file(text: &[u8], uid: u32) -> Option<Passwd> {
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+
+    text.split(|b| *b == b'\n').find_map(|line| {
+        let fields: Vec<&[u8]> = line.split(|b| *b == b':').collect();
+        let [name, _, id, _, _, home, ..] = fields[..] else {
+            return None;
+        };
+        (std::str::from_utf8(id).ok()?.parse::<u32>().ok()? == uid).then(|| Passwd {
+            name: String::from_utf8_lossy(name).into_owned(),
+            home: PathBuf::from(OsStr::from_bytes(home)),
+        })
+    })
+}
+
+fn passwd_from_libc(uid: u32) -> Option<Passwd> {
     use std::ffi::{CStr, OsStr};
     use std::os::unix::ffi::OsStrExt;
 
@@ -348,6 +384,25 @@ pub fn register_socket(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The file's line for the uid, by its third field; comments, short and malformed lines
+    /// are nobody's.
+    #[test]
+    fn a_user_is_found_in_a_passwd_file_by_uid() {
+        let file = b"# a comment\nroot:x:0:0:root:/root:/bin/bash\nshort:x:7\nbad:x:abc:1::/bad:/bin/sh\nalice:x:501:20:Alice A:/home/alice:/bin/zsh";
+        let alice = passwd_in_file(file, 501).unwrap();
+        assert_eq!(
+            (alice.name.as_str(), alice.home.as_path()),
+            ("alice", std::path::Path::new("/home/alice"))
+        );
+        assert_eq!(
+            passwd_in_file(file, 0).unwrap().home,
+            std::path::Path::new("/root")
+        );
+        for nobody in [7, 1, 502] {
+            assert!(passwd_in_file(file, nobody).is_none(), "{nobody}");
+        }
+    }
 
     #[test]
     fn a_lock_is_held_once() {
