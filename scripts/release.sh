@@ -116,6 +116,11 @@ for t in $targets; do
     shim=""
     if [ -n "$binary" ] && [ "$t" = "$host" ]; then
         bin="$binary"
+        case "$t" in
+            *-linux-gnu*)
+                "$root/scripts/static-shim" --check "$(dirname "$bin")/coogle-mcp" 2>/dev/null \
+                    || say "warning: the coogle-mcp beside $bin is not linked static (scripts/static-shim); packed as it is" ;;
+        esac
     else
         say "building $t"
         cargo build --release --locked --target "$t" --manifest-path "$root/Cargo.toml" \

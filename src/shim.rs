@@ -87,6 +87,8 @@ struct State {
     /// The daemon said it hands over in place: what it did not answer, it did not start.
     handover: bool,
     next_seq: u64,
+    /// A large request's copy was let go with its answer: the heap has pages to hand back.
+    large_freed: bool,
 }
 
 fn hash_of(text: &str) -> u64 {
@@ -129,6 +131,7 @@ impl State {
             closing: false,
             handover: false,
             next_seq: 0,
+            large_freed: false,
         }
     }
 
@@ -227,10 +230,11 @@ impl State {
             }
             return false;
         }
-        if let Some(entry) = self.in_flight.remove(&key)
-            && entry.is_tools_list
-        {
-            self.last_tools = result_hash();
+        if let Some(entry) = self.in_flight.remove(&key) {
+            self.large_freed |= entry.line.len() > KEEP_LINE_BUFFER;
+            if entry.is_tools_list {
+                self.last_tools = result_hash();
+            }
         }
         true
     }
@@ -426,9 +430,30 @@ fn is_permanent(e: &ClientError) -> bool {
 /// large answer (a tool list of tens of KiB) once touched.
 const READ_BUFFER: usize = 8 * 1024;
 
-/// A line buffer grown past this by a large line is let go after it, and the allocator asked
-/// to return the free pages (a few calls in a session, each after a line this large).
+/// A line buffer grown past this by a large line (or a request's copy this large, answered) is
+/// let go, and the allocator asked to return the free pages at the end of the burst.
 const KEEP_LINE_BUFFER: usize = 16 * 1024;
+
+/// After a line: keep its buffer for the next one, unless a large line grew it; then let it go
+/// and say so (the heap has pages to hand back).
+fn reuse(buf: &mut Vec<u8>) -> bool {
+    buf.clear();
+    if buf.capacity() <= KEEP_LINE_BUFFER {
+        return false;
+    }
+    *buf = Vec::new();
+    true
+}
+
+/// Hand the heap's free pages back, if a large line left some, once the reader has nothing
+/// more buffered: at the end of a burst, so a stream of large lines costs one `malloc_trim`
+/// (which holds the allocator's lock while it walks the heap), not one per line.
+fn trim_when_drained(pending: &mut bool, drained: bool) {
+    if *pending && drained {
+        *pending = false;
+        crate::os::release_free_memory();
+    }
+}
 
 /// Connect, starting a daemon when none answers, then say hello.
 fn open(opts: &Options) -> Result<(UnixStream, BufReader<UnixStream>), ClientError> {
@@ -451,26 +476,24 @@ fn open(opts: &Options) -> Result<(UnixStream, BufReader<UnixStream>), ClientErr
 fn stdin_loop(state: Arc<Mutex<State>>, cap: usize) {
     let mut r = BufReader::with_capacity(READ_BUFFER, std::io::stdin().lock());
     let mut buf = Vec::new();
+    let mut trim = false;
     loop {
         match wire::read_line_capped_blocking(&mut r, &mut buf, cap) {
             Ok(Line::Complete) => {
                 if !wire::is_blank(&buf) {
                     State::lock(&state).forward(&mut buf);
                 }
-                buf.clear();
-                // Kept for the next line, unless a large one left it large.
-                if buf.capacity() > KEEP_LINE_BUFFER {
-                    buf = Vec::new();
-                    crate::os::release_free_memory();
-                }
+                trim |= reuse(&mut buf);
+                trim_when_drained(&mut trim, r.buffer().is_empty());
             }
             Ok(Line::TooLong) => {
-                buf.clear();
+                trim |= reuse(&mut buf);
                 let text = format!("line exceeds the {cap}-byte limit; it was dropped");
                 write_client(&wire::error_line(None, rpc_code::INVALID_REQUEST, &text));
                 if skip_line(&mut r) {
                     break;
                 }
+                trim_when_drained(&mut trim, r.buffer().is_empty());
             }
             Ok(Line::Eof) => {
                 if !wire::is_blank(&buf) {
@@ -546,12 +569,14 @@ pub fn run(opts: Options) -> Result<(), ClientError> {
         .map_err(ClientError::Io)?;
 
     let mut buf = Vec::new();
+    let mut trim = false;
     loop {
         match wire::read_line_capped_blocking(&mut reader, &mut buf, REPLY_LINE_CAP) {
             Ok(Line::Complete) => {
                 let mut st = State::lock(&state);
                 let pass = st.observe_daemon(&buf);
                 let done = st.done();
+                trim |= std::mem::take(&mut st.large_freed);
                 // Write to the client after letting go of the state, so the stdin thread,
                 // woken by the client's next request the moment this answer lands, finds the
                 // state free instead of sleeping on the lock (a futex wait and wake on every
@@ -567,11 +592,8 @@ pub fn run(opts: Options) -> Result<(), ClientError> {
                     std::process::exit(0);
                 }
                 drop(out);
-                buf.clear();
-                if buf.capacity() > KEEP_LINE_BUFFER {
-                    buf = Vec::new();
-                    crate::os::release_free_memory();
-                }
+                trim |= reuse(&mut buf);
+                trim_when_drained(&mut trim, reader.buffer().is_empty());
                 continue;
             }
             Ok(Line::TooLong) => {
@@ -579,7 +601,7 @@ pub fn run(opts: Options) -> Result<(), ClientError> {
             }
             Ok(Line::Eof) | Err(_) => {}
         }
-        buf.clear();
+        trim |= reuse(&mut buf);
         {
             let mut st = State::lock(&state);
             if !st.handover {
@@ -675,7 +697,9 @@ fn refuse_all(text: &str, cap: usize) {
             Ok(Line::Complete) => false,
             Ok(Line::Eof) => true,
             Ok(Line::TooLong) => {
-                buf.clear();
+                if reuse(&mut buf) {
+                    crate::os::release_free_memory();
+                }
                 if skip_line(&mut r) {
                     return;
                 }

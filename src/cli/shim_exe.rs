@@ -117,13 +117,25 @@ pub fn hand_back_if_mismatched(args: &[OsString]) {
 /// should serve the session itself.
 pub fn statically_linked(args: &[OsString]) {
     crate::os::password_file_only();
-    if crate::paths::env_home().is_none()
-        && let Some(main) = exe_dir().map(|d| d.join(MAIN_EXE))
-    {
-        let _ = Command::new(main)
+    // Handed here by `coogle` to run in-process already: a second hand-back would loop.
+    let handed = std::env::var_os(HANDOFF_VAR).is_some_and(|v| v == IN_PROCESS);
+    if crate::paths::env_home().is_some() || handed {
+        return;
+    }
+    if let Some(main) = exe_dir().map(|d| d.join(MAIN_EXE)) {
+        let e = Command::new(&main)
             .args(args)
             .env(HANDOFF_VAR, IN_PROCESS)
             .exec();
+        // Said on stderr (the shim's logging is not up yet; stdout is the MCP channel).
+        let _ = std::io::Write::write_all(
+            &mut std::io::stderr(),
+            format!(
+                "warning: HOME is not set and {} could not be run ({e}); this session's home comes from /etc/passwd alone\n",
+                main.display()
+            )
+            .as_bytes(),
+        );
     }
 }
 

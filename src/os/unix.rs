@@ -99,11 +99,15 @@ fn passwd_in_file(text: &[u8], uid: u32) -> Option<Passwd> {
     use std::os::unix::ffi::OsStrExt;
 
     text.split(|b| *b == b'\n').find_map(|line| {
-        let fields: Vec<&[u8]> = line.split(|b| *b == b':').collect();
-        let [name, _, id, _, _, home, ..] = fields[..] else {
+        // Comments and NIS compat entries (`+name`, `-name`) name nobody here.
+        if matches!(line.first(), Some(b'#' | b'+' | b'-')) {
             return None;
-        };
-        (std::str::from_utf8(id).ok()?.parse::<u32>().ok()? == uid).then(|| Passwd {
+        }
+        let mut fields = line.split(|b| *b == b':');
+        let name = fields.next()?;
+        let id = fields.nth(1)?;
+        let home = fields.nth(2)?;
+        (std::str::from_utf8(id).ok()?.trim().parse::<u32>().ok()? == uid).then(|| Passwd {
             name: String::from_utf8_lossy(name).into_owned(),
             home: PathBuf::from(OsStr::from_bytes(home)),
         })
@@ -389,7 +393,7 @@ mod tests {
     /// are nobody's.
     #[test]
     fn a_user_is_found_in_a_passwd_file_by_uid() {
-        let file = b"# a comment\nroot:x:0:0:root:/root:/bin/bash\nshort:x:7\nbad:x:abc:1::/bad:/bin/sh\nalice:x:501:20:Alice A:/home/alice:/bin/zsh";
+        let file = b"#old:x:501:20::/old:/bin/sh\n+nis:x:501:20::/nis:/bin/sh\nroot:x:0:0:root:/root:/bin/bash\nshort:x:7\nbad:x:abc:1::/bad:/bin/sh\nalice:x:501:20:Alice A:/home/alice:/bin/zsh";
         let alice = passwd_in_file(file, 501).unwrap();
         assert_eq!(
             (alice.name.as_str(), alice.home.as_path()),
