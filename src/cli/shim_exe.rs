@@ -131,7 +131,7 @@ pub fn statically_linked(args: &[OsString]) {
         let _ = std::io::Write::write_all(
             &mut std::io::stderr(),
             format!(
-                "warning: HOME is not set and {} could not be run ({e}); this session's home comes from /etc/passwd alone\n",
+                "warning: HOME is not set and {} could not be run ({e}), so this session's home comes from /etc/passwd alone; set HOME, or reinstall coogle\n",
                 main.display()
             )
             .as_bytes(),

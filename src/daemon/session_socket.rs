@@ -130,12 +130,7 @@ mod tests {
     async fn lines_are_read_and_written_and_the_writer_ends_with_eof() {
         let (mut lines, writer, mut peer) = pair().await;
         peer.write_all(b"one\ntwo\n").await.unwrap();
-        let mut line = String::new();
-        lines.read_line(&mut line).await.unwrap();
-        assert_eq!(line, "one\n");
-        line.clear();
-        lines.read_line(&mut line).await.unwrap();
-        assert_eq!(line, "two\n");
+        assert_eq!(next_lines(&mut lines, 2).await, ["one\n", "two\n"]);
         let (out, task) = Outbox::new(writer);
         out.send(b"answer\n".to_vec()).unwrap();
         drop(out);
@@ -165,11 +160,17 @@ mod tests {
         r.read_line(&mut hello).await.unwrap();
         let (mut lines, _writer) = split(r, w).unwrap();
         theirs.write_all(b"second\n").await.unwrap();
-        let mut line = String::new();
-        lines.read_line(&mut line).await.unwrap();
-        assert_eq!(line, "first\n");
-        line.clear();
-        lines.read_line(&mut line).await.unwrap();
-        assert_eq!(line, "second\n");
+        assert_eq!(next_lines(&mut lines, 2).await, ["first\n", "second\n"]);
+    }
+
+    /// The next `n` lines `lines` reads, each with its newline.
+    async fn next_lines(lines: &mut (impl AsyncBufReadExt + Unpin), n: usize) -> Vec<String> {
+        let mut out = Vec::new();
+        for _ in 0..n {
+            let mut line = String::new();
+            lines.read_line(&mut line).await.unwrap();
+            out.push(line);
+        }
+        out
     }
 }

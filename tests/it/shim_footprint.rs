@@ -259,6 +259,25 @@ fn the_static_shim_serves_a_session_without_shared_libraries() {
         std::fs::canonicalize(&coogle).unwrap()
     );
     drop((shim, handed));
+
+    // Alone, with no `coogle` to hand to: it says so once, with the fix, and serves anyway.
+    let alone = env.path("static-alone");
+    std::fs::create_dir_all(&alone).unwrap();
+    support::copy_executable(&built, &alone.join("coogle-mcp"));
+    let out = env
+        .sealed(alone.join("coogle-mcp"))
+        .arg("mcp")
+        .env_remove("HOME")
+        .env("RUST_LOG", "coogle=warn")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let said = format!(
+        "warning: HOME is not set and {} could not be run (No such file or directory (os error 2)), so this session's home comes from /etc/passwd alone; set HOME, or reinstall coogle\n",
+        alone.join("coogle").display()
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stderr), said, "{out:?}");
+    assert!(out.status.success() && out.stdout.is_empty(), "{out:?}");
     env.run(&["stop"]);
 }
 
