@@ -32,7 +32,7 @@ BENCH=$BIN/examples/mcp_bench
 
 WORK=$(mktemp -d /tmp/coogle-bench.XXXXXX)
 DAEMONS=()
-cleanup() {
+stop_daemons() {
   # Daemons a shim started on demand are not in DAEMONS: stop every one by its socket.
   for cfg in "$WORK"/*/config.json; do
     [[ -e $cfg ]] || continue
@@ -40,6 +40,10 @@ cleanup() {
     COOGLE_CONFIG=$cfg COOGLE_SOCKET=$d/s.sock "$COOGLE" stop >/dev/null 2>&1 || true
   done
   for pid in "${DAEMONS[@]}"; do kill "$pid" 2>/dev/null || true; done
+  DAEMONS=()
+}
+cleanup() {
+  stop_daemons
   wait 2>/dev/null || true
   rm -rf "$WORK"
 }
@@ -349,6 +353,10 @@ SLOW_MS=$SLOW_MS PEER_VERSION=${PEER_VERSION:-} BASE_VERSION=${BASE_VERSION:-} p
 # issue (those installed), direct and through one daemon. FLEET=0 skips it.
 if [[ ${FLEET:-1} != 0 ]]; then
   echo "fleet: ${SESSIONS:-5} sessions × real servers, direct and through coogle" >&2
+  # As on a user's machine, the fleet's daemon is the only coogle running: the earlier parts'
+  # daemons would map the same code and take their shares of its pages' PSS, making "sessions
+  # gone" read about 5 MiB less than it is.
+  stop_daemons
   mkdir -p "$WORK/fleet"
   python3 scripts/fleet.py "$COOGLE" "$WORK/fleet" "${SESSIONS:-5}" > "$WORK/fleet.jsonl"
   python3 - "$WORK/fleet.jsonl" <<'PY'

@@ -7,7 +7,9 @@
 //!
 //! Two plain threads with blocking I/O: one copies stdin to the socket, the other the socket to
 //! stdout. No async runtime and no hand-off between threads on the hot path: every extra wakeup
-//! is latency the agent pays on each call. stdout is the MCP channel: nothing but MCP messages
+//! is latency the agent pays on each call. When the daemon has said nothing for a while, the
+//! shim settles: it lets go of the pages only its busy moments need (see [`settle`]), since an
+//! open session is idle most of the day. stdout is the MCP channel: nothing but MCP messages
 //! is ever written there. All state worth keeping lives in the daemon.
 
 use std::collections::HashMap;
@@ -455,6 +457,34 @@ fn trim_when_drained(pending: &mut bool, drained: bool) {
     }
 }
 
+/// How long the daemon's side of a session stays silent before the shim settles into waiting
+/// (see [`settle`]). A session's next call after that pays for a few page faults.
+const QUIET: Duration = Duration::from_secs(2);
+
+/// Wake up from a blocking read of the daemon after [`QUIET`] of silence, to settle (`on`
+/// false: wait for the next line however long it takes).
+fn wake_after_quiet(reader: &BufReader<UnixStream>, on: bool) {
+    // Fails only on a closed socket, which the next read reports.
+    let _ = reader.get_ref().set_read_timeout(on.then_some(QUIET));
+}
+
+/// The daemon has said nothing for [`QUIET`]: the session is idle, as most are most of the
+/// day. Let go of what only busy moments need: the reader's buffers (pages a large answer
+/// touched; nothing is half-read unless `buf` holds part of a line, which is kept), and what
+/// the OS lets a waiting process give back.
+fn settle(reader: BufReader<UnixStream>, buf: &mut Vec<u8>) -> BufReader<UnixStream> {
+    if !buf.is_empty() || !reader.buffer().is_empty() {
+        crate::os::release_idle_memory();
+        return reader;
+    }
+    *buf = Vec::new();
+    // The buffer is freed before the heap's free pages are handed back, and its successor
+    // touches none of them until a line arrives.
+    let stream = reader.into_inner();
+    crate::os::release_idle_memory();
+    BufReader::with_capacity(READ_BUFFER, stream)
+}
+
 /// Connect, starting a daemon when none answers, then say hello.
 fn open(opts: &Options) -> Result<(UnixStream, BufReader<UnixStream>), ClientError> {
     // A daemon started here runs on by itself; dropping the handle only reaps it later.
@@ -570,8 +600,25 @@ pub fn run(opts: Options) -> Result<(), ClientError> {
 
     let mut buf = Vec::new();
     let mut trim = false;
+    let mut settled = false;
+    wake_after_quiet(&reader, true);
     loop {
-        match wire::read_line_capped_blocking(&mut reader, &mut buf, REPLY_LINE_CAP) {
+        let read = wire::read_line_capped_blocking(&mut reader, &mut buf, REPLY_LINE_CAP);
+        match read {
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                // Quiet: wait without a timeout from now on, until the next line.
+                wake_after_quiet(&reader, false);
+                reader = settle(reader, &mut buf);
+                settled = true;
+                continue;
+            }
+            _ if settled => {
+                settled = false;
+                wake_after_quiet(&reader, true);
+            }
+            _ => {}
+        }
+        match read {
             Ok(Line::Complete) => {
                 let mut st = State::lock(&state);
                 let pass = st.observe_daemon(&buf);
@@ -613,6 +660,8 @@ pub fn run(opts: Options) -> Result<(), ClientError> {
             st.exit_if_done();
         }
         reader = reconnect(&opts, &state);
+        settled = false;
+        wake_after_quiet(&reader, true);
     }
 }
 

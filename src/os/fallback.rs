@@ -50,6 +50,9 @@ pub(super) fn one_malloc_arena() {}
 
 pub(super) fn release_free_memory() {}
 
+/// No portable way to drop a mapping's pages without losing what they hold.
+pub(super) fn release_idle_pages() {}
+
 fn unsupported(what: &str) -> io::Error {
     io::Error::new(
         io::ErrorKind::Unsupported,

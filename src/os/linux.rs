@@ -135,6 +135,87 @@ pub(super) fn one_malloc_arena() {
     }
 }
 
+pub(super) fn release_idle_pages() {
+    trim_main_stack();
+    release_free_memory();
+    // Last: whatever runs after this maps its code again.
+    unmap_own_code();
+}
+
+/// Let go of this process's page-table entries for its executable's code and read-only data:
+/// the file's pages stay in the page cache, shared, and what the process runs next is mapped
+/// again on its first touch (the kernel maps up to 64 KiB around each fault).
+fn unmap_own_code() {
+    unsafe extern "C" {
+        // Defined by the linker (GNU ld and lld alike): where the executable's image starts,
+        // and where its code ends. Between them are only the headers, read-only data and code,
+        // which nothing ever writes (writable data and relocations come after `etext`).
+        static __executable_start: u8;
+        static etext: u8;
+    }
+    let page = page_size();
+    let start = (&raw const __executable_start as usize).next_multiple_of(page);
+    let end = &raw const etext as usize / page * page;
+    if end > start {
+        // SAFETY: the range is whole pages of a private, never-written file mapping, so
+        // MADV_DONTNEED only drops their entries: the next touch faults the same bytes back in
+        // from the file. No data is lost.
+        unsafe {
+            libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_DONTNEED);
+        }
+    }
+}
+
+/// Let go of the main thread's stack pages below the caller's frames: deep start-up calls
+/// (parsing a config, connecting) touched them once, and a waiting process never goes as deep
+/// again. Does nothing on any other thread (its stack's bounds are not `[stack]`'s).
+fn trim_main_stack() {
+    let here = 0u8;
+    let sp = std::hint::black_box(&raw const here) as usize;
+    let Some(bottom) = main_stack_bottom(sp) else {
+        return;
+    };
+    let page = page_size();
+    // The page below this frame's is left mapped: madvise's own small frame lives there while
+    // it runs.
+    let end = (sp / page).saturating_sub(1) * page;
+    if end > bottom {
+        // SAFETY: the range lies inside the main thread's stack mapping, wholly below the
+        // frame of this function, which is the deepest live one of this thread; what is below a
+        // thread's deepest frame holds nothing, and MADV_DONTNEED hands those pages back as
+        // zeroes on their next touch.
+        unsafe {
+            libc::madvise(
+                bottom as *mut libc::c_void,
+                end - bottom,
+                libc::MADV_DONTNEED,
+            );
+        }
+    }
+}
+
+/// The lowest address of the `[stack]` mapping, if `sp` lies in it.
+fn main_stack_bottom(sp: usize) -> Option<usize> {
+    let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
+    maps.lines()
+        .filter(|l| l.ends_with("[stack]"))
+        .find_map(|l| {
+            let (range, _) = l.split_once(' ')?;
+            let (lo, hi) = range.split_once('-')?;
+            let lo = usize::from_str_radix(lo, 16).ok()?;
+            let hi = usize::from_str_radix(hi, 16).ok()?;
+            (lo..hi).contains(&sp).then_some(lo)
+        })
+}
+
+fn page_size() -> usize {
+    // SAFETY: sysconf only reads a constant of the system.
+    match unsafe { libc::sysconf(libc::_SC_PAGESIZE) } {
+        n if n > 0 => n as usize,
+        _ => 4096,
+    }
+}
+
 /// A process's exit, told by a pidfd: it refers to that process and no other, whatever
 /// becomes of its pid, and is readable once the process has exited.
 pub(super) struct ExitSource {

@@ -153,6 +153,9 @@ pub(super) fn one_malloc_arena() {}
 /// macOS's allocator returns free pages by itself.
 pub(super) fn release_free_memory() {}
 
+/// Left to macOS, whose pager compresses an idle process's pages by itself.
+pub(super) fn release_idle_pages() {}
+
 /// `confstr(_CS_DARWIN_USER_TEMP_DIR)`, when it answers with an absolute path.
 pub(super) fn user_temp_dir() -> Option<PathBuf> {
     use std::ffi::CStr;

@@ -183,6 +183,14 @@ pub fn release_free_memory() {
     platform::release_free_memory()
 }
 
+/// A long-lived process that has gone quiet gives back what only its busy moments need: its
+/// page-table entries for its own code (shared in the page cache; mapped again as it runs),
+/// the main thread's stack below the caller (when called on it), and the heap's free pages
+/// ([`release_free_memory`]). Linux only; a no-op elsewhere.
+pub fn release_idle_memory() {
+    platform::release_idle_pages();
+}
+
 /// A `static` the linker puts in a section of its own, found later by reading the executable
 /// without running it: ELF's section `elf`, or Mach-O's `macho` (`segment,section`), by the
 /// target. Marked `#[used]`; the program must still reference it (a linker may drop a section

@@ -436,6 +436,36 @@ mod tests {
     use super::*;
     use tokio::io::BufReader;
 
+    /// A read that times out in the middle of a line (the shim's quiet timer) keeps what it
+    /// read: the next call completes the same line.
+    #[test]
+    fn a_blocking_read_resumes_a_line_after_an_error() {
+        struct Stalls(Vec<std::io::Result<&'static [u8]>>);
+        impl std::io::Read for Stalls {
+            fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+                match self.0.pop() {
+                    None => Ok(0),
+                    Some(Err(e)) => Err(e),
+                    Some(Ok(b)) => {
+                        out[..b.len()].copy_from_slice(b);
+                        Ok(b.len())
+                    }
+                }
+            }
+        }
+        let quiet = || std::io::Error::from(std::io::ErrorKind::WouldBlock);
+        let mut r = std::io::BufReader::new(Stalls(vec![Ok(b"def\n"), Err(quiet()), Ok(b"abc")]));
+        let mut buf = Vec::new();
+        let stalled = read_line_capped_blocking(&mut r, &mut buf, 100).unwrap_err();
+        assert_eq!(stalled.kind(), std::io::ErrorKind::WouldBlock);
+        assert_eq!(buf, b"abc");
+        assert!(matches!(
+            read_line_capped_blocking(&mut r, &mut buf, 100),
+            Ok(Line::Complete)
+        ));
+        assert_eq!(buf, b"abcdef");
+    }
+
     #[test]
     fn first_line_distinguishes_hello_and_control() {
         let hello = to_line(&Hello::mcp(Some("google".into())));

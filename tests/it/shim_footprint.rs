@@ -140,15 +140,7 @@ fn a_large_answer_leaves_no_large_heap_behind() {
     let mut shim = busy_then_idle(env.shim());
     let pid = shim.child.id();
     assert_eq!(file_name(&exe_of(pid)), "coogle-mcp");
-    let heap_kib = || {
-        let smaps = std::fs::read_to_string(format!("/proc/{pid}/smaps")).unwrap();
-        let at = smaps.find("[heap]").expect("a heap");
-        smaps[at..]
-            .lines()
-            .find_map(|l| l.strip_prefix("Rss:"))
-            .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
-            .unwrap()
-    };
+    let heap_kib = || mapping_kib(pid, |l| l.ends_with("[heap]")).1;
     let before = heap_kib();
     for bytes in [300_000, 600_000] {
         let answer = shim.call("large", json!({"bytes": bytes}));
@@ -165,6 +157,77 @@ fn a_large_answer_leaves_no_large_heap_behind() {
         after <= before + 32,
         "the heap grew from {before} to {after} KiB with two large answers"
     );
+}
+
+/// `Size` and `Rss`, in KiB, of the first mapping in `/proc/<pid>/smaps` whose line `matches`.
+#[cfg(target_os = "linux")]
+fn mapping_kib(pid: u32, matches: impl Fn(&str) -> bool) -> (u64, u64) {
+    let smaps = std::fs::read_to_string(format!("/proc/{pid}/smaps")).unwrap();
+    let mut lines = smaps.lines().skip_while(|l| !matches(l)).skip(1);
+    let mut field = |name: &str| {
+        lines
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
+            .and_then(|v| v.split_whitespace().next()?.parse().ok())
+            .unwrap_or_else(|| panic!("no {name} for that mapping in:\n{smaps}"))
+    };
+    let size = field("Size");
+    (size, field("Rss"))
+}
+
+/// A shim whose daemon has said nothing for a while (an open session nobody is using, which
+/// is most sessions most of the day) lets go of its code's pages (they stay in the page cache,
+/// shared) and of the stack its start-up touched, and settles again after each burst. The
+/// session notices nothing: its next call is answered.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_quiet_shim_lets_go_of_its_code_and_stack() {
+    let env = Env::with_fake(json!({}));
+    let _daemon = env.daemon();
+    let mut shim = busy_then_idle(env.shim());
+    let pid = shim.child.id();
+    let exe = exe_of(pid).to_string_lossy().into_owned();
+    let code = || mapping_kib(pid, |l| l.contains(" r-xp ") && l.ends_with(exe.as_str()));
+    let stack = || mapping_kib(pid, |l| l.ends_with("[stack]")).1;
+    // Right after its last answer: well inside the quiet period (2 s).
+    let (code_size, busy_code) = code();
+    let busy_stack = stack();
+    // Settled: the code mapped is what waiting on a read touches, a fraction of the code.
+    let settled = |busy: u64| {
+        wait_until(Duration::from_secs(15), || code().1 < busy);
+        code().1
+    };
+    let quiet_code = settled(busy_code);
+    let quiet_stack = stack();
+    assert!(
+        quiet_code * 2 <= code_size && quiet_code < busy_code && quiet_stack < busy_stack,
+        "code mapped: {busy_code} KiB busy, {quiet_code} KiB quiet, of {code_size} KiB; \
+         stack: {busy_stack} KiB busy, {quiet_stack} KiB quiet"
+    );
+    // The next call is answered, and its burst (parsing a tool list, hashing it) maps code
+    // that waiting does not; quiet again, the shim lets it go again.
+    let tools = shim.request("tools/list", json!({}));
+    assert!(tools["result"]["tools"].is_array(), "{tools}");
+    let call = shim.call("echo", json!({"text": "again", "message": "again"}));
+    assert_eq!(support::text(&call), "again", "{call}");
+    let (_, busy_again) = code();
+    assert!(
+        busy_again > quiet_code,
+        "the call mapped no code: {busy_again} KiB, {quiet_code} KiB quiet"
+    );
+    let quiet_again = settled(busy_again);
+    assert!(
+        quiet_again < busy_again,
+        "after the second burst: {busy_again} KiB busy, {quiet_again} KiB quiet"
+    );
+}
+
+/// Poll `done` every 100 ms until it holds or `limit` passes (the caller asserts what it needs).
+#[cfg(target_os = "linux")]
+fn wait_until(limit: Duration, done: impl Fn() -> bool) {
+    let deadline = std::time::Instant::now() + limit;
+    while !done() && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }
 
 /// The shim the Linux release archives ship (scripts/static-shim; .ci/run links it first): an
