@@ -605,6 +605,9 @@ pub fn run(opts: Options) -> Result<(), ClientError> {
     loop {
         let read = wire::read_line_capped_blocking(&mut reader, &mut buf, REPLY_LINE_CAP);
         match read {
+            // A read with a timeout is not restarted after the process is stopped and
+            // continued (SIGSTOP, a debugger attaching): nothing was lost, read on.
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                 // Quiet: wait without a timeout from now on, until the next line.
                 wake_after_quiet(&reader, false);

@@ -221,6 +221,34 @@ fn a_quiet_shim_lets_go_of_its_code_and_stack() {
     );
 }
 
+/// The quiet timer (a read timeout on the daemon's socket) makes a stopped and continued shim's
+/// read fail with EINTR, where a read without one is restarted: the shim reads on. It used to
+/// take that for a lost daemon and fail the call in flight.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_shim_stopped_and_continued_keeps_its_call() {
+    let env = Env::with_fake(json!({}));
+    let _daemon = env.daemon();
+    let mut shim = busy_then_idle(env.shim());
+    let pid = shim.child.id() as i32;
+    let id = json!("slow");
+    shim.send(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+        "params": {"name": "sleep", "arguments": {"ms": 1500}}}));
+    std::thread::sleep(Duration::from_millis(300));
+    for signal in [libc::SIGSTOP, libc::SIGCONT] {
+        // SAFETY: signals the test's own child.
+        assert_eq!(unsafe { libc::kill(pid, signal) }, 0);
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let answer = shim.response(&id, Duration::from_secs(10));
+    assert_eq!(support::text(&answer), "slept 1500 ms", "{answer}");
+    let call = shim.call("echo", json!({"text": "after", "message": "after"}));
+    assert_eq!(support::text(&call), "after", "{call}");
+    shim.close_stdin();
+    let stderr = shim.stderr();
+    assert!(!stderr.contains("reconnecting"), "{stderr}");
+}
+
 /// Poll `done` every 100 ms until it holds or `limit` passes (the caller asserts what it needs).
 #[cfg(target_os = "linux")]
 fn wait_until(limit: Duration, done: impl Fn() -> bool) {
