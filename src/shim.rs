@@ -463,16 +463,33 @@ const QUIET: Duration = Duration::from_secs(2);
 
 /// Wake up from a blocking read of the daemon after [`QUIET`] of silence, to settle (`on`
 /// false: wait for the next line however long it takes).
-fn wake_after_quiet(reader: &BufReader<UnixStream>, on: bool) {
-    // Fails only on a closed socket, which the next read reports.
-    let _ = reader.get_ref().set_read_timeout(on.then_some(QUIET));
+fn wake_after_quiet(reader: &mut BufReader<FromDaemon>, on: bool) {
+    reader.get_mut().quiet = on.then_some(QUIET);
+}
+
+/// The daemon's side of the connection. Each read waits in `poll` first: a read blocked on the
+/// socket itself would also be woken, for nothing, each time the daemon drains what the stdin
+/// thread wrote (see `os::wait_readable`), a context switch more on every call. The wait ends
+/// with `WouldBlock` after `quiet`.
+struct FromDaemon {
+    stream: UnixStream,
+    quiet: Option<Duration>,
+}
+
+impl std::io::Read for FromDaemon {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if !crate::os::wait_readable(&self.stream, self.quiet)? {
+            return Err(std::io::ErrorKind::WouldBlock.into());
+        }
+        self.stream.read(buf)
+    }
 }
 
 /// The daemon has said nothing for [`QUIET`]: the session is idle, as most are most of the
 /// day. Let go of what only busy moments need: the reader's buffers (pages a large answer
 /// touched; nothing is half-read unless `buf` holds part of a line, which is kept), and what
 /// the OS lets a waiting process give back.
-fn settle(reader: BufReader<UnixStream>, buf: &mut Vec<u8>) -> BufReader<UnixStream> {
+fn settle(reader: BufReader<FromDaemon>, buf: &mut Vec<u8>) -> BufReader<FromDaemon> {
     if !buf.is_empty() || !reader.buffer().is_empty() {
         crate::os::release_idle_memory();
         return reader;
@@ -486,12 +503,18 @@ fn settle(reader: BufReader<UnixStream>, buf: &mut Vec<u8>) -> BufReader<UnixStr
 }
 
 /// Connect, starting a daemon when none answers, then say hello.
-fn open(opts: &Options) -> Result<(UnixStream, BufReader<UnixStream>), ClientError> {
+fn open(opts: &Options) -> Result<(UnixStream, BufReader<FromDaemon>), ClientError> {
     // A daemon started here runs on by itself; dropping the handle only reaps it later.
     let (stream, _started) = client::connect_or_start_blocking(&opts.socket, &opts.starter)?;
     let mut writer = stream.try_clone()?;
     writer.write_all(&wire::to_line(&Hello::mcp(opts.server.clone())))?;
-    let mut reader = BufReader::with_capacity(READ_BUFFER, stream);
+    let mut reader = BufReader::with_capacity(
+        READ_BUFFER,
+        FromDaemon {
+            stream,
+            quiet: None,
+        },
+    );
     let mut buf = Vec::new();
     match wire::read_line_capped_blocking(&mut reader, &mut buf, 64 * 1024)? {
         Line::Complete => {}
@@ -601,23 +624,22 @@ pub fn run(opts: Options) -> Result<(), ClientError> {
     let mut buf = Vec::new();
     let mut trim = false;
     let mut settled = false;
-    wake_after_quiet(&reader, true);
+    wake_after_quiet(&mut reader, true);
     loop {
         let read = wire::read_line_capped_blocking(&mut reader, &mut buf, REPLY_LINE_CAP);
         match read {
-            // A read with a timeout is not restarted after the process is stopped and
-            // continued (SIGSTOP, a debugger attaching): nothing was lost, read on.
+            // A wait ended by a signal (EINTR): nothing was lost, read on.
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                 // Quiet: wait without a timeout from now on, until the next line.
-                wake_after_quiet(&reader, false);
+                wake_after_quiet(&mut reader, false);
                 reader = settle(reader, &mut buf);
                 settled = true;
                 continue;
             }
             _ if settled => {
                 settled = false;
-                wake_after_quiet(&reader, true);
+                wake_after_quiet(&mut reader, true);
             }
             _ => {}
         }
@@ -664,13 +686,13 @@ pub fn run(opts: Options) -> Result<(), ClientError> {
         }
         reader = reconnect(&opts, &state);
         settled = false;
-        wake_after_quiet(&reader, true);
+        wake_after_quiet(&mut reader, true);
     }
 }
 
 /// Reconnect with backoff (stdin keeps being read and buffered meanwhile), replay the client's
 /// handshake, check whether the tools changed, and deliver what was buffered.
-fn reconnect(opts: &Options, state: &Mutex<State>) -> BufReader<UnixStream> {
+fn reconnect(opts: &Options, state: &Mutex<State>) -> BufReader<FromDaemon> {
     let mut delay = Duration::from_millis(50);
     loop {
         match open(opts) {

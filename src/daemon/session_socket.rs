@@ -73,8 +73,16 @@ impl AsyncRead for SessionReader {
         loop {
             let mut guard = ready!(self.fd.poll_read_ready(cx))?;
             let unfilled = buf.initialize_unfilled();
+            let room = unfilled.len();
             match guard.try_io(|fd| (&**fd.get_ref()).read(unfilled)) {
                 Ok(Ok(n)) => {
+                    // Edge-triggered: a read that left room took all there was, so the next
+                    // one would only say EAGAIN, a system call more on every line (tokio does
+                    // the same for its own sockets). Bytes that arrived since are a new edge,
+                    // which this does not clear.
+                    if n > 0 && n < room {
+                        guard.clear_ready();
+                    }
                     buf.advance(n);
                     return Poll::Ready(Ok(()));
                 }
@@ -161,6 +169,29 @@ mod tests {
         let (mut lines, _writer) = split(r, w).unwrap();
         theirs.write_all(b"second\n").await.unwrap();
         assert_eq!(next_lines(&mut lines, 2).await, ["first\n", "second\n"]);
+    }
+
+    /// A read that left room in the buffer took all there was: readiness is cleared then, so
+    /// the next line's read waits for the runtime instead of first trying the socket for an
+    /// EAGAIN (a system call more on every line). A line that arrives afterwards is read.
+    #[tokio::test]
+    async fn a_short_read_waits_for_the_next_edge() {
+        let (mut lines, _writer, mut peer) = pair().await;
+        peer.write_all(b"one\n").await.unwrap();
+        assert_eq!(next_lines(&mut lines, 1).await, ["one\n"]);
+        {
+            let socket = &lines.get_ref().get_ref().1.fd;
+            let mut ready = std::pin::pin!(socket.readable());
+            let polled = ready
+                .as_mut()
+                .poll(&mut Context::from_waker(std::task::Waker::noop()));
+            assert!(
+                polled.is_pending(),
+                "still marked readable after a short read"
+            );
+        }
+        peer.write_all(b"two\n").await.unwrap();
+        assert_eq!(next_lines(&mut lines, 1).await, ["two\n"]);
     }
 
     /// The next `n` lines `lines` reads, each with its newline.

@@ -26,6 +26,7 @@ mod platform;
 pub use unix::{
     FdKind, adopt_inherited_fd, fd_kind, password_file_only, raise_open_files, register_socket,
     restore_terminal, restore_terminal_on_interrupt, set_cloexec, start_new_session, try_lock, uid,
+    wait_readable,
 };
 pub use watch::ExitInfo;
 pub use watch::ProcessWatch;

@@ -221,9 +221,41 @@ fn a_quiet_shim_lets_go_of_its_code_and_stack() {
     );
 }
 
-/// The quiet timer (a read timeout on the daemon's socket) makes a stopped and continued shim's
-/// read fail with EINTR, where a read without one is restarted: the shim reads on. It used to
-/// take that for a lost daemon and fail the call in flight.
+/// Each answer wakes the shim's reader once. Blocked in a read of the socket, it was woken a
+/// second time on every call, for nothing, when the daemon read the request (a Unix socket has
+/// one wait queue for both directions); waiting in `poll` for input only, it is not.
+#[cfg(target_os = "linux")]
+#[test]
+fn an_answer_wakes_the_shim_once() {
+    let env = Env::with_fake(json!({}));
+    let _daemon = env.daemon();
+    let mut shim = busy_then_idle(env.shim());
+    let pid = shim.child.id();
+    // The reader is the main thread; the other one reads stdin.
+    let switches = || {
+        proc_field(
+            pid,
+            &format!("task/{pid}/status"),
+            "voluntary_ctxt_switches",
+        )
+    };
+    const CALLS: u64 = 300;
+    let before = switches();
+    for i in 0..CALLS {
+        let text = format!("n{i}");
+        let call = shim.call("echo", json!({"text": text, "message": text}));
+        assert_eq!(support::text(&call), text, "{call}");
+    }
+    let per_call = (switches() - before) as f64 / CALLS as f64;
+    assert!(
+        per_call < 1.4,
+        "the shim's reader blocked {per_call:.2} times per call"
+    );
+}
+
+/// A shim stopped and continued (SIGSTOP, a debugger attaching) while it waits for an answer
+/// keeps the call in flight. With the quiet timer first made a read timeout on the socket,
+/// that read failed with EINTR, which the shim took for a lost daemon.
 #[cfg(target_os = "linux")]
 #[test]
 fn a_shim_stopped_and_continued_keeps_its_call() {
