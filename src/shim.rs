@@ -467,21 +467,26 @@ fn wake_after_quiet(reader: &mut BufReader<FromDaemon>, on: bool) {
     reader.get_mut().quiet = on.then_some(QUIET);
 }
 
-/// The daemon's side of the connection. Each read waits in `poll` first: a read blocked on the
+/// The daemon's side of the connection. A read waits in `poll` first: a read blocked on the
 /// socket itself would also be woken, for nothing, each time the daemon drains what the stdin
 /// thread wrote (see `os::wait_readable`), a context switch more on every call. The wait ends
-/// with `WouldBlock` after `quiet`.
+/// with `WouldBlock` after `quiet`. After a read that filled the buffer (a large line), more is
+/// almost surely there: the next read goes straight to the socket (should that line have
+/// ended exactly there, the shim waits for the next one without settling).
 struct FromDaemon {
     stream: UnixStream,
     quiet: Option<Duration>,
+    filled: bool,
 }
 
 impl std::io::Read for FromDaemon {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        if !crate::os::wait_readable(&self.stream, self.quiet)? {
+        if !self.filled && !crate::os::wait_readable(&self.stream, self.quiet)? {
             return Err(std::io::ErrorKind::WouldBlock.into());
         }
-        self.stream.read(buf)
+        let n = self.stream.read(buf)?;
+        self.filled = n == buf.len() && n > 0;
+        Ok(n)
     }
 }
 
@@ -513,6 +518,7 @@ fn open(opts: &Options) -> Result<(UnixStream, BufReader<FromDaemon>), ClientErr
         FromDaemon {
             stream,
             quiet: None,
+            filled: false,
         },
     );
     let mut buf = Vec::new();
@@ -628,8 +634,6 @@ pub fn run(opts: Options) -> Result<(), ClientError> {
     loop {
         let read = wire::read_line_capped_blocking(&mut reader, &mut buf, REPLY_LINE_CAP);
         match read {
-            // A wait ended by a signal (EINTR): nothing was lost, read on.
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                 // Quiet: wait without a timeout from now on, until the next line.
                 wake_after_quiet(&mut reader, false);

@@ -76,11 +76,22 @@ impl AsyncRead for SessionReader {
             let room = unfilled.len();
             match guard.try_io(|fd| (&**fd.get_ref()).read(unfilled)) {
                 Ok(Ok(n)) => {
-                    // Edge-triggered: a read that left room took all there was, so the next
-                    // one would only say EAGAIN, a system call more on every line (tokio does
-                    // the same for its own sockets). Bytes that arrived since are a new edge,
-                    // which this does not clear.
-                    if n > 0 && n < room {
+                    // Edge-triggered (epoll, kqueue): a read that left room took all there
+                    // was, so the next one would only say EAGAIN, a system call more on every
+                    // line (tokio does the same for its own sockets, on the same systems).
+                    // Bytes that arrived since are a new edge, which this does not clear.
+                    if cfg!(any(
+                        target_os = "linux",
+                        target_os = "android",
+                        target_os = "macos",
+                        target_os = "ios",
+                        target_os = "freebsd",
+                        target_os = "netbsd",
+                        target_os = "openbsd",
+                        target_os = "dragonfly"
+                    )) && n > 0
+                        && n < room
+                    {
                         guard.clear_ready();
                     }
                     buf.advance(n);

@@ -136,54 +136,113 @@ pub(super) fn one_malloc_arena() {
 }
 
 pub(super) fn release_idle_pages() {
-    trim_main_stack();
+    // One pass over this process's mappings: where the main stack is, and which of the
+    // executable's mappings hold nothing but the file's own bytes.
+    let (stack, code) = idle_plan(main_stack_pointer());
+    if let Some((bottom, end)) = stack {
+        trim_main_stack(bottom, end);
+    }
     release_free_memory();
     // Last: whatever runs after this maps its code again.
-    unmap_own_code();
-}
-
-/// Let go of this process's page-table entries for its executable's code and read-only data:
-/// the file's pages stay in the page cache, shared, and what the process runs next is mapped
-/// again on its first touch (the kernel maps up to 64 KiB around each fault).
-fn unmap_own_code() {
-    unsafe extern "C" {
-        // Defined by the linker (GNU ld and lld alike): where the executable's image starts,
-        // and where its code ends. Between them are only the headers, read-only data and code,
-        // which nothing ever writes (writable data and relocations come after `etext`).
-        static __executable_start: u8;
-        static etext: u8;
-    }
-    let page = page_size();
-    let start = (&raw const __executable_start as usize).next_multiple_of(page);
-    let end = &raw const etext as usize / page * page;
-    if end > start {
-        // SAFETY: the range is whole pages of a private, never-written file mapping, so
-        // MADV_DONTNEED only drops their entries: the next touch faults the same bytes back in
-        // from the file. No data is lost.
+    for &(start, end) in code.iter().flatten() {
+        // SAFETY: whole pages of a read-only file mapping of the executable with no page of its
+        // own (`Anonymous: 0`: no breakpoint, no uprobe, no relocation wrote to it), so
+        // MADV_DONTNEED only drops their entries: the next touch maps the file's same bytes
+        // again. Nothing is lost.
         unsafe {
             libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_DONTNEED);
         }
     }
 }
 
-/// Let go of the main thread's stack pages below the caller's frames: deep start-up calls
-/// (parsing a config, connecting) touched them once, and a waiting process never goes as deep
-/// again. Does nothing on any other thread (its stack's bounds are not `[stack]`'s).
-fn trim_main_stack() {
+/// At most this many of the executable's read-only mappings are let go (a linker makes two
+/// or three: headers and read-only data, code); a fixed array, so that nothing is freed once
+/// the code's pages are gone.
+const CODE_MAPPINGS: usize = 8;
+
+/// An address range, `start..end`, as a pair.
+type Span = (usize, usize);
+
+/// Where a stack pointer of the main thread's is now: the address of a local of a function
+/// that is never inlined, so no caller's frame lies below it.
+#[inline(never)]
+fn main_stack_pointer() -> usize {
     let here = 0u8;
-    let sp = std::hint::black_box(&raw const here) as usize;
-    let Some(bottom) = main_stack_bottom(sp) else {
-        return;
-    };
+    std::hint::black_box(&raw const here) as usize
+}
+
+/// From `/proc/self/smaps`: the main thread's stack below `sp` (less a margin), if `sp` is in
+/// `[stack]`; and the executable's code and read-only data, `[__executable_start, etext)`,
+/// mapping by mapping, leaving out any mapping that is writable or has pages of its own.
+fn idle_plan(sp: usize) -> (Option<Span>, [Option<Span>; CODE_MAPPINGS]) {
+    use std::io::BufRead;
+
+    unsafe extern "C" {
+        // Defined by the linker (GNU ld and lld alike): where the executable's image starts,
+        // and where its code ends. Below `etext` are the headers, read-only data and code;
+        // the data a program writes, relocated pointers included, comes after it.
+        static __executable_start: u8;
+        static etext: u8;
+    }
     let page = page_size();
-    // The page below this frame's is left mapped: madvise's own small frame lives there while
-    // it runs.
-    let end = (sp / page).saturating_sub(1) * page;
+    let image = (&raw const __executable_start as usize).next_multiple_of(page)
+        ..(&raw const etext as usize) / page * page;
+    let mut stack = None;
+    let mut code = [None; CODE_MAPPINGS];
+    let Ok(file) = std::fs::File::open("/proc/self/smaps") else {
+        return (stack, code);
+    };
+    let mut lines = std::io::BufReader::with_capacity(4096, file);
+    let mut line = String::new();
+    // The mapping whose fields are being read: its range, and whether it may be let go.
+    let mut current: Option<(usize, usize, bool)> = None;
+    let mut found = 0;
+    while lines.read_line(&mut line).is_ok_and(|n| n > 0) {
+        if let Some(anonymous) = line.strip_prefix("Anonymous:") {
+            let none = anonymous.trim().strip_suffix("kB").map(str::trim) == Some("0");
+            if let Some((lo, hi, true)) = current.take()
+                && none
+                && found < CODE_MAPPINGS
+            {
+                code[found] = Some((lo.max(image.start), hi.min(image.end)));
+                found += 1;
+            }
+        } else if let Some((lo, hi, perms, name)) = mapping_header(&line) {
+            if name == "[stack]" && (lo..hi).contains(&sp) {
+                // Two pages below this frame's are left mapped: the frames of `madvise` and
+                // of its caller live there while it runs.
+                stack = Some((lo, (sp / page).saturating_sub(2) * page));
+            }
+            let read_only = !perms.contains('w');
+            let ours = lo < image.end && image.start < hi;
+            current = Some((lo, hi, read_only && ours));
+        }
+        line.clear();
+    }
+    (stack, code)
+}
+
+/// A `/proc/PID/maps` or `smaps` mapping line: its range, permissions and name (empty for an
+/// anonymous mapping).
+fn mapping_header(line: &str) -> Option<(usize, usize, &str, &str)> {
+    let mut fields = line.split_ascii_whitespace();
+    let (lo, hi) = fields.next()?.split_once('-')?;
+    let lo = usize::from_str_radix(lo, 16).ok()?;
+    let hi = usize::from_str_radix(hi, 16).ok()?;
+    let perms = fields.next()?;
+    let name = fields.nth(3).unwrap_or("");
+    Some((lo, hi, perms, name))
+}
+
+/// Let go of the main thread's stack pages in `[bottom, end)`, below its live frames (see
+/// [`idle_plan`]): deep start-up calls (parsing a config, connecting) touched them once, and a
+/// waiting process never goes as deep again.
+fn trim_main_stack(bottom: usize, end: usize) {
     if end > bottom {
-        // SAFETY: the range lies inside the main thread's stack mapping, wholly below the
-        // frame of this function, which is the deepest live one of this thread; what is below a
-        // thread's deepest frame holds nothing, and MADV_DONTNEED hands those pages back as
-        // zeroes on their next touch.
+        // SAFETY: the range lies inside the main thread's stack mapping and below the deepest
+        // live frame of this thread (two pages below a local of a function that is not
+        // inlined); what is below it holds nothing, and MADV_DONTNEED hands those pages back
+        // as zeroes on their next touch.
         unsafe {
             libc::madvise(
                 bottom as *mut libc::c_void,
@@ -192,20 +251,6 @@ fn trim_main_stack() {
             );
         }
     }
-}
-
-/// The lowest address of the `[stack]` mapping, if `sp` lies in it.
-fn main_stack_bottom(sp: usize) -> Option<usize> {
-    let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
-    maps.lines()
-        .filter(|l| l.ends_with("[stack]"))
-        .find_map(|l| {
-            let (range, _) = l.split_once(' ')?;
-            let (lo, hi) = range.split_once('-')?;
-            let lo = usize::from_str_radix(lo, 16).ok()?;
-            let hi = usize::from_str_radix(hi, 16).ok()?;
-            (lo..hi).contains(&sp).then_some(lo)
-        })
 }
 
 fn page_size() -> usize {

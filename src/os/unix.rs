@@ -163,12 +163,11 @@ pub(super) fn getpeereid_uid(fd: std::os::fd::BorrowedFd<'_>) -> io::Result<u32>
     Ok(uid)
 }
 
-/// Have the child `command` starts lead a session of its own (`setsid`): no controlling
-/// terminal, its own process group, so a terminal's hang-up or Ctrl-C never reaches it.
 /// Wait until `fd` has something to read (or has ended), for at most `timeout` (`None`:
 /// however long it takes); false when the time ran out. A blocked `read` of a socket is also
 /// woken each time the peer drains what this side wrote (the socket's one wait queue serves
-/// both directions), where `poll` wakes only for what it asked about.
+/// both directions), where `poll` wakes only for what it asked about. A wait a signal ends
+/// early (EINTR) is waited again, from the start.
 pub fn wait_readable(fd: impl AsFd, timeout: Option<std::time::Duration>) -> io::Result<bool> {
     let mut pfd = libc::pollfd {
         fd: fd.as_fd().as_raw_fd(),
@@ -176,14 +175,23 @@ pub fn wait_readable(fd: impl AsFd, timeout: Option<std::time::Duration>) -> io:
         revents: 0,
     };
     let ms = timeout.map_or(-1, |t| t.as_millis().min(i32::MAX as u128) as libc::c_int);
-    // SAFETY: one pollfd, ours, for the duration of the call.
-    match unsafe { libc::poll(&mut pfd, 1, ms) } {
-        -1 => Err(io::Error::last_os_error()),
-        0 => Ok(false),
-        _ => Ok(true),
+    loop {
+        // SAFETY: one pollfd, ours, for the duration of the call.
+        match unsafe { libc::poll(&mut pfd, 1, ms) } {
+            -1 => {
+                let e = io::Error::last_os_error();
+                if e.kind() != io::ErrorKind::Interrupted {
+                    return Err(e);
+                }
+            }
+            0 => return Ok(false),
+            _ => return Ok(true),
+        }
     }
 }
 
+/// Have the child `command` starts lead a session of its own (`setsid`): no controlling
+/// terminal, its own process group, so a terminal's hang-up or Ctrl-C never reaches it.
 pub fn start_new_session(command: &mut std::process::Command) {
     use std::os::unix::process::CommandExt;
     // SAFETY: the hook runs in the child between fork and exec, where only async-signal-safe

@@ -188,9 +188,10 @@ fn a_quiet_shim_lets_go_of_its_code_and_stack() {
     let exe = exe_of(pid).to_string_lossy().into_owned();
     let code = || mapping_kib(pid, |l| l.contains(" r-xp ") && l.ends_with(exe.as_str()));
     let stack = || mapping_kib(pid, |l| l.ends_with("[stack]")).1;
-    // Right after its last answer: well inside the quiet period (2 s).
-    let (code_size, busy_code) = code();
-    let busy_stack = stack();
+    let code_size = code().0;
+    // Busy: a call sending progress every 100 ms, so the shim never goes 2 s without a line
+    // from the daemon, however slowly this test reads.
+    let (busy_code, busy_stack) = while_progressing(&mut shim, "busy", || (code().1, stack()));
     // Settled: the code mapped is what waiting on a read touches, a fraction of the code.
     let settled = |busy: u64| {
         wait_until(Duration::from_secs(15), || code().1 < busy);
@@ -203,13 +204,9 @@ fn a_quiet_shim_lets_go_of_its_code_and_stack() {
         "code mapped: {busy_code} KiB busy, {quiet_code} KiB quiet, of {code_size} KiB; \
          stack: {busy_stack} KiB busy, {quiet_stack} KiB quiet"
     );
-    // The next call is answered, and its burst (parsing a tool list, hashing it) maps code
-    // that waiting does not; quiet again, the shim lets it go again.
-    let tools = shim.request("tools/list", json!({}));
-    assert!(tools["result"]["tools"].is_array(), "{tools}");
-    let call = shim.call("echo", json!({"text": "again", "message": "again"}));
-    assert_eq!(support::text(&call), "again", "{call}");
-    let (_, busy_again) = code();
+    // The next call is answered, and its burst maps code that waiting does not; quiet again,
+    // the shim lets it go again.
+    let busy_again = while_progressing(&mut shim, "again", || code().1);
     assert!(
         busy_again > quiet_code,
         "the call mapped no code: {busy_again} KiB, {quiet_code} KiB quiet"
@@ -219,6 +216,69 @@ fn a_quiet_shim_lets_go_of_its_code_and_stack() {
         quiet_again < busy_again,
         "after the second burst: {busy_again} KiB busy, {quiet_again} KiB quiet"
     );
+}
+
+/// `measure` while a call is under way whose progress notifications come every 100 ms; the
+/// call's answer is awaited afterwards.
+#[cfg(target_os = "linux")]
+fn while_progressing<T>(shim: &mut Shim, id: &str, measure: impl Fn() -> T) -> T {
+    shim.send(
+        &json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+        "name": "progress", "arguments": {"steps": 15, "delayMs": 100},
+        "_meta": {"progressToken": id}}}),
+    );
+    for _ in 0..3 {
+        shim.notification("notifications/progress", Duration::from_secs(10));
+    }
+    let measured = measure();
+    let answer = shim.response(&json!(id), Duration::from_secs(20));
+    assert_eq!(support::text(&answer), "done 15 steps", "{answer}");
+    measured
+}
+
+/// A code page with a copy of its own (a debugger's breakpoint, a uprobe: written through
+/// `/proc/PID/mem` here, in the padding after the code) is not let go when the shim settles:
+/// dropping it would bring back the file's bytes and lose what was written.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_settling_shim_keeps_a_code_page_someone_wrote() {
+    use std::os::unix::fs::FileExt;
+    let env = Env::with_fake(json!({}));
+    let _daemon = env.daemon();
+    let mut shim = busy_then_idle(env.shim());
+    let pid = shim.child.id();
+    let exe = exe_of(pid).to_string_lossy().into_owned();
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap();
+    let end = maps
+        .lines()
+        .find(|l| l.contains(" r-xp ") && l.ends_with(exe.as_str()))
+        .and_then(|l| u64::from_str_radix(l.split(['-', ' ']).nth(1)?, 16).ok())
+        .expect("the shim's code mapping");
+    // The mapping's last byte: the page's padding after the code, never run.
+    let at = end - 1;
+    let mem = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(format!("/proc/{pid}/mem"))
+        .unwrap();
+    let byte = |mem: &std::fs::File| {
+        let mut b = [0u8];
+        mem.read_exact_at(&mut b, at).unwrap();
+        b[0]
+    };
+    let written = !byte(&mem);
+    mem.write_all_at(&[written], at).unwrap();
+    let (_, busy) = mapping_kib(pid, |l| l.contains(" r-xp ") && l.ends_with(exe.as_str()));
+    // Past the quiet period (2 s): settled, with that mapping left alone.
+    std::thread::sleep(Duration::from_secs(4));
+    assert_eq!(byte(&mem), written, "the written byte was lost");
+    let (_, quiet) = mapping_kib(pid, |l| l.contains(" r-xp ") && l.ends_with(exe.as_str()));
+    assert!(
+        quiet >= busy,
+        "a written mapping was let go: {busy} KiB, then {quiet} KiB"
+    );
+    let call = shim.call("echo", json!({"text": "still", "message": "still"}));
+    assert_eq!(support::text(&call), "still", "{call}");
 }
 
 /// Each answer wakes the shim's reader once. Blocked in a read of the socket, it was woken a
@@ -255,7 +315,8 @@ fn an_answer_wakes_the_shim_once() {
 
 /// A shim stopped and continued (SIGSTOP, a debugger attaching) while it waits for an answer
 /// keeps the call in flight. With the quiet timer first made a read timeout on the socket,
-/// that read failed with EINTR, which the shim took for a lost daemon.
+/// that read failed with EINTR, which the shim took for a lost daemon; `poll` is restarted
+/// instead, and a wait a signal handler ends is waited again (`os::wait_readable`).
 #[cfg(target_os = "linux")]
 #[test]
 fn a_shim_stopped_and_continued_keeps_its_call() {
