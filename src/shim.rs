@@ -461,18 +461,13 @@ fn trim_when_drained(pending: &mut bool, drained: bool) {
 /// (see [`settle`]). A session's next call after that pays for a few page faults.
 const QUIET: Duration = Duration::from_secs(2);
 
-/// Wake up from a blocking read of the daemon after [`QUIET`] of silence, to settle (`on`
-/// false: wait for the next line however long it takes).
-fn wake_after_quiet(reader: &mut BufReader<FromDaemon>, on: bool) {
-    reader.get_mut().quiet = on.then_some(QUIET);
-}
-
 /// The daemon's side of the connection. A read waits in `poll` first: a read blocked on the
 /// socket itself would also be woken, for nothing, each time the daemon drains what the stdin
-/// thread wrote (see `os::wait_readable`), a context switch more on every call. The wait ends
-/// with `WouldBlock` after `quiet`. After a read that filled the buffer (a large line), more is
-/// almost surely there: the next read goes straight to the socket (should that line have
-/// ended exactly there, the shim waits for the next one without settling).
+/// thread wrote (see `os::wait_readable`), a context switch more on every call. With `quiet`
+/// set, a wait that long ends with `WouldBlock` (time to settle), and the next one waits for as
+/// long as it takes, until a read re-arms it. After a read that filled the buffer (a large
+/// line), more is almost surely there: the next read goes straight to the socket (should that
+/// line have ended exactly there, the shim waits for the next one without settling).
 struct FromDaemon {
     stream: UnixStream,
     quiet: Option<Duration>,
@@ -482,10 +477,12 @@ struct FromDaemon {
 impl std::io::Read for FromDaemon {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         if !self.filled && !crate::os::wait_readable(&self.stream, self.quiet)? {
+            self.quiet = None;
             return Err(std::io::ErrorKind::WouldBlock.into());
         }
         let n = self.stream.read(buf)?;
         self.filled = n == buf.len() && n > 0;
+        self.quiet = Some(QUIET);
         Ok(n)
     }
 }
@@ -527,6 +524,8 @@ fn open(opts: &Options) -> Result<(UnixStream, BufReader<FromDaemon>), ClientErr
         _ => return Err(ClientError::Closed),
     }
     client::check_hello_reply(&buf)?;
+    // From here on, a quiet daemon lets the shim settle (the hello itself is waited for).
+    reader.get_mut().quiet = Some(QUIET);
     Ok((writer, reader))
 }
 
@@ -629,25 +628,12 @@ pub fn run(opts: Options) -> Result<(), ClientError> {
 
     let mut buf = Vec::new();
     let mut trim = false;
-    let mut settled = false;
-    wake_after_quiet(&mut reader, true);
     loop {
-        let read = wire::read_line_capped_blocking(&mut reader, &mut buf, REPLY_LINE_CAP);
-        match read {
+        match wire::read_line_capped_blocking(&mut reader, &mut buf, REPLY_LINE_CAP) {
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                // Quiet: wait without a timeout from now on, until the next line.
-                wake_after_quiet(&mut reader, false);
                 reader = settle(reader, &mut buf);
-                settled = true;
                 continue;
             }
-            _ if settled => {
-                settled = false;
-                wake_after_quiet(&mut reader, true);
-            }
-            _ => {}
-        }
-        match read {
             Ok(Line::Complete) => {
                 let mut st = State::lock(&state);
                 let pass = st.observe_daemon(&buf);
@@ -689,8 +675,6 @@ pub fn run(opts: Options) -> Result<(), ClientError> {
             st.exit_if_done();
         }
         reader = reconnect(&opts, &state);
-        settled = false;
-        wake_after_quiet(&mut reader, true);
     }
 }
 
