@@ -306,9 +306,11 @@ fn an_answer_wakes_the_shim_once() {
         let call = shim.call("echo", json!({"text": text, "message": text}));
         assert_eq!(support::text(&call), text, "{call}");
     }
+    // 2.0 with the blocking read. A wait on the state's lock, when the stdin thread is
+    // preempted while it holds it, counts too: a loaded machine reads a little over 1.0.
     let per_call = (switches() - before) as f64 / CALLS as f64;
     assert!(
-        per_call < 1.4,
+        per_call < 1.6,
         "the shim's reader blocked {per_call:.2} times per call"
     );
 }
