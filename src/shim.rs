@@ -12,17 +12,18 @@
 //! open session is idle most of the day. stdout is the MCP channel: nothing but MCP messages
 //! is ever written there. All state worth keeping lives in the daemon.
 
-use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use foldhash::{HashMap, HashMapExt};
 use serde_json::value::RawValue;
 
 use crate::client::{self, ClientError, REPLY_LINE_CAP, Starter};
-use crate::wire::{self, Head, Hello, Kind, Line, Message, id_key, raw, rpc_code};
+use crate::wire::answer::{self, Daemon};
+use crate::wire::{self, Head, Hello, Kind, Line, Message, id_key, id_key_of, raw, rpc_code};
 
 /// How the daemon's last line to a session it disconnects starts (see
 /// `wire::DISCONNECTED_NOTICE`): checked as a prefix, so other lines cost nothing.
@@ -68,6 +69,7 @@ struct State {
     /// The client's initialize request, replayed on reconnect.
     initialize: Option<Vec<u8>>,
     initialized: bool,
+    /// Hashed with foldhash (seeded per process), not SipHash: two lookups per call.
     in_flight: HashMap<String, InFlight>,
     /// The id of a replayed initialize whose answer the client must not see.
     swallow: Option<String>,
@@ -206,20 +208,29 @@ impl State {
         if self.in_flight.is_empty() && self.swallow.is_none() && self.probe.is_none() {
             return true;
         }
-        let Ok(msg) = Head::parse(line) else {
-            return true;
-        };
-        if msg.kind() != Kind::Response {
-            return true;
-        }
-        let Some(key) = msg.id().map(id_key) else {
-            return true;
+        // The daemon's lines are JSON it wrote: which request one answers is found without a
+        // parse (see `wire::answer`); what does not walk is parsed, as it always was.
+        let key = match answer::from_daemon(line) {
+            Some(Daemon::Answer { id }) => id_key_of(id),
+            Some(Daemon::Other) => return true,
+            None => match Head::parse(line) {
+                Ok(msg) if msg.kind() == Kind::Response => match msg.id() {
+                    Some(id) => id_key(id),
+                    None => return true,
+                },
+                _ => return true,
+            },
         };
         if self.swallow.as_deref() == Some(key.as_str()) {
             self.swallow = None;
             return false;
         }
-        let result_hash = || msg.result().map(|r| hash_of(r.get()));
+        // Only a tool list's answer is read further (rarely): parsed then.
+        let result_hash = || {
+            Head::parse(line)
+                .ok()
+                .and_then(|msg| msg.result().map(|r| hash_of(r.get())))
+        };
         if self.probe.as_deref() == Some(key.as_str()) {
             self.probe = None;
             let now = result_hash();

@@ -3,11 +3,14 @@
 //! beyond what routing needs: what the router does not touch is written out byte for byte as
 //! it came in.
 
+use std::borrow::{Borrow, Cow};
+
 use indexmap::IndexMap;
-use serde::Serialize;
+use serde::de::{MapAccess, Visitor};
+use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::value::RawValue;
 
-use super::to_line;
+use super::{Object, string_text, to_line};
 
 /// JSON-RPC error codes the daemon uses itself.
 pub mod rpc_code {
@@ -33,7 +36,58 @@ pub type Fields = IndexMap<String, Box<RawValue>, foldhash::fast::RandomState>;
 /// written back exactly as it was read.
 #[derive(Debug, Clone)]
 pub struct Message {
-    fields: Fields,
+    fields: TopFields,
+}
+
+/// A message's fields: as [`Fields`], but JSON-RPC's own keys are not copied for each line (two
+/// lines per call, four or five keys each: issue 22).
+type TopFields = IndexMap<Cow<'static, str>, Box<RawValue>, foldhash::fast::RandomState>;
+
+/// A top-level key, without an allocation for the names every message has.
+fn top_key(name: &str) -> Cow<'static, str> {
+    const NAMES: [&str; 6] = ["jsonrpc", "id", "method", "params", "result", "error"];
+    match NAMES.iter().find(|n| **n == name) {
+        Some(n) => Cow::Borrowed(n),
+        None => Cow::Owned(name.to_string()),
+    }
+}
+
+/// Reads a message's fields as serde would read a [`Fields`] map (a repeated key keeps its first
+/// place and its last value), with [`top_key`]'s keys and room for a usual message's fields.
+struct TopFieldsVisitor;
+
+impl<'de> Visitor<'de> for TopFieldsVisitor {
+    type Value = TopFields;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a map")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<TopFields, A::Error> {
+        let mut fields = TopFields::with_capacity_and_hasher(6, Default::default());
+        while let Some(TopKey(key)) = map.next_key::<TopKey>()? {
+            fields.insert(key, map.next_value()?);
+        }
+        Ok(fields)
+    }
+}
+
+struct TopKey(Cow<'static, str>);
+
+impl<'de> Deserialize<'de> for TopKey {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct KeyVisitor;
+        impl Visitor<'_> for KeyVisitor {
+            type Value = TopKey;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_str<E: serde::de::Error>(self, key: &str) -> Result<TopKey, E> {
+                Ok(TopKey(top_key(key)))
+            }
+        }
+        d.deserialize_str(KeyVisitor)
+    }
 }
 
 /// What a message is, by the JSON-RPC rules.
@@ -66,11 +120,11 @@ impl Message {
     /// tool operation, or to ask a session for input): `{"jsonrpc":"2.0","id":…,"method":…,
     /// "params":…}`, its params kept byte for byte.
     pub fn request(id: Box<RawValue>, method: &str, params: Box<RawValue>) -> Message {
-        let mut fields = Fields::with_capacity_and_hasher(4, Default::default());
-        fields.insert("jsonrpc".to_string(), raw("2.0"));
-        fields.insert("id".to_string(), id);
-        fields.insert("method".to_string(), raw(method));
-        fields.insert("params".to_string(), params);
+        let mut fields = TopFields::with_capacity_and_hasher(4, Default::default());
+        fields.insert(top_key("jsonrpc"), raw("2.0"));
+        fields.insert(top_key("id"), id);
+        fields.insert(top_key("method"), raw(method));
+        fields.insert(top_key("params"), params);
         Message { fields }
     }
 
@@ -87,10 +141,17 @@ impl Message {
                 Err(e) => Err(EnvelopeError::Parse(e.to_string())),
             };
         }
-        let fields: Fields =
-            serde_json::from_str(text).map_err(|e| EnvelopeError::Parse(e.to_string()))?;
+        let mut de = serde_json::Deserializer::from_str(text);
+        let fields = de
+            .deserialize_map(TopFieldsVisitor)
+            .and_then(|f| de.end().map(|()| f))
+            .map_err(|e| EnvelopeError::Parse(e.to_string()))?;
         let msg = Message { fields };
-        if msg.fields.contains_key("method") && msg.method().is_none() {
+        if msg
+            .fields
+            .get("method")
+            .is_some_and(|m| string_text(m).is_none())
+        {
             return Err(EnvelopeError::Invalid("method must be a string".into()));
         }
         if !msg.fields.contains_key("method")
@@ -132,13 +193,14 @@ impl Message {
     }
 
     pub fn set_id(&mut self, id: Box<RawValue>) {
-        self.fields.insert("id".to_string(), id);
+        self.fields.insert(top_key("id"), id);
     }
 
     pub fn method(&self) -> Option<String> {
         self.fields
             .get("method")
-            .and_then(|m| serde_json::from_str::<String>(m.get()).ok())
+            .and_then(|m| string_text(m))
+            .map(Cow::into_owned)
     }
 
     pub fn field(&self, name: &str) -> Option<&RawValue> {
@@ -146,7 +208,7 @@ impl Message {
     }
 
     pub fn set_field(&mut self, name: &str, value: Box<RawValue>) {
-        self.fields.insert(name.to_string(), value);
+        self.fields.insert(top_key(name), value);
     }
 
     pub fn params(&self) -> Option<&RawValue> {
@@ -189,8 +251,12 @@ impl Message {
 
     /// Set fields of `<object>._meta` for a top-level object field (`params`, `result`).
     pub fn set_meta_fields_of(&mut self, object: &str, fields: Vec<(&str, Box<RawValue>)>) {
-        if let Some(spliced) = self.field(object).and_then(|o| splice_meta(o, &fields)) {
-            self.fields.insert(object.to_string(), spliced);
+        if let Some(spliced) = self
+            .field(object)
+            .and_then(|o| splice_meta_text(o, &fields))
+            .and_then(|text| RawValue::from_string(text).ok())
+        {
+            self.fields.insert(top_key(object), spliced);
             return;
         }
         self.rewrite_object(object, true, |obj| {
@@ -255,7 +321,7 @@ impl Message {
             None => return,
         };
         f(&mut obj);
-        self.fields.insert(field.to_string(), raw(&obj));
+        self.fields.insert(top_key(field), raw(&obj));
     }
 
     /// The `error` of a response, parsed, if it is one.
@@ -276,20 +342,154 @@ impl Message {
 
     /// The message as one line, with its newline.
     pub fn to_line(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(self.fields.values().map(|v| v.get().len() + 8).sum());
-        out.push(b'{');
-        for (i, (k, v)) in self.fields.iter().enumerate() {
-            if i > 0 {
-                out.push(b',');
-            }
-            // Keys are plain strings; serializing a &str cannot fail.
-            out.extend_from_slice(&serde_json::to_vec(k).unwrap_or_default());
-            out.push(b':');
-            out.extend_from_slice(v.get().as_bytes());
-        }
-        out.extend_from_slice(b"}\n");
-        out
+        self.line_with(&[])
     }
+
+    /// The line a request goes to the child as: what [`to_line`](Self::to_line) would write
+    /// after [`set_meta_fields`](Self::set_meta_fields) with `meta` and [`set_id`](Self::set_id)
+    /// with `id`, byte for byte, with the message left as it is. The params go straight into
+    /// the line ([`with_meta_text`]): no field is rebuilt as a raw value of its own, which
+    /// serde_json would parse again to check (that, and the maps, were the daemon's largest
+    /// cost per call to a 2026-07-28 child for a handshake-era session: issue 22).
+    pub fn child_line(&self, id: &str, meta: &[(&str, impl Borrow<RawValue>)]) -> Vec<u8> {
+        let params = match meta.is_empty() {
+            true => None,
+            false => with_meta_text(self.field("params"), meta),
+        };
+        match &params {
+            Some(params) => self.line_with(&[("id", id), ("params", params)]),
+            None => self.line_with(&[("id", id)]),
+        }
+    }
+
+    /// The message as one line, with some top-level fields' text replaced (a field it lacks is
+    /// added at the end, as [`set_field`](Self::set_field) adds it).
+    fn line_with(&self, replace: &[(&str, &str)]) -> Vec<u8> {
+        let size = self
+            .fields
+            .iter()
+            .map(|(k, v)| k.len() + v.get().len() + 4)
+            .chain(replace.iter().map(|(k, v)| k.len() + v.len() + 4))
+            .sum::<usize>();
+        let mut out = String::with_capacity(size + 3);
+        let added = replace
+            .iter()
+            .filter(|(k, _)| !self.fields.contains_key(*k))
+            .copied();
+        push_object(
+            &mut out,
+            self.fields
+                .iter()
+                .map(|(k, v)| {
+                    let text = replace
+                        .iter()
+                        .find(|(r, _)| *r == k.as_ref())
+                        .map_or(v.get(), |(_, text)| *text);
+                    (k.as_ref(), text)
+                })
+                .chain(added),
+        );
+        out.push('\n');
+        out.into_bytes()
+    }
+}
+
+/// `{"key":value,…}` of keys quoted as serde_json quotes them and values as they are.
+fn push_object<'v>(out: &mut String, entries: impl Iterator<Item = (&'v str, &'v str)>) {
+    out.push('{');
+    for (i, (k, v)) in entries.enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        if is_plain(k) {
+            out.push('"');
+            out.push_str(k);
+            out.push('"');
+        } else {
+            // Serializing a &str cannot fail.
+            out.push_str(&serde_json::to_string(k).unwrap_or_default());
+        }
+        out.push(':');
+        out.push_str(v);
+    }
+    out.push('}');
+}
+
+/// The text an object field (`params`, `result`; `None` when the message has none) has after
+/// [`Message::set_meta_fields_of`] with `fields`, written from its parts. The splice keeps the
+/// object's own bytes when it can; otherwise the object and its `_meta` are read in place and
+/// written as their maps would write them (a repeated key once, at its first place, with its
+/// last value). `None` when nothing changes: a field that is not an object.
+fn with_meta_text(
+    object: Option<&RawValue>,
+    fields: &[(&str, impl Borrow<RawValue>)],
+) -> Option<String> {
+    if let Some(text) = object.and_then(|o| splice_meta_text(o, fields)) {
+        return Some(text);
+    }
+    let parsed = match object {
+        Some(o) => Some(Object::parse(o.get())?),
+        None => None,
+    };
+    let entries = parsed.as_ref().map(|o| o.entries(&[])).unwrap_or_default();
+    let old_meta = entries
+        .iter()
+        .find(|(k, _)| *k == "_meta")
+        .and_then(|(_, m)| Object::parse(m.get()));
+    let mut meta: Vec<(&str, &str)> = old_meta
+        .as_ref()
+        .map(|m| {
+            m.entries(&[])
+                .into_iter()
+                .map(|(k, v)| (k, v.get()))
+                .collect()
+        })
+        .unwrap_or_default();
+    for (k, v) in fields {
+        let v = v.borrow().get();
+        match meta.iter_mut().find(|(seen, _)| seen == k) {
+            Some(slot) => slot.1 = v,
+            None => meta.push((k, v)),
+        }
+    }
+    let mut meta_text = String::new();
+    push_object(&mut meta_text, meta.into_iter());
+    let size = entries
+        .iter()
+        .map(|(k, v)| k.len() + v.get().len() + 4)
+        .sum::<usize>();
+    let mut out = String::with_capacity(size + meta_text.len() + 10);
+    let has_meta = entries.iter().any(|(k, _)| *k == "_meta");
+    let with_meta = entries
+        .iter()
+        .map(|(k, v)| (*k, if *k == "_meta" { &meta_text } else { v.get() }))
+        .chain((!has_meta).then_some(("_meta", meta_text.as_str())));
+    push_object(&mut out, with_meta);
+    Some(out)
+}
+
+/// A key serde_json writes as it is, between quotes: no quote, backslash or control character
+/// to escape (nearly every key of every message). Checked eight bytes at a time: the envelope's
+/// keys are 30 to 40 bytes long, and a byte at a time was a tenth of the line's writing.
+fn is_plain(key: &str) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    // Whether any byte of `w` is below `n` (exact for n <= 128; a borrow only ever flags a
+    // byte above one that is truly below, so "any" is never wrong).
+    let below = |w: u64, n: u8| w.wrapping_sub(ONES * u64::from(n)) & !w & HIGH != 0;
+    let has = |w: u64, b: u8| below(w ^ (ONES * u64::from(b)), 1);
+    let bytes = key.as_bytes();
+    let mut words = bytes.chunks_exact(8);
+    for word in &mut words {
+        let w = u64::from_le_bytes(word.try_into().unwrap_or([0; 8]));
+        if below(w, 0x20) || has(w, b'"') || has(w, b'\\') {
+            return false;
+        }
+    }
+    words
+        .remainder()
+        .iter()
+        .all(|&b| b >= 0x20 && b != b'"' && b != b'\\')
 }
 
 /// `object` with a `_meta` of `fields` added at its end, written into its text without
@@ -299,7 +499,7 @@ impl Message {
 /// once. Everything else of `object` stays as the client wrote it, byte for byte: a key it gave
 /// twice stays twice, as the child would have had it from the client directly (the map kept
 /// one). `None` means: use the map.
-fn splice_meta(object: &RawValue, fields: &[(&str, Box<RawValue>)]) -> Option<Box<RawValue>> {
+fn splice_meta_text(object: &RawValue, fields: &[(&str, impl Borrow<RawValue>)]) -> Option<String> {
     let text = object.get().trim();
     let inner = text.strip_prefix('{')?.strip_suffix('}')?;
     if text.contains("_meta") || text.contains("\\u") {
@@ -317,7 +517,7 @@ fn splice_meta(object: &RawValue, fields: &[(&str, Box<RawValue>)]) -> Option<Bo
             + 12
             + fields
                 .iter()
-                .map(|(k, v)| k.len() + v.get().len() + 4)
+                .map(|(k, v)| k.len() + v.borrow().get().len() + 4)
                 .sum::<usize>(),
     );
     out.push('{');
@@ -326,17 +526,12 @@ fn splice_meta(object: &RawValue, fields: &[(&str, Box<RawValue>)]) -> Option<Bo
         out.push_str(inner);
         out.push(',');
     }
-    out.push_str("\"_meta\":{");
-    for (i, (k, v)) in fields.iter().enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        out.push_str(&serde_json::to_string(k).ok()?);
-        out.push(':');
-        out.push_str(v.get());
-    }
-    out.push_str("}}");
-    RawValue::from_string(out).ok()
+    out.push_str("\"_meta\":");
+    push_object(&mut out, fields.iter().map(|(k, v)| (*k, v.borrow().get())));
+    out.push('}');
+    // An object's text with one more member of valid JSON after the last: JSON still, so it is
+    // not parsed again to be checked.
+    Some(out)
 }
 
 /// Serialize a value to a boxed raw value (cannot fail for the plain types used here).
@@ -421,14 +616,19 @@ pub const HANDOVER_NOTICE: &str = "notifications/coogle/handover";
 /// Canonical text of a JSON-RPC id, so the same id written differently (`1`, `1.0` aside:
 /// whitespace, escapes) still matches.
 pub fn id_key(id: &RawValue) -> String {
+    id_key_of(id.get())
+}
+
+/// [`id_key`] of an id's JSON text.
+pub fn id_key_of(id: &str) -> String {
     // The usual ids (small integers, strings without escapes) are written canonically already:
     // no parse (the shim and the daemon take a key per message).
-    if is_canonical_id(id.get()) {
-        return id.get().to_string();
+    if is_canonical_id(id) {
+        return id.to_string();
     }
-    serde_json::from_str::<serde_json::Value>(id.get())
+    serde_json::from_str::<serde_json::Value>(id)
         .map(|v| v.to_string())
-        .unwrap_or_else(|_| id.get().to_string())
+        .unwrap_or_else(|_| id.to_string())
 }
 
 /// Whether `text` is what `Value`'s Display writes for it: an integer of at most 18 digits
@@ -449,6 +649,85 @@ fn all_digits(b: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The word-at-a-time check agrees with serde_json on every byte at every place of a word.
+    #[test]
+    fn a_plain_key_is_one_serde_json_writes_as_it_is() {
+        let plain_by_serde = |k: &str| serde_json::to_string(k).unwrap() == format!("\"{k}\"");
+        for len in 0..20 {
+            for at in 0..len {
+                for b in (0u8..=0x7f).chain([0xc3]) {
+                    let mut key = vec![b'a'; len];
+                    key[at] = b;
+                    if b == 0xc3 {
+                        // A two-byte character (é) in place of the last two bytes.
+                        if at + 1 >= len {
+                            continue;
+                        }
+                        key[at + 1] = 0xa9;
+                    }
+                    let key = String::from_utf8(key).unwrap();
+                    assert_eq!(is_plain(&key), plain_by_serde(&key), "{key:?}");
+                }
+            }
+        }
+        assert!(is_plain("io.modelcontextprotocol/clientCapabilities"));
+        assert!(!is_plain("io.modelcontextprotocol/client\"Capabilities"));
+    }
+
+    /// `child_line` writes, byte for byte, what the message's maps write after `_meta` and the
+    /// id are set in them, and leaves the message as it was.
+    #[test]
+    fn child_line_writes_what_the_maps_write() {
+        let lines: &[&str] = &[
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"a"}}}"#,
+            r#"{"jsonrpc":"2.0","id":"x","method":"tools/call","params":{"name":"e","_meta":{"progressToken":5,"keep":true}}}"#,
+            r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#,
+            r#"{"jsonrpc":"2.0","id":3,"method":"odd","params":[1,2]}"#,
+            r#"{"jsonrpc":"2.0","id":4,"method":"m","params":{"k":"A","b":1,"b":2}}"#,
+            r#"{"jsonrpc":"2.0","id":5,"method":"m","params":{"_meta":5,"a":1}}"#,
+            r#"{"jsonrpc":"2.0","id":6,"method":"m","params":{"_meta":{"a":1,"a":2,"io.modelcontextprotocol/logLevel":"info"}}}"#,
+            r#"{"jsonrpc":"2.0","id":7,"method":"m","params":{"a\"b":1,"_meta":{"c\\d":2}}}"#,
+            r#"{"jsonrpc":"2.0","id":8,"method":"m","params": { "spaced" : [ 1 , 2 ] , "b" : "x" } }"#,
+            r#"{"jsonrpc":"2.0","id":9,"method":"m","params":{}}"#,
+            r#"{"jsonrpc":"2.0","id":10,"method":"m","params":{"text":"has _meta in it"}}"#,
+            r#"{"jsonrpc":"2.0","method":"notifications/x","params":{"a":1}}"#,
+            r#"{"method":"m","id":11,"extra":{"z":1},"params":{"a":1},"jsonrpc":"2.0"}"#,
+        ];
+        let metas: Vec<Vec<(&str, Box<RawValue>)>> = vec![
+            vec![],
+            vec![("progressToken", raw(&42))],
+            vec![
+                ("progressToken", raw(&42)),
+                ("io.modelcontextprotocol/protocolVersion", raw("2026-07-28")),
+                (
+                    "io.modelcontextprotocol/clientCapabilities",
+                    raw(&serde_json::json!({"roots":{}})),
+                ),
+                ("io.modelcontextprotocol/logLevel", raw("debug")),
+            ],
+            vec![("a", raw(&3)), ("q\"uote", raw(&[1, 2]))],
+        ];
+        for line in lines {
+            for meta in &metas {
+                let msg = Message::parse(line.as_bytes()).unwrap();
+                let before = msg.to_line();
+                let mut by_maps = msg.clone();
+                if !meta.is_empty() {
+                    by_maps.set_meta_fields(meta.clone());
+                }
+                by_maps.set_id(raw(&77));
+                let direct = msg.child_line("77", meta);
+                assert_eq!(
+                    String::from_utf8_lossy(&direct),
+                    String::from_utf8_lossy(&by_maps.to_line()),
+                    "{line} with {meta:?}"
+                );
+                serde_json::from_slice::<serde_json::Value>(&direct).expect("the line is JSON");
+                assert_eq!(msg.to_line(), before, "{line}: the message was changed");
+            }
+        }
+    }
 
     /// The shortcut gives the key the parse gives, for ids taken and ids left to the parse.
     #[test]

@@ -36,7 +36,7 @@ impl<'a> Head<'a> {
         let method = match fields.method {
             None => None,
             Some(raw) => Some(
-                method_text(raw)
+                super::string_text(raw)
                     .ok_or_else(|| EnvelopeError::Invalid("method must be a string".into()))?,
             ),
         };
@@ -81,18 +81,6 @@ impl<'a> Head<'a> {
 
 fn not_object() -> EnvelopeError {
     EnvelopeError::Invalid("a message must be a JSON object (batches are not supported)".into())
-}
-
-/// A method's text: borrowed when the JSON string has no escapes, decoded when it has; `None`
-/// when it is not a string.
-fn method_text(raw: &RawValue) -> Option<Cow<'_, str>> {
-    let text = raw.get();
-    if let Some(inner) = text.strip_prefix('"').and_then(|t| t.strip_suffix('"'))
-        && !inner.contains('\\')
-    {
-        return Some(Cow::Borrowed(inner));
-    }
-    serde_json::from_str::<String>(text).ok().map(Cow::Owned)
 }
 
 /// The top-level object as its routing fields, each the last of its key.

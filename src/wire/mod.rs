@@ -8,14 +8,17 @@
 
 use std::fmt;
 
+pub mod answer;
 mod control;
 mod envelope;
 mod head;
+mod object;
 mod status;
 
 pub use control::*;
 pub use envelope::*;
 pub use head::Head;
+pub use object::{Entries, Object, string_text};
 pub use status::*;
 
 use serde::{Deserialize, Serialize};
@@ -361,7 +364,8 @@ fn line_step(buf: &mut Vec<u8>, available: &[u8], cap: usize) -> (usize, Option<
     if available.is_empty() {
         return (0, Some(Line::Eof));
     }
-    match memchr(b'\n', available) {
+    // memchr's vector search: a byte at a time was a tenth of the shim's work per call.
+    match memchr::memchr(b'\n', available) {
         Some(pos) => {
             if buf.len() + pos > cap {
                 return (0, Some(Line::TooLong));
@@ -380,10 +384,6 @@ fn line_step(buf: &mut Vec<u8>, available: &[u8], cap: usize) -> (usize, Option<
             (available.len(), None)
         }
     }
-}
-
-fn memchr(needle: u8, hay: &[u8]) -> Option<usize> {
-    hay.iter().position(|&b| b == needle)
 }
 
 /// True when a line holds nothing but whitespace (such lines are skipped, as MCP stdio does).

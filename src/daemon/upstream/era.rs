@@ -10,10 +10,12 @@
 //! `initialize` answer built from a DiscoverResult, the version a session is answered with, and
 //! the errors a 2026-07-28 session gets where the child cannot serve it.
 
+use std::sync::LazyLock;
+
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
-use crate::wire::{self, raw};
+use crate::wire::{self, Entries, Object, raw};
 
 pub(crate) use crate::wire::Era;
 
@@ -142,17 +144,18 @@ impl EnvelopeText {
 /// info, and the level it chose with `logging/setLevel`), or the daemon itself.
 pub(super) fn envelope(
     session: &EnvelopeText,
-    log_level: Option<&str>,
-) -> Vec<(&'static str, Box<RawValue>)> {
-    let mut fields = vec![
-        (META_VERSION, raw(MODERN_VERSION)),
-        (META_CAPABILITIES, session.capabilities.clone()),
-    ];
+    log_level: Option<u8>,
+) -> Vec<(&'static str, &RawValue)> {
+    /// The version's JSON text, made once: it is quoted on every request.
+    static VERSION: LazyLock<Box<RawValue>> = LazyLock::new(|| raw(MODERN_VERSION));
+    let mut fields = Vec::with_capacity(4);
+    fields.push((META_VERSION, &**VERSION));
+    fields.push((META_CAPABILITIES, &*session.capabilities));
     if let Some(info) = &session.client_info {
-        fields.push((META_CLIENT_INFO, info.clone()));
+        fields.push((META_CLIENT_INFO, &**info));
     }
-    if let Some(level) = log_level {
-        fields.push((META_LOG_LEVEL, raw(level)));
+    if let Some(level) = log_level.and_then(super::log_level::raw_name) {
+        fields.push((META_LOG_LEVEL, level));
     }
     fields
 }
@@ -161,34 +164,47 @@ pub(super) fn envelope(
 /// without the fields that era does not know (`resultType` of a complete result, the cache
 /// hints). Every other byte is kept.
 pub(super) fn handshake_view(result: &RawValue) -> Box<RawValue> {
-    let Ok(mut fields) = serde_json::from_str::<crate::wire::Fields>(result.get()) else {
-        return result.to_owned();
-    };
+    Object::parse(result.get())
+        .and_then(|fields| handshake_view_of(&fields))
+        .unwrap_or_else(|| result.to_owned())
+}
+
+/// [`handshake_view`] of a result already read: `None` when it has nothing to leave out.
+pub(super) fn handshake_view_of(fields: &Object) -> Option<Box<RawValue>> {
     let complete = fields
         .get("resultType")
         .is_some_and(|t| t.get() == "\"complete\"");
-    let mut changed = false;
+    let mut leave_out = Vec::with_capacity(4);
+    leave_out.extend(["ttlMs", "cacheScope"]);
     if complete {
-        changed |= fields.shift_remove("resultType").is_some();
+        leave_out.push("resultType");
     }
-    changed |= fields.shift_remove("ttlMs").is_some();
-    changed |= fields.shift_remove("cacheScope").is_some();
+    let mut changed = leave_out.iter().any(|k| fields.contains_key(k));
     // 2026-07-28 servers name themselves in every result's `_meta`; the handshake era did not.
-    if let Some(meta) = fields.get("_meta")
-        && let Ok(mut meta) = serde_json::from_str::<crate::wire::Fields>(meta.get())
-        && meta.shift_remove(META_SERVER_INFO).is_some()
+    let meta_text = fields.get("_meta");
+    let meta = meta_text.and_then(|m| Object::parse(m.get()));
+    let mut new_meta = None;
+    if let Some(meta) = &meta
+        && meta.contains_key(META_SERVER_INFO)
     {
         changed = true;
-        if meta.is_empty() {
-            fields.shift_remove("_meta");
+        let kept = meta.entries(&[META_SERVER_INFO]);
+        if kept.is_empty() {
+            leave_out.push("_meta");
         } else {
-            fields.insert("_meta".to_string(), raw(&meta));
+            new_meta = Some(raw(&Entries(&kept)));
         }
     }
     if !changed {
-        return result.to_owned();
+        return None;
     }
-    raw(&fields)
+    let mut entries = fields.entries(&leave_out);
+    if let Some(m) = &new_meta
+        && let Some(slot) = entries.iter_mut().find(|(k, _)| *k == "_meta")
+    {
+        slot.1 = m;
+    }
+    Some(raw(&Entries(&entries)))
 }
 
 /// The envelope of a request the daemon makes for itself or a control connection (the
@@ -196,10 +212,11 @@ pub(super) fn handshake_view(result: &RawValue) -> Box<RawValue> {
 /// capabilities it declares (config's, or those a tool list is revalidated for) and its own
 /// client info.
 pub(super) fn daemon_envelope(capabilities: &Value) -> Vec<(&'static str, Box<RawValue>)> {
-    envelope(
-        &EnvelopeText::of(Some(capabilities), Some(&daemon_client_info())),
-        None,
-    )
+    let text = EnvelopeText::of(Some(capabilities), Some(&daemon_client_info()));
+    envelope(&text, None)
+        .into_iter()
+        .map(|(k, v)| (k, v.to_owned()))
+        .collect()
 }
 
 /// The daemon's own client info, for requests it makes itself.

@@ -14,7 +14,8 @@ use super::{Internal, Origin, Upstream, log_level, mrtr};
 use crate::daemon::SessionId;
 use crate::daemon::stats::Outcome;
 use crate::wire::{
-    self, ErrorCode, Kind, Message, WireError, error_line, id_key, raw, response_line, rpc_code,
+    self, ErrorCode, Kind, Message, Object, WireError, error_line, id_key, raw, response_line,
+    rpc_code,
 };
 
 impl Upstream {
@@ -51,16 +52,31 @@ impl Upstream {
     /// The child answered request `p`: account for it and hand the answer to its origin.
     fn complete(&mut self, mut p: Pending, mut msg: Message) {
         let latency = p.started.elapsed();
-        if let Some(retry) = p.retry.take()
-            && mrtr::is_input_required(&msg)
-        {
+        // The result is read once, for all that follows needs of it (a parse each was a large
+        // part of the daemon's work per call: issue 22).
+        let (input_required, is_error, view) = {
+            let needed = p.retry.is_some() || p.is_call || p.handshake_view;
+            let result = needed
+                .then(|| msg.field("result"))
+                .flatten()
+                .and_then(|r| Object::parse(r.get()));
+            let result = result.as_ref();
+            (
+                result.is_some_and(mrtr::asks_for_input),
+                result.is_some_and(result_is_error),
+                result
+                    .filter(|_| p.handshake_view)
+                    .and_then(super::era::handshake_view_of),
+            )
+        };
+        if input_required && let Some(retry) = p.retry.take() {
             // A handshake-era session's call, and the child wants input: ask the session.
             self.start_round(p, retry, &msg);
             self.pump();
             return;
         }
         if p.is_call {
-            self.account_call(&p, &msg, latency);
+            self.account_call(&p, &msg, is_error, latency);
         }
         if let Some((key, caps)) = p.tools_key.take()
             && let Some(result) = msg.field("result")
@@ -71,10 +87,7 @@ impl Upstream {
                 self.announce_tools_changed(live_refresh);
             }
         }
-        if p.handshake_view
-            && let Some(result) = msg.field("result")
-        {
-            let view = super::era::handshake_view(result);
+        if let Some(view) = view {
             msg.set_field("result", view);
         }
         self.answer_origin(p, msg);
@@ -83,9 +96,15 @@ impl Upstream {
     }
 
     /// A call's answer counts: stats, the session's outcome, a sign-in it may announce.
-    fn account_call(&mut self, p: &Pending, msg: &Message, latency: std::time::Duration) {
+    fn account_call(
+        &mut self,
+        p: &Pending,
+        msg: &Message,
+        is_error: bool,
+        latency: std::time::Duration,
+    ) {
         self.life.consecutive_timeouts = 0;
-        let outcome = if msg.is_error_response() || result_is_error(msg) {
+        let outcome = if msg.is_error_response() || is_error {
             Outcome::Error
         } else {
             Outcome::Ok
@@ -333,15 +352,8 @@ impl Upstream {
 const NEEDS_INPUT: &str = "coogle: the server asked for input (an elicitation, a sampling or the roots) that only an agent session can give; call this tool from an agent session";
 
 /// A `tools/call` result that reports failure.
-fn result_is_error(msg: &Message) -> bool {
-    #[derive(serde::Deserialize)]
-    struct IsError {
-        #[serde(rename = "isError", default)]
-        is_error: bool,
-    }
-    msg.field("result")
-        .and_then(|r| serde_json::from_str::<IsError>(r.get()).ok())
-        .is_some_and(|r| r.is_error)
+fn result_is_error(result: &Object) -> bool {
+    result.get("isError").is_some_and(|v| v.get() == "true")
 }
 
 #[cfg(test)]
@@ -350,11 +362,11 @@ mod tests {
 
     #[test]
     fn detects_error_results() {
-        let m =
-            Message::parse(br#"{"jsonrpc":"2.0","id":1,"result":{"content":[],"isError":true}}"#)
-                .unwrap();
-        assert!(result_is_error(&m));
-        let m = Message::parse(br#"{"jsonrpc":"2.0","id":1,"result":{"content":[]}}"#).unwrap();
-        assert!(!result_is_error(&m));
+        let error = |result: &str| result_is_error(&Object::parse(result).unwrap());
+        assert!(error(r#"{"content":[],"isError":true}"#));
+        assert!(error(r#"{"isError" : true, "content":[]}"#));
+        assert!(!error(r#"{"content":[]}"#));
+        assert!(!error(r#"{"content":[],"isError":false}"#));
+        assert!(!error(r#"{"content":[],"isError":"true"}"#));
     }
 }

@@ -10,6 +10,7 @@
 //! described (see [`super::era`]). Nothing a session sends can make the daemon act for another
 //! session.
 
+use std::borrow::Cow;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
@@ -268,6 +269,16 @@ impl Upstream {
             return;
         }
         if req.method == Method::ToolsCall {
+            if self.waiting.calls() == 0
+                && self.waiting.admit(key, WaitsFor::Slot).is_ok()
+                && self.can_start_call()
+            {
+                // Nothing waits for a slot and one is free: the call starts now, as the
+                // waiting room would start it at once, without its bookkeeping (a tenth of
+                // the daemon's work per call: issue 22).
+                self.start_call(origin, req, Instant::now());
+                return;
+            }
             self.wait(WaitsFor::Slot, Waiting::new(key, origin, req));
             self.pump();
             return;
@@ -368,15 +379,18 @@ impl Upstream {
         let tools_key = req
             .is_first_tools_page()
             .then(|| self.tools_key(&origin, &req));
-        let mut meta = Vec::new();
+        // What goes into the request's `_meta`: the envelope is borrowed from the session, not
+        // copied for each request.
+        let mut meta: Vec<(&str, Cow<RawValue>)> = Vec::with_capacity(5);
         let mut token = None;
         if session.is_some()
             && let Some(t) = req.progress_token.take()
         {
-            meta.push(("progressToken", raw(&uid)));
+            meta.push(("progressToken", Cow::Owned(raw(&uid))));
             token = Some(t);
         }
         let mut log_level = None;
+        let mut keep_for_retry = false;
         let handshake_view = child_modern && req.envelope.is_none();
         if child_modern {
             match &req.envelope {
@@ -385,15 +399,9 @@ impl Upstream {
                     let (fields, level) = self.envelope_for(&origin);
                     meta.extend(fields);
                     log_level = level;
-                    if session.is_some()
+                    keep_for_retry = session.is_some()
                         && retry.is_none()
-                        && ASKS_FOR_INPUT.contains(&req.name.as_str())
-                    {
-                        retry = Some(Retry {
-                            msg: req.msg.clone(),
-                            rounds: 0,
-                        });
-                    }
+                        && ASKS_FOR_INPUT.contains(&req.name.as_str());
                 }
             }
         }
@@ -409,23 +417,31 @@ impl Upstream {
         };
         let is_call = req.method == Method::ToolsCall;
         let listen = (req.method == Method::Listen).then(|| ListenFilter::of(&req));
-        if !meta.is_empty() {
-            req.msg.set_meta_fields(meta);
+        let line = req.msg.child_line(&uid.to_string(), &meta);
+        drop(meta);
+        self.to_child(line);
+        let account = if is_call {
+            self.sign_ins.account(&req)
+        } else {
+            None
+        };
+        let first_tools_page = session.is_some() && req.is_first_tools_page();
+        if keep_for_retry {
+            // The child's line was written from the message, which is left as the session sent
+            // it: kept as it is for the rounds, not copied.
+            retry = Some(Retry {
+                msg: req.msg,
+                rounds: 0,
+            });
         }
-        req.msg.set_id(raw(&uid));
-        self.to_child(req.msg.to_line());
         let now = Instant::now();
         self.inflight.insert(
             uid,
             Pending {
                 is_call,
-                tool: is_call.then(|| req.tool.clone()),
-                account: if is_call {
-                    self.sign_ins.account(&req)
-                } else {
-                    None
-                },
-                first_tools_page: session.is_some() && req.is_first_tools_page(),
+                tool: is_call.then_some(req.tool),
+                account,
+                first_tools_page,
                 deadline: listen.is_none().then(|| now + self.config.call_timeout),
                 origin,
                 started: now,
@@ -443,37 +459,53 @@ impl Upstream {
     /// The envelope for a request that came without one, going to a 2026-07-28 child: a
     /// handshake-era session's own (what its `initialize` said, the level it set), or the
     /// daemon's (config capabilities). Also the log level it asks for.
-    fn envelope_for(&self, origin: &Origin) -> (Vec<(&'static str, Box<RawValue>)>, Option<u8>) {
+    fn envelope_for(
+        &self,
+        origin: &Origin,
+    ) -> (Vec<(&'static str, Cow<'_, RawValue>)>, Option<u8>) {
         if let Some(s) = origin.session().and_then(|id| self.sessions.get(&id)) {
             // A handshake-era child logs everything to a session that never set a level, so a
             // session of that era gets the same from a 2026-07-28 child: it asks for debug.
             let rank = s.log_level.unwrap_or(0);
-            let level = log_level::name(rank);
-            let fields = era::envelope(&s.envelope_text, level);
-            return (fields, Some(rank));
+            let fields = era::envelope(&s.envelope_text, Some(rank));
+            let fields = fields.into_iter().map(|(k, v)| (k, Cow::Borrowed(v)));
+            return (fields.collect(), Some(rank));
         }
-        (era::daemon_envelope(&self.config.client_capabilities), None)
+        let fields = era::daemon_envelope(&self.config.client_capabilities);
+        let fields = fields.into_iter().map(|(k, v)| (k, Cow::Owned(v)));
+        (fields.collect(), None)
     }
 
     /// Start queued calls while there is room under `maxConcurrent`.
     pub(super) fn pump(&mut self) {
-        if !self.life.is_ready() || self.life.shutting_down() || self.is_frozen() {
-            return;
-        }
-        while self.inflight.calls() < self.config.max_concurrent {
+        while self.can_start_call() {
             let Some(q) = self.waiting.next_call() else {
                 break;
             };
-            // A call that was already waiting when the upstream asked this account to sign in
-            // gets that same sign-in: forwarding it would only start another flow.
-            if let Some(url) = self.sign_ins.answer_for(&q.req, q.since) {
-                let text = super::sign_in::call_text(&self.name, url);
-                self.count_session_outcome(&q.origin, Outcome::Error, Duration::ZERO);
-                self.reply_error_verbatim(q.origin, true, ErrorCode::UpstreamError, &text);
-                continue;
-            }
-            self.dispatch(q.origin, q.req);
+            self.start_call(q.origin, q.req, q.since);
         }
+    }
+
+    /// Whether a call may start now: the child is ready, not frozen for an upgrade in place,
+    /// and below `maxConcurrent`.
+    fn can_start_call(&self) -> bool {
+        self.life.is_ready()
+            && !self.life.shutting_down()
+            && !self.is_frozen()
+            && self.inflight.calls() < self.config.max_concurrent
+    }
+
+    /// Start a call that arrived at `since`.
+    fn start_call(&mut self, origin: Origin, req: Request, since: Instant) {
+        // A call that was already waiting when the upstream asked this account to sign in
+        // gets that same sign-in: forwarding it would only start another flow.
+        if let Some(url) = self.sign_ins.answer_for(&req, since) {
+            let text = super::sign_in::call_text(&self.name, url);
+            self.count_session_outcome(&origin, Outcome::Error, Duration::ZERO);
+            self.reply_error_verbatim(origin, true, ErrorCode::UpstreamError, &text);
+            return;
+        }
+        self.dispatch(origin, req);
     }
 
     fn on_session_notification(&mut self, sid: SessionId, msg: Message) {

@@ -2,6 +2,10 @@
 //! another: the child is asked for the most verbose level any session wants, and each session
 //! gets only the messages its own level admits.
 
+use std::sync::LazyLock;
+
+use serde_json::value::RawValue;
+
 const LOG_LEVELS: [&str; 8] = [
     "debug",
     "info",
@@ -20,6 +24,14 @@ pub(super) fn rank(level: &str) -> Option<u8> {
 
 pub(super) fn name(rank: u8) -> Option<&'static str> {
     LOG_LEVELS.get(rank as usize).copied()
+}
+
+/// A level's name as JSON text, made once (a handshake-era session's requests quote it in
+/// every envelope).
+pub(super) fn raw_name(rank: u8) -> Option<&'static RawValue> {
+    static RAW: LazyLock<Vec<Box<RawValue>>> =
+        LazyLock::new(|| LOG_LEVELS.iter().map(crate::wire::raw).collect());
+    RAW.get(rank as usize).map(|r| &**r)
 }
 
 /// The level to ask the child for, given the sessions' levels: the most verbose one.

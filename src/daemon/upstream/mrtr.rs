@@ -23,7 +23,7 @@ use super::request::Request;
 use super::server_requests::Target;
 use super::{Origin, Upstream};
 use crate::daemon::SessionId;
-use crate::wire::{self, ErrorCode, Message, id_key, raw};
+use crate::wire::{self, ErrorCode, Message, Object, id_key, raw};
 
 /// How many times one call may ask for input before the daemon gives up on it.
 pub(super) const MAX_ROUNDS: u32 = 10;
@@ -81,16 +81,17 @@ struct InputRequest {
     params: Option<Box<RawValue>>,
 }
 
-/// Whether an answer is an `input_required` result (cheap: only `resultType` is read).
+/// Whether an answer is an `input_required` result.
 pub(super) fn is_input_required(msg: &Message) -> bool {
-    #[derive(serde::Deserialize)]
-    struct Kind {
-        #[serde(rename = "resultType", default)]
-        result_type: Option<String>,
-    }
     msg.field("result")
-        .and_then(|r| serde_json::from_str::<Kind>(r.get()).ok())
-        .and_then(|k| k.result_type)
+        .and_then(|r| Object::parse(r.get()))
+        .is_some_and(|r| asks_for_input(&r))
+}
+
+/// Whether a result read already is `input_required` (only `resultType` is looked at).
+pub(super) fn asks_for_input(result: &Object) -> bool {
+    result
+        .string("resultType")
         .is_some_and(|t| t == "input_required")
 }
 

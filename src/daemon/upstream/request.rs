@@ -5,10 +5,12 @@
 //! log level, the progress token). `params` is scanned once, as raw top-level fields. The
 //! message itself is kept as it came, so whatever is forwarded is forwarded byte for byte.
 
+use std::borrow::Cow;
+
 use serde_json::value::RawValue;
 
 use super::era;
-use crate::wire::{Message, raw};
+use crate::wire::{Message, Object, raw};
 
 /// The methods the router treats differently; everything else is forwarded as it is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -92,47 +94,50 @@ impl Request {
         let name = msg.method().unwrap_or_default();
         let method = Method::of(&name);
         let id = msg.id().map(|i| i.to_owned()).unwrap_or_else(|| raw(&()));
-        let mut params: crate::wire::Fields = msg
+        // `params` and its `_meta` read in place, once each; only what is kept is copied.
+        let params = msg
             .params()
-            .and_then(|p| serde_json::from_str(p.get()).ok())
+            .and_then(|p| Object::parse(p.get()))
             .unwrap_or_default();
-        let text = |params: &crate::wire::Fields, key: &str| -> Option<String> {
-            params
-                .get(key)
-                .and_then(|v| serde_json::from_str::<String>(v.get()).ok())
-        };
-        let mut meta: crate::wire::Fields = params
+        let meta = params
             .get("_meta")
-            .and_then(|m| serde_json::from_str(m.get()).ok())
+            .and_then(|m| Object::parse(m.get()))
             .unwrap_or_default();
-        let progress_token = meta.shift_remove("progressToken");
-        let meta_text = |meta: &crate::wire::Fields, key: &str| {
-            meta.get(key)
-                .and_then(|v| serde_json::from_str::<String>(v.get()).ok())
-        };
-        let envelope = meta_text(&meta, era::META_VERSION).map(|version| Envelope {
-            version,
-            log_level: meta_text(&meta, era::META_LOG_LEVEL),
-            capabilities: meta.shift_remove(era::META_CAPABILITIES),
+        let progress_token = meta.get("progressToken").map(RawValue::to_owned);
+        let envelope = meta.string(era::META_VERSION).map(|version| Envelope {
+            version: version.into_owned(),
+            log_level: meta.string(era::META_LOG_LEVEL).map(Cow::into_owned),
+            capabilities: meta.get(era::META_CAPABILITIES).map(RawValue::to_owned),
         });
         let (mut tool, mut arguments) = (String::new(), None);
         if method == Method::ToolsCall {
-            tool = text(&params, "name").unwrap_or_default();
-            arguments = params.shift_remove("arguments");
+            tool = params
+                .string("name")
+                .map(Cow::into_owned)
+                .unwrap_or_default();
+            arguments = params.get("arguments").map(RawValue::to_owned);
         }
         let only = |m: &[Method], key: &str| {
             if m.contains(&method) {
-                text(&params, key)
+                params.string(key).map(Cow::into_owned)
             } else {
                 None
             }
         };
+        let (task_id, uri, level) = (
+            only(&[Method::TaskOp], "taskId"),
+            only(&[Method::Subscribe, Method::Unsubscribe], "uri"),
+            only(&[Method::SetLevel], "level"),
+        );
+        let (has_cursor, creates_task) =
+            (params.contains_key("cursor"), params.contains_key("task"));
+        drop((params, meta));
         Request {
-            task_id: only(&[Method::TaskOp], "taskId"),
-            uri: only(&[Method::Subscribe, Method::Unsubscribe], "uri"),
-            level: only(&[Method::SetLevel], "level"),
-            has_cursor: params.contains_key("cursor"),
-            creates_task: params.contains_key("task"),
+            task_id,
+            uri,
+            level,
+            has_cursor,
+            creates_task,
             method,
             name,
             id,

@@ -12,6 +12,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::time::{Instant, SystemTime};
 
+use memchr::memmem::Finder;
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, Visitor};
 
 use super::request::Request;
@@ -46,15 +47,15 @@ pub(super) struct SignIns {
 /// A [`SignInConfig`], ready for reading raw answers.
 struct How {
     /// The marker as it appears inside a JSON string (quotes and backslashes escaped), since
-    /// answers are searched as they came, unparsed.
-    marker: String,
+    /// answers are searched as they came, unparsed. Every answer to a call is searched.
+    marker: Finder<'static>,
     account_argument: Option<String>,
 }
 
 impl SignIns {
     pub fn new(config: Option<&SignInConfig>) -> SignIns {
         let how = config.map(|c| How {
-            marker: json_escaped(&c.url_marker),
+            marker: Finder::new(&json_escaped(&c.url_marker)).into_owned(),
             account_argument: c.account_argument.clone(),
         });
         SignIns {
@@ -137,12 +138,13 @@ fn json_escaped(text: &str) -> String {
 }
 
 /// The sign-in URL in a tool's answer: what follows the marker (after spaces), if it is one.
-fn sign_in_url(marker: &str, msg: &Message) -> Option<String> {
-    if marker.is_empty() {
+fn sign_in_url(marker: &Finder, msg: &Message) -> Option<String> {
+    if marker.needle().is_empty() {
         return None;
     }
     let text = msg.field("result").or_else(|| msg.field("error"))?.get();
-    let start = text.find(marker)? + marker.len();
+    // The marker is text, so where it ends is a character boundary.
+    let start = marker.find(text.as_bytes())? + marker.needle().len();
     let url: String = text[start..]
         .trim_start_matches([' ', '\t'])
         .chars()
