@@ -120,14 +120,21 @@ fn value_end(line: &[u8], at: usize) -> Option<usize> {
     match line.get(at)? {
         b'"' => string_end(line, at),
         b'{' | b'[' => {
-            let mut depth = 0usize;
-            let mut i = at;
-            loop {
-                match line.get(i)? {
-                    b'"' => {
-                        i = string_end(line, i)?;
-                        continue;
+            // One pass, byte by byte: a result's strings are mostly short, and a vector
+            // search for each one's end cost more than it saved.
+            let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
+            for (i, &b) in line.iter().enumerate().skip(at) {
+                if in_string {
+                    match b {
+                        _ if escaped => escaped = false,
+                        b'\\' => escaped = true,
+                        b'"' => in_string = false,
+                        _ => {}
                     }
+                    continue;
+                }
+                match b {
+                    b'"' => in_string = true,
                     b'{' | b'[' => depth += 1,
                     b'}' | b']' => {
                         depth -= 1;
@@ -137,8 +144,8 @@ fn value_end(line: &[u8], at: usize) -> Option<usize> {
                     }
                     _ => {}
                 }
-                i += 1;
             }
+            None
         }
         // A number, true, false or null: up to what follows it.
         _ => {

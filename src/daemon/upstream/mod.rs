@@ -475,8 +475,21 @@ impl Upstream {
 
     async fn run(mut self, mut rx: mpsc::Receiver<Event>) {
         // The child starts on the first request the cache cannot answer (see `demand`).
+        //
+        // One timer for the actor's life, only ever moved earlier. A deadline that moved later
+        // (each call's timeout, set as the call starts) lets the timer fire early: `on_timer`
+        // finds nothing due, and the timer is set again. A new timer per event cost a timer
+        // wheel insertion and removal for each line (issue 22).
+        let timer = tokio::time::sleep(Duration::ZERO);
+        tokio::pin!(timer);
+        let mut armed: Option<Instant> = None;
         loop {
-            let wake = self.next_wakeup();
+            if let Some(wake) = self.next_wakeup()
+                && armed.is_none_or(|at| wake < at)
+            {
+                timer.as_mut().reset(wake.into());
+                armed = Some(wake);
+            }
             tokio::select! {
                 event = rx.recv() => match event {
                     Some(event) => {
@@ -485,7 +498,10 @@ impl Upstream {
                     }
                     None => break,
                 },
-                _ = sleep_until(wake) => self.on_timer(),
+                () = &mut timer, if armed.is_some() => {
+                    armed = None;
+                    self.on_timer();
+                }
             }
             self.check_frozen();
             if self.detached {
@@ -755,12 +771,5 @@ impl Upstream {
             let params = json!({"uri": uri});
             self.send_internal(Internal::Housekeeping, "resources/subscribe", &params);
         }
-    }
-}
-
-async fn sleep_until(t: Option<Instant>) {
-    match t {
-        Some(t) => tokio::time::sleep_until(t.into()).await,
-        None => std::future::pending().await,
     }
 }
