@@ -10,6 +10,7 @@
 use std::borrow::Cow;
 use std::fmt;
 
+use foldhash::{HashMap, HashMapExt};
 use serde::de::{MapAccess, Visitor};
 use serde::ser::SerializeMap;
 use serde::{Deserialize, Serialize};
@@ -17,6 +18,9 @@ use serde_json::value::RawValue;
 
 #[cfg(doc)]
 use super::Fields;
+
+/// Up to this many fields, a repeated key is found by a scan (see [`Object::entries`]).
+const SCAN_UP_TO: usize = 32;
 
 /// A JSON object's top-level fields, in the order written, borrowed from its text.
 #[derive(Debug, Default)]
@@ -52,13 +56,28 @@ impl<'a> Object<'a> {
     /// at the place it was first written, with the value it was last given.
     pub fn entries(&self, leave_out: &[&str]) -> Vec<(&str, &'a RawValue)> {
         let mut out: Vec<(&str, &'a RawValue)> = Vec::with_capacity(self.fields.len());
+        // A repeated key is looked for among the few fields a message has; past a few dozen,
+        // through an index, so that an object of a million keys costs a million steps, not a
+        // million squared.
+        let mut index: Option<HashMap<&str, usize>> =
+            (self.fields.len() > SCAN_UP_TO).then(|| HashMap::with_capacity(self.fields.len()));
         for (k, v) in &self.fields {
-            if leave_out.contains(&k.as_ref()) {
+            let k = k.as_ref();
+            if leave_out.contains(&k) {
                 continue;
             }
-            match out.iter_mut().find(|(seen, _)| *seen == k.as_ref()) {
-                Some(slot) => slot.1 = v,
-                None => out.push((k.as_ref(), v)),
+            let seen = match &mut index {
+                Some(index) => index.get(k).copied(),
+                None => out.iter().position(|(seen, _)| *seen == k),
+            };
+            match seen {
+                Some(at) => out[at].1 = v,
+                None => {
+                    if let Some(index) = &mut index {
+                        index.insert(k, out.len());
+                    }
+                    out.push((k, v));
+                }
             }
         }
         out
@@ -186,6 +205,30 @@ mod tests {
                 (o, f) => panic!("{text}: Object {:?} but Fields {:?}", o.is_some(), f),
             }
         }
+    }
+
+    /// Past the scan's few dozen fields, the index keeps what the scan keeps, and 200,000 keys
+    /// take a moment (a scan for each took minutes).
+    #[test]
+    fn many_fields_are_read_in_linear_time() {
+        let mut text = String::from("{");
+        for i in 0..200_000 {
+            text.push_str(&format!("\"k{i}\":{i},"));
+        }
+        text.push_str("\"k7\":\"again\",\"last\":0}");
+        let o = Object::parse(&text).expect("an object");
+        let started = std::time::Instant::now();
+        let entries = o.entries(&["last"]);
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(5),
+            "{:?}",
+            started.elapsed()
+        );
+        assert_eq!(entries.len(), 200_000);
+        assert_eq!((entries[7].0, entries[7].1.get()), ("k7", "\"again\""));
+        assert_eq!(entries[199_999].0, "k199999");
+        let fields: Fields = serde_json::from_str(&text).unwrap();
+        assert_eq!(raw(&Entries(&o.entries(&[]))).get(), raw(&fields).get());
     }
 
     #[test]
