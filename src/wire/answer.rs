@@ -13,7 +13,7 @@ use super::Head;
 
 /// What a line from the daemon is, as far as crossing off an answered request goes.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Daemon<'a> {
+pub(crate) enum Daemon<'a> {
     /// A response (a result or an error, no method), with the text of its `id`, as written.
     Answer { id: &'a str },
     /// Anything else: a request, a notification, a response with no id.
@@ -23,7 +23,7 @@ pub enum Daemon<'a> {
 /// What the daemon's `line` is, or `None` when it does not walk as well-formed JSON (the
 /// caller then parses it). It reads what [`Head::parse`] reads of such a line: the last of a
 /// repeated key wins, and a key may be spelt with escapes.
-pub fn from_daemon(line: &[u8]) -> Option<Daemon<'_>> {
+pub(crate) fn from_daemon(line: &[u8]) -> Option<Daemon<'_>> {
     let mut at = skip_ws(line, 0);
     if line.get(at) != Some(&b'{') {
         return None;

@@ -356,8 +356,10 @@ impl Message {
             true => None,
             false => with_meta_text(self.field("params"), meta),
         };
+        // `params` before `id`: a field the message lacks is added at the end in this order,
+        // as setting `_meta` and then the id added them.
         match &params {
-            Some(params) => self.line_with(&[("id", id), ("params", params)]),
+            Some(params) => self.line_with(&[("params", params), ("id", id)]),
             None => self.line_with(&[("id", id)]),
         }
     }
@@ -692,6 +694,7 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":9,"method":"m","params":{}}"#,
             r#"{"jsonrpc":"2.0","id":10,"method":"m","params":{"text":"has _meta in it"}}"#,
             r#"{"jsonrpc":"2.0","method":"notifications/x","params":{"a":1}}"#,
+            r#"{"jsonrpc":"2.0","method":"no/id/nor/params"}"#,
             r#"{"method":"m","id":11,"extra":{"z":1},"params":{"a":1},"jsonrpc":"2.0"}"#,
         ];
         let metas: Vec<Vec<(&str, Box<RawValue>)>> = vec![

@@ -368,5 +368,8 @@ mod tests {
         assert!(!error(r#"{"content":[]}"#));
         assert!(!error(r#"{"content":[],"isError":false}"#));
         assert!(!error(r#"{"content":[],"isError":"true"}"#));
+        // A repeated key: the last one counts, as a client reading the answer directly sees.
+        assert!(error(r#"{"isError":false,"content":[],"isError":true}"#));
+        assert!(!error(r#"{"isError":true,"content":[],"isError":false}"#));
     }
 }

@@ -274,3 +274,24 @@ impl Upstream {
         self.waiting.input.by_id.retain(|_, r| r.session != sid);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_input_required_result_is_read_by_its_last_result_type() {
+        let asks = |result: &str| asks_for_input(&Object::parse(result).unwrap());
+        assert!(asks(
+            r#"{"resultType":"input_required","inputRequests":{}}"#
+        ));
+        assert!(!asks(r#"{"resultType":"complete","content":[]}"#));
+        assert!(!asks(r#"{"content":[]}"#));
+        assert!(!asks(r#"{"resultType":5}"#));
+        // A repeated key: the last one counts, as a client reading the answer directly sees.
+        assert!(asks(
+            r#"{"resultType":"complete","resultType":"input_required"}"#
+        ));
+        assert!(asks(r#"{"resultType":"input_\u0072equired"}"#));
+    }
+}
