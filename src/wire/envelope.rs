@@ -251,24 +251,13 @@ impl Message {
 
     /// Set fields of `<object>._meta` for a top-level object field (`params`, `result`).
     pub fn set_meta_fields_of(&mut self, object: &str, fields: Vec<(&str, Box<RawValue>)>) {
-        if let Some(spliced) = self
-            .field(object)
-            .and_then(|o| splice_meta_text(o, &fields))
-            .and_then(|text| RawValue::from_string(text).ok())
+        // Written from parts that are JSON already (see `with_meta_text`): the check the raw
+        // value makes cannot fail.
+        if let Some(text) = with_meta_text(self.field(object), &fields)
+            && let Ok(value) = RawValue::from_string(text)
         {
-            self.fields.insert(top_key(object), spliced);
-            return;
+            self.fields.insert(top_key(object), value);
         }
-        self.rewrite_object(object, true, |obj| {
-            let mut meta: Fields = obj
-                .get("_meta")
-                .and_then(|m| serde_json::from_str(m.get()).ok())
-                .unwrap_or_default();
-            for (k, v) in fields {
-                meta.insert(k.to_string(), v);
-            }
-            obj.insert("_meta".to_string(), raw(&meta));
-        });
     }
 
     /// Remove a field of `params._meta`, and `_meta` itself when that leaves it empty.
@@ -677,6 +666,29 @@ mod tests {
         assert!(!is_plain("io.modelcontextprotocol/client\"Capabilities"));
     }
 
+    /// How `_meta` was set before the fields were written from their parts: spliced into the
+    /// text when it could be, else the object and its `_meta` parsed into maps and written back.
+    fn set_meta_by_maps(msg: &mut Message, fields: Vec<(&str, Box<RawValue>)>) {
+        if let Some(spliced) = msg
+            .field("params")
+            .and_then(|o| splice_meta_text(o, &fields))
+            .and_then(|text| RawValue::from_string(text).ok())
+        {
+            msg.fields.insert(top_key("params"), spliced);
+            return;
+        }
+        msg.rewrite_object("params", true, |obj| {
+            let mut meta: Fields = obj
+                .get("_meta")
+                .and_then(|m| serde_json::from_str(m.get()).ok())
+                .unwrap_or_default();
+            for (k, v) in fields {
+                meta.insert(k.to_string(), v);
+            }
+            obj.insert("_meta".to_string(), raw(&meta));
+        });
+    }
+
     /// `child_line` writes, byte for byte, what the message's maps write after `_meta` and the
     /// id are set in them, and leaves the message as it was.
     #[test]
@@ -717,7 +729,7 @@ mod tests {
                 let before = msg.to_line();
                 let mut by_maps = msg.clone();
                 if !meta.is_empty() {
-                    by_maps.set_meta_fields(meta.clone());
+                    set_meta_by_maps(&mut by_maps, meta.clone());
                 }
                 by_maps.set_id(raw(&77));
                 let direct = msg.child_line("77", meta);
@@ -728,6 +740,18 @@ mod tests {
                 );
                 serde_json::from_slice::<serde_json::Value>(&direct).expect("the line is JSON");
                 assert_eq!(msg.to_line(), before, "{line}: the message was changed");
+                // And `set_meta_fields`, written from the parts too, sets what the maps set.
+                let mut set = msg.clone();
+                let mut set_by_maps = msg.clone();
+                if !meta.is_empty() {
+                    set.set_meta_fields(meta.clone());
+                    set_meta_by_maps(&mut set_by_maps, meta.clone());
+                }
+                assert_eq!(
+                    String::from_utf8_lossy(&set.to_line()),
+                    String::from_utf8_lossy(&set_by_maps.to_line()),
+                    "set_meta_fields: {line} with {meta:?}"
+                );
             }
         }
     }

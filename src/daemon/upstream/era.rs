@@ -181,8 +181,7 @@ pub(super) fn handshake_view_of(fields: &Object) -> Option<Box<RawValue>> {
     }
     let mut changed = leave_out.iter().any(|k| fields.contains_key(k));
     // 2026-07-28 servers name themselves in every result's `_meta`; the handshake era did not.
-    let meta_text = fields.get("_meta");
-    let meta = meta_text.and_then(|m| Object::parse(m.get()));
+    let meta = fields.get("_meta").and_then(|m| Object::parse(m.get()));
     let mut new_meta = None;
     if let Some(meta) = &meta
         && meta.contains_key(META_SERVER_INFO)

@@ -381,7 +381,7 @@ impl Upstream {
             .then(|| self.tools_key(&origin, &req));
         // What goes into the request's `_meta`: the envelope is borrowed from the session, not
         // copied for each request.
-        let mut meta: Vec<(&str, Cow<RawValue>)> = Vec::with_capacity(5);
+        let mut meta: Vec<(&'static str, Cow<RawValue>)> = Vec::with_capacity(5);
         let mut token = None;
         if session.is_some()
             && let Some(t) = req.progress_token.take()
@@ -396,9 +396,7 @@ impl Upstream {
             match &req.envelope {
                 Some(e) => log_level = e.log_level.as_deref().and_then(log_level::rank),
                 None => {
-                    let (fields, level) = self.envelope_for(&origin);
-                    meta.extend(fields);
-                    log_level = level;
+                    log_level = self.envelope_for(&origin, &mut meta);
                     keep_for_retry = session.is_some()
                         && retry.is_none()
                         && ASKS_FOR_INPUT.contains(&req.name.as_str());
@@ -456,24 +454,25 @@ impl Upstream {
         );
     }
 
-    /// The envelope for a request that came without one, going to a 2026-07-28 child: a
-    /// handshake-era session's own (what its `initialize` said, the level it set), or the
-    /// daemon's (config capabilities). Also the log level it asks for.
-    fn envelope_for(
-        &self,
+    /// The envelope for a request that came without one, going to a 2026-07-28 child, added
+    /// to `meta`: a handshake-era session's own (what its `initialize` said, the level it set,
+    /// borrowed), or the daemon's (config capabilities). Returns the log level it asks for.
+    fn envelope_for<'s>(
+        &'s self,
         origin: &Origin,
-    ) -> (Vec<(&'static str, Cow<'_, RawValue>)>, Option<u8>) {
+        meta: &mut Vec<(&'static str, Cow<'s, RawValue>)>,
+    ) -> Option<u8> {
         if let Some(s) = origin.session().and_then(|id| self.sessions.get(&id)) {
             // A handshake-era child logs everything to a session that never set a level, so a
             // session of that era gets the same from a 2026-07-28 child: it asks for debug.
             let rank = s.log_level.unwrap_or(0);
             let fields = era::envelope(&s.envelope_text, Some(rank));
-            let fields = fields.into_iter().map(|(k, v)| (k, Cow::Borrowed(v)));
-            return (fields.collect(), Some(rank));
+            meta.extend(fields.into_iter().map(|(k, v)| (k, Cow::Borrowed(v))));
+            return Some(rank);
         }
         let fields = era::daemon_envelope(&self.config.client_capabilities);
-        let fields = fields.into_iter().map(|(k, v)| (k, Cow::Owned(v)));
-        (fields.collect(), None)
+        meta.extend(fields.into_iter().map(|(k, v)| (k, Cow::Owned(v))));
+        None
     }
 
     /// Start queued calls while there is room under `maxConcurrent`.
