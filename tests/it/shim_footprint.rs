@@ -192,15 +192,20 @@ fn a_quiet_shim_lets_go_of_its_code_and_stack() {
     // Busy: a call sending progress every 100 ms, so the shim goes 2 s without a line from the
     // daemon only if the whole machine stalls; the most it maps while the call runs.
     let (busy_code, busy_stack) = while_progressing(&mut shim, "busy", || (code().1, stack()));
-    // Settled: the code mapped is what waiting on a read touches, a fraction of the code.
+    // Settled: the code mapped is what waiting on a read touches again. Each page fault maps
+    // the whole fault-around window (64 KiB) or large folio of the page cache around it, so in
+    // a debug build, whose waiting path is spread over the binary, that is 45-52% of the code
+    // (884-1004 KiB of 1952 here, varying with how the file sits in the page cache); a release
+    // build's path is far more compact. Without the let-go, all of it stays mapped.
+    let let_go = |mapped: u64| mapped * 4 <= code_size * 3;
     let settled = || {
-        wait_until(Duration::from_secs(15), || code().1 * 2 <= code_size);
+        wait_until(Duration::from_secs(15), || let_go(code().1));
         code().1
     };
     let quiet_code = settled();
     let quiet_stack = stack();
     assert!(
-        quiet_code * 2 <= code_size && quiet_code < busy_code && quiet_stack < busy_stack,
+        let_go(quiet_code) && quiet_code < busy_code && quiet_stack < busy_stack,
         "code mapped: {busy_code} KiB busy, {quiet_code} KiB quiet, of {code_size} KiB; \
          stack: {busy_stack} KiB busy, {quiet_stack} KiB quiet"
     );
