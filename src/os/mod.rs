@@ -24,9 +24,9 @@ mod watch;
 mod platform;
 
 pub use unix::{
-    FdKind, adopt_inherited_fd, fd_kind, password_file_only, raise_open_files, register_socket,
-    restore_terminal, restore_terminal_on_interrupt, set_cloexec, start_new_session, try_lock, uid,
-    wait_readable,
+    FdKind, Want, adopt_inherited_fd, fd_kind, password_file_only, raise_open_files,
+    register_socket, restore_terminal, restore_terminal_on_interrupt, set_cloexec,
+    start_new_session, try_lock, uid, wait_for,
 };
 pub use watch::ExitInfo;
 pub use watch::ProcessWatch;
@@ -167,14 +167,6 @@ pub fn describe_uid(uid: u32) -> String {
 /// elsewhere.
 pub fn user_temp_dir() -> Option<PathBuf> {
     platform::user_temp_dir()
-}
-
-/// Make every thread of this process allocate from one malloc arena. glibc gives each new
-/// thread an arena of its own, whose first pages stay touched for the thread's life; a process
-/// that mostly waits, with two threads and little to allocate (a shim), is smaller with one.
-/// A no-op where the allocator has no such arenas (macOS's, musl's).
-pub fn one_malloc_arena() {
-    platform::one_malloc_arena()
 }
 
 /// Ask the allocator to hand the heap's free pages back to the kernel (glibc's `malloc_trim`):

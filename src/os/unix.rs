@@ -163,29 +163,62 @@ pub(super) fn getpeereid_uid(fd: std::os::fd::BorrowedFd<'_>) -> io::Result<u32>
     Ok(uid)
 }
 
-/// Wait until `fd` has something to read (or has ended), for at most `timeout` (`None`:
-/// however long it takes); false when the time ran out. A blocked `read` of a socket is also
-/// woken each time the peer drains what this side wrote (the socket's one wait queue serves
-/// both directions), where `poll` wakes only for what it asked about. A wait a signal ends
-/// early (EINTR) is waited again, from the start.
-pub fn wait_readable(fd: impl AsFd, timeout: Option<std::time::Duration>) -> io::Result<bool> {
-    let mut pfd = libc::pollfd {
-        fd: fd.as_fd().as_raw_fd(),
-        events: libc::POLLIN,
-        revents: 0,
+/// What [`wait_for`] waits on a descriptor for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Want {
+    pub read: bool,
+    pub write: bool,
+}
+
+impl Want {
+    pub const READ: Want = Want {
+        read: true,
+        write: false,
     };
+}
+
+/// What [`wait_for`] found a descriptor ready for. An end or an error counts as both: the next
+/// read or write says which it was.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Ready {
+    pub read: bool,
+    pub write: bool,
+}
+
+/// Wait until one of `fds` is ready for what it is wanted for (a `None` is not waited on), for
+/// at most `timeout` (`None`: however long it takes): one `poll` over them all, so one thread
+/// serves several descriptors and a wake-up is only ever for something asked about. `None`
+/// when the time ran out. A wait a signal ends early (EINTR) is waited again, from the start.
+pub fn wait_for<const N: usize>(
+    fds: [(Option<std::os::fd::BorrowedFd<'_>>, Want); N],
+    timeout: Option<std::time::Duration>,
+) -> io::Result<Option<[Ready; N]>> {
+    let mut pfds = fds.map(|(fd, want)| libc::pollfd {
+        // poll skips a negative descriptor.
+        fd: fd.map_or(-1, |fd| fd.as_raw_fd()),
+        events: if want.read { libc::POLLIN } else { 0 }
+            | if want.write { libc::POLLOUT } else { 0 },
+        revents: 0,
+    });
     let ms = timeout.map_or(-1, |t| t.as_millis().min(i32::MAX as u128) as libc::c_int);
     loop {
-        // SAFETY: one pollfd, ours, for the duration of the call.
-        match unsafe { libc::poll(&mut pfd, 1, ms) } {
+        // SAFETY: `pfds` is an array of N pollfds we own for the duration of the call, and N is
+        // what poll is told.
+        match unsafe { libc::poll(pfds.as_mut_ptr(), N as libc::nfds_t, ms) } {
             -1 => {
                 let e = io::Error::last_os_error();
                 if e.kind() != io::ErrorKind::Interrupted {
                     return Err(e);
                 }
             }
-            0 => return Ok(false),
-            _ => return Ok(true),
+            0 => return Ok(None),
+            _ => {
+                let ended = libc::POLLHUP | libc::POLLERR | libc::POLLNVAL;
+                return Ok(Some(pfds.map(|p| Ready {
+                    read: p.revents & (libc::POLLIN | ended) != 0,
+                    write: p.revents & (libc::POLLOUT | ended) != 0,
+                })));
+            }
         }
     }
 }

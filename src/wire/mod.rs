@@ -342,7 +342,8 @@ pub async fn read_line_capped<R: AsyncBufRead + Unpin>(
     }
 }
 
-/// [`read_line_capped`] for blocking readers (the shim's stdin thread).
+/// [`read_line_capped`] for readers with `std::io::BufRead` (the shim's: a reader with nothing
+/// for now returns `WouldBlock`, and the half-read line stays in `buf` for the next call).
 pub fn read_line_capped_blocking<R: std::io::BufRead>(
     reader: &mut R,
     buf: &mut Vec<u8>,

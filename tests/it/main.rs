@@ -64,6 +64,7 @@ mod share_isolation;
 mod sharing;
 mod shim_answers;
 mod shim_footprint;
+mod shim_pump;
 mod shim_sibling;
 mod sign_in;
 mod sign_in_setting;
