@@ -41,6 +41,7 @@ pub const SHIM_EXE: &str = "coogle-mcp";
 /// Lines from the client buffered while the daemon is away; past this, requests are refused.
 const MAX_BUFFERED: usize = 1000;
 
+#[derive(Clone)]
 pub struct Options {
     pub socket: PathBuf,
     pub server: Option<String>,
@@ -307,7 +308,8 @@ impl State {
         let mut lines = Vec::with_capacity(sent.len());
         for p in sent {
             p.sent = false;
-            lines.push(std::mem::take(&mut p.line));
+            // A copy: a second hand-over before the answer sends it again.
+            lines.push(p.line.clone());
         }
         if !lines.is_empty() {
             tracing::info!(
@@ -559,6 +561,7 @@ impl<R: Read> Polled<R> {
     fn let_go(&mut self) {
         if self.start == self.end {
             self.buf = Vec::new();
+            (self.start, self.end) = (0, 0);
         }
     }
 }
@@ -611,8 +614,11 @@ type FromClient = Polled<std::fs::File>;
 /// arrived are copied on. One thread where there were two (one per direction): an answer
 /// wakes the thread that sent the request, which the scheduler keeps where it ran, where a
 /// second thread was woken on another CPU on every call (3,000 CPU migrations in 3,000 calls
-/// against socat's 850; 24 µs of the 150 µs a call took, unpinned). It is also a stack and a
-/// malloc arena less per shim.
+/// against socat's 850; 24 µs of the 150 µs a call took, unpinned). It is also a stack less per
+/// shim. stdout is written blocking (it may be shared, so it is never made non-blocking): a
+/// client that stops reading its answers stops the shim reading its requests too, as a server
+/// on one thread run directly would. Claude Code reads as it writes. The only other thread is
+/// the short-lived one a reconnect connects on (see [`Pump::open_serving_client`]).
 struct Pump {
     state: State,
     daemon: FromDaemon,
@@ -625,6 +631,9 @@ struct Pump {
     cap: usize,
     /// A large line was let go: the heap has pages to hand back at the end of the burst.
     trim: bool,
+    /// Daemons this shim started, until they exit: reaped here (see [`Pump::reap`]), not by a
+    /// thread of their own.
+    daemons: Vec<std::process::Child>,
 }
 
 /// How the daemon's side stands after its lines were read.
@@ -636,9 +645,11 @@ enum Side {
 }
 
 impl Pump {
-    fn new(writer: UnixStream, daemon: FromDaemon, cap: usize) -> std::io::Result<Pump> {
+    fn new(opened: Opened, cap: usize) -> std::io::Result<Pump> {
+        let (writer, daemon, started) = opened;
         let stdin = std::io::stdin().as_fd().try_clone_to_owned()?;
         Ok(Pump {
+            daemons: started.into_iter().collect(),
             state: State::new(Some(writer)),
             daemon,
             daemon_line: Vec::new(),
@@ -825,7 +836,43 @@ impl Pump {
         if let Some(c) = &mut self.client {
             c.let_go();
         }
+        self.reap();
         crate::os::release_idle_memory();
+    }
+
+    /// Collect the exit of any daemon this shim started that has ended (a second one exits at
+    /// once with "already running"; the one that serves, when it is stopped or upgraded), so
+    /// none stays a zombie. Done when the shim settles and when it reconnects.
+    fn reap(&mut self) {
+        self.daemons
+            .retain_mut(|d| matches!(d.try_wait(), Ok(None)));
+    }
+
+    /// [`open`] on a short-lived thread, while this one serves the client: starting a daemon
+    /// takes up to its start timeout, and meanwhile the client's requests are buffered (or
+    /// refused with why) and the end of its stdin is noticed.
+    fn open_serving_client(&mut self, opts: &Options) -> Result<Opened, ClientError> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let o = opts.clone();
+        let spawned = std::thread::Builder::new()
+            .name("connect".into())
+            .spawn(move || {
+                let _ = tx.send(open(&o));
+            });
+        if spawned.is_err() {
+            return open(opts);
+        }
+        loop {
+            match rx.try_recv() {
+                Ok(opened) => return opened,
+                Err(std::sync::mpsc::TryRecvError::Empty) => {
+                    self.serve_client_for(Duration::from_millis(10))
+                }
+                Err(std::sync::mpsc::TryRecvError::Disconnected) => {
+                    return Err(ClientError::Closed);
+                }
+            }
+        }
     }
 }
 
@@ -836,8 +883,10 @@ impl Pump {
     fn reconnect(&mut self, opts: &Options) {
         let mut delay = Duration::from_millis(50);
         loop {
-            match open(opts) {
-                Ok((mut writer, reader)) => {
+            self.reap();
+            match self.open_serving_client(opts) {
+                Ok((writer, reader, started)) => {
+                    self.daemons.extend(started);
                     let st = &mut self.state;
                     st.reconnects += 1;
                     let mut replay = Vec::new();
@@ -865,26 +914,26 @@ impl Pump {
                             &serde_json::json!({}),
                         ));
                     }
-                    for line in &st.buffered {
-                        replay.extend_from_slice(line);
-                    }
-                    // Written whole before the socket turns non-blocking; what was buffered
-                    // stays buffered until it is.
-                    if let Err(e) = writer
-                        .write_all(&replay)
-                        .and_then(|()| writer.set_nonblocking(true))
-                    {
+                    if let Err(e) = writer.set_nonblocking(true) {
                         tracing::warn!("the new daemon connection failed at once: {e}");
                         self.serve_client_for(delay);
+                        delay = (delay * 2).min(Duration::from_secs(5));
                         continue;
                     }
-                    st.buffered.clear();
+                    for line in std::mem::take(&mut st.buffered) {
+                        replay.extend_from_slice(&line);
+                    }
                     st.writer = Some(writer);
                     st.refusing = None;
-                    // Everything buffered went out with the replay.
+                    // Everything buffered goes out with the replay, written as any line is:
+                    // what the socket does not take now waits in `out` while answers flow.
+                    // Should this connection fail too, its requests are answered (or sent
+                    // again after a hand-over) as any connection's are, never replayed in a
+                    // loop.
                     for p in st.in_flight.values_mut() {
                         p.sent = true;
                     }
+                    st.send(&replay);
                     tracing::info!("reconnected to the coogle daemon");
                     self.daemon = reader;
                     return;
@@ -933,17 +982,37 @@ fn skip_line<R: BufRead>(r: &mut R) -> std::io::Result<bool> {
     }
 }
 
+/// A connection to the daemon after its hello: the write side, the read side, and the daemon
+/// process if this connection had to start it.
+type Opened = (UnixStream, FromDaemon, Option<std::process::Child>);
+
+/// How long a daemon that accepted the connection has to answer the hello: one that is stopped
+/// or wedged is tried again, with the backoff, rather than waited on for ever.
+const HELLO_TIMEOUT: Duration = Duration::from_secs(30);
+
 /// Connect, starting a daemon when none answers, then say hello. The socket is still blocking
-/// when it is returned: the caller writes what it must (a reconnect's replay) whole first.
-fn open(opts: &Options) -> Result<(UnixStream, FromDaemon), ClientError> {
-    // A daemon started here runs on by itself; dropping the handle only reaps it later.
-    let (stream, _started) = client::connect_or_start_blocking(&opts.socket, &opts.starter)?;
+/// when it is returned.
+fn open(opts: &Options) -> Result<Opened, ClientError> {
+    let (stream, started) = client::connect_or_start_blocking(&opts.socket, &opts.starter)?;
+    let started = started.and_then(client::Started::into_child);
     let mut writer = stream.try_clone()?;
     writer.write_all(&wire::to_line(&Hello::mcp(opts.server.clone())))?;
+    stream.set_read_timeout(Some(HELLO_TIMEOUT))?;
+    let deadline = std::time::Instant::now() + HELLO_TIMEOUT;
     let mut reader = Polled::new(stream);
     let mut buf = Vec::new();
     loop {
-        // The socket blocks: each read waits for the reply's next part.
+        // The socket blocks (for at most the timeout): each read waits for the reply's next
+        // part, and a `WouldBlock` is the go-ahead used up, or the timeout.
+        if std::time::Instant::now() >= deadline {
+            return Err(ClientError::Io(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                format!(
+                    "the coogle daemon did not answer within {} s",
+                    HELLO_TIMEOUT.as_secs()
+                ),
+            )));
+        }
         reader.ready = true;
         match wire::read_line_capped_blocking(&mut reader, &mut buf, 64 * 1024) {
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
@@ -952,8 +1021,9 @@ fn open(opts: &Options) -> Result<(UnixStream, FromDaemon), ClientError> {
             Err(e) => return Err(e.into()),
         }
     }
+    reader.inner.set_read_timeout(None)?;
     client::check_hello_reply(&buf)?;
-    Ok((writer, reader))
+    Ok((writer, reader, started))
 }
 
 /// `coogle mcp` typed at a terminal: one line on stderr saying what this is, since nothing
@@ -971,7 +1041,10 @@ pub fn hint_on_terminal() {
 /// the client sent until stdin closed with why; afterwards the process exits when stdin
 /// closes and every request is answered.
 pub fn run(opts: Options) -> Result<(), ClientError> {
-    let (writer, reader) = match open(&opts) {
+    // Before any other thread exists (the one a reconnect uses): it allocates from the main
+    // thread's arena instead of making one that stays for the process's life.
+    crate::os::one_malloc_arena();
+    let opened = match open(&opts) {
         Ok(opened) => opened,
         Err(e) => {
             let text = refusal_text(&e, opts.server.as_deref());
@@ -981,8 +1054,8 @@ pub fn run(opts: Options) -> Result<(), ClientError> {
             return Err(e);
         }
     };
-    writer.set_nonblocking(true)?;
-    let mut pump = Pump::new(writer, reader, opts.max_line_bytes)?;
+    opened.0.set_nonblocking(true)?;
+    let mut pump = Pump::new(opened, opts.max_line_bytes)?;
     loop {
         pump.serve();
         let st = &mut pump.state;
@@ -993,6 +1066,7 @@ pub fn run(opts: Options) -> Result<(), ClientError> {
         st.connection_lost();
         // Nothing more will come from the client: nothing to reconnect for.
         st.exit_if_done();
+        pump.reap();
         pump.reconnect(&opts);
     }
 }

@@ -88,6 +88,12 @@ pub struct Started {
 }
 
 impl Started {
+    /// The daemon's process, for a caller that reaps it itself: no thread is left waiting for
+    /// it (the shim keeps to one thread and reaps it when it settles).
+    pub fn into_child(mut self) -> Option<std::process::Child> {
+        self.child.take()
+    }
+
     /// The daemon's pid.
     pub fn pid(&self) -> Option<u32> {
         self.child.as_ref().map(std::process::Child::id)

@@ -46,6 +46,8 @@ pub(super) fn user_temp_dir() -> Option<PathBuf> {
     None
 }
 
+pub(super) fn one_malloc_arena() {}
+
 pub(super) fn release_free_memory() {}
 
 /// No portable way to drop a mapping's pages without losing what they hold.

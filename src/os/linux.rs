@@ -126,6 +126,15 @@ pub(super) fn release_free_memory() {
     }
 }
 
+pub(super) fn one_malloc_arena() {
+    // SAFETY: mallopt only sets one of the allocator's parameters, which glibc reads at its
+    // next decision; M_ARENA_MAX is one it knows.
+    #[cfg(target_env = "gnu")]
+    unsafe {
+        libc::mallopt(libc::M_ARENA_MAX, 1);
+    }
+}
+
 pub(super) fn release_idle_pages() {
     // One pass over this process's mappings: where the main stack is, and which of the
     // executable's mappings hold nothing but the file's own bytes.

@@ -147,6 +147,9 @@ pub(super) fn become_subreaper() -> io::Result<()> {
     ))
 }
 
+/// macOS's allocator has no arena per thread to turn off.
+pub(super) fn one_malloc_arena() {}
+
 /// macOS's allocator returns free pages by itself.
 pub(super) fn release_free_memory() {}
 

@@ -169,6 +169,15 @@ pub fn user_temp_dir() -> Option<PathBuf> {
     platform::user_temp_dir()
 }
 
+/// Make every thread of this process allocate from one malloc arena. glibc gives each new
+/// thread an arena of its own, whose pages stay mapped, and the first of them touched, for the
+/// rest of the process's life; a process that mostly waits and allocates little (a shim, whose
+/// only other thread is a short-lived one that reconnects) is smaller with one. A no-op where
+/// the allocator has no such arenas (macOS's, musl's).
+pub fn one_malloc_arena() {
+    platform::one_malloc_arena()
+}
+
 /// Ask the allocator to hand the heap's free pages back to the kernel (glibc's `malloc_trim`):
 /// after a large, short-lived allocation in a long-lived process that mostly waits. A no-op
 /// where the allocator does this by itself.

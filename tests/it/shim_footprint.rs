@@ -81,6 +81,64 @@ fn a_shim_is_small_and_runs_on_one_thread() {
     );
 }
 
+/// A shim whose daemon went away reconnects on a short-lived thread, and starts the next daemon
+/// itself. Afterwards it is one thread again: nothing waits on the daemon it started (it is
+/// reaped when the shim settles), and the reconnect's thread left no malloc arena of its own
+/// (glibc keeps a thread's arena mapped, its first pages touched, for the process's life).
+#[cfg(all(target_os = "linux", target_env = "gnu", target_pointer_width = "64"))]
+#[test]
+fn a_shim_that_reconnected_is_one_thread_with_one_malloc_arena() {
+    let env = Env::with_fake(json!({}));
+    let daemon = env.daemon();
+    // The runner's own malloc settings must not decide the outcome.
+    let mut cmd = env.sealed(COOGLE);
+    cmd.env_remove("MALLOC_ARENA_MAX")
+        .env_remove("GLIBC_TUNABLES");
+    let mut shim = busy_then_idle(env.stdio_server(cmd, &["mcp"]));
+    let pid = shim.child.id();
+    assert_eq!(file_name(&exe_of(pid)), "coogle-mcp");
+    drop(daemon);
+    // The next call is buffered until the shim has started a daemon and replayed its handshake.
+    let call = shim.call("echo", json!({"text": "back", "message": "x"}));
+    assert_eq!(support::text(&call), "back", "{call}");
+    wait_until(Duration::from_secs(10), || {
+        proc_field(pid, "status", "Threads") == 1
+    });
+    assert_eq!(proc_field(pid, "status", "Threads"), 1);
+    // A thread's arena (64 MiB on a 64-bit glibc, at a 64 MiB boundary): its used part
+    // read-write, then the rest reserved (`---p`) up to the next boundary. The used part may
+    // have merged with a mapping just below it, so only the reserved part's end is certain.
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap();
+    let regions: Vec<(u64, u64, &str)> = maps
+        .lines()
+        .filter_map(|l| {
+            let mut f = l.split_whitespace();
+            let (start, end) = f.next()?.split_once('-')?;
+            let perms = f.next()?;
+            let hex = |h| u64::from_str_radix(h, 16).ok();
+            Some((hex(start)?, hex(end)?, perms))
+        })
+        .collect();
+    const ARENA: u64 = 64 << 20;
+    let arenas = regions
+        .windows(2)
+        .filter(|w| {
+            let ((used_start, used_end, used), (start, end, reserved)) = (w[0], w[1]);
+            used == "rw-p"
+                && reserved == "---p"
+                && used_end == start
+                && end % ARENA == 0
+                && used_start <= end - ARENA
+        })
+        .count();
+    assert_eq!(
+        arenas, 0,
+        "the reconnect's thread left an arena of its own:\n{maps}"
+    );
+    drop(shim);
+    let _ = env.run(&["stop"]);
+}
+
 /// A large answer (a tool list of tens of KiB, a big result), or a large request, passes
 /// through and leaves nothing large behind: the line's buffer is let go and the heap's free pages returned, where
 /// they stayed touched for the rest of the session before (116 KiB for a 60 KB answer).

@@ -1,13 +1,67 @@
 //! The shim's one thread serves both directions from one `poll`: neither direction waits on
-//! the other, and a line is read whole however it arrives.
+//! the other, and a line is read whole however it arrives. Several tests stand a fake daemon
+//! on the socket (the hello, then whatever the test needs it to do wrong).
 
 use crate::support;
 
 use std::collections::HashSet;
-use std::time::Duration;
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::process::Stdio;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
 
 use serde_json::json;
 use support::{Env, fake_mcp, text};
+
+/// A listener on the session's socket, in a private directory as the daemon's is.
+fn listen(env: &Env) -> UnixListener {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .mode(0o700)
+        .create(env.socket.parent().unwrap())
+        .unwrap();
+    UnixListener::bind(&env.socket).unwrap()
+}
+
+/// Accept a shim and answer its hello as a daemon does.
+fn accept_hello(l: &UnixListener) -> (BufReader<UnixStream>, UnixStream) {
+    let (s, _) = l.accept().unwrap();
+    let mut r = BufReader::new(s.try_clone().unwrap());
+    let mut hello = String::new();
+    r.read_line(&mut hello).unwrap();
+    assert!(hello.contains("\"coogle\""), "{hello}");
+    let mut w = s;
+    w.write_all(b"{\"coogle\":1,\"ok\":true}\n").unwrap();
+    (r, w)
+}
+
+/// Until `stop`: accept each connection and close it unanswered (no daemon yet), so the shim
+/// keeps reconnecting and buffers what the client sends meanwhile.
+fn refuse_until(l: &UnixListener, stop: &mpsc::Receiver<()>) {
+    l.set_nonblocking(true).unwrap();
+    while stop.try_recv().is_err() {
+        match l.accept() {
+            Ok((s, _)) => drop(s),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                std::thread::sleep(Duration::from_millis(5))
+            }
+            Err(e) => panic!("{e}"),
+        }
+    }
+    l.set_nonblocking(false).unwrap();
+}
+
+const HANDOVER: &[u8] = b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/coogle/handover\"}\n";
+
+fn big_call(id: &str, bytes: usize) -> serde_json::Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+        "params": {"name": "echo", "arguments": {"text": "r".repeat(bytes)}}})
+}
+
+fn answer(id: &str) -> Vec<u8> {
+    format!("{{\"jsonrpc\":\"2.0\",\"id\":\"{id}\",\"result\":{{}}}}\n").into_bytes()
+}
 
 /// A client that writes many large requests at once, faster than the daemon takes them: the
 /// shim keeps what the daemon's socket has not taken and leaves stdin unread meanwhile, while
@@ -129,23 +183,11 @@ fn lines_that_arrive_in_pieces_are_read_whole() {
 /// only once the daemon has taken it.
 #[test]
 fn answers_reach_the_client_while_the_daemon_is_not_reading() {
-    use std::io::{BufRead, BufReader, Write};
-    use std::os::unix::fs::DirBuilderExt;
     let env = Env::new();
-    std::fs::DirBuilder::new()
-        .mode(0o700)
-        .create(env.socket.parent().unwrap())
-        .unwrap();
-    let listener = std::os::unix::net::UnixListener::bind(&env.socket).unwrap();
-    let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
+    let listener = listen(&env);
+    let (go_tx, go_rx) = mpsc::channel::<()>();
     let daemon = std::thread::spawn(move || {
-        let (stream, _) = listener.accept().unwrap();
-        let mut reader = BufReader::new(stream.try_clone().unwrap());
-        let mut writer = stream;
-        let mut hello = String::new();
-        reader.read_line(&mut hello).unwrap();
-        assert!(hello.contains("\"coogle\""), "{hello}");
-        writer.write_all(b"{\"coogle\":1,\"ok\":true}\n").unwrap();
+        let (mut reader, mut writer) = accept_hello(&listener);
         // Not reading: the client's large line fills the socket. Then an answer goes out.
         go_rx.recv().unwrap();
         writer
@@ -211,4 +253,296 @@ fn answers_reach_the_client_while_the_daemon_is_not_reading() {
     );
     let status = shim.child.wait().unwrap();
     assert!(status.success(), "{status}");
+}
+
+/// After a reconnect, what the client sent meanwhile is replayed to the new daemon as any line
+/// is written: a replay larger than the socket holds does not stop the new daemon's answers
+/// from reaching the client while it waits to be read.
+#[test]
+fn answers_flow_while_a_large_replay_is_written() {
+    let env = Env::new();
+    let l = listen(&env);
+    let (stop_tx, stop_rx) = mpsc::channel::<()>();
+    let (go_tx, go_rx) = mpsc::channel::<()>();
+    let (wrote_tx, wrote_rx) = mpsc::channel::<Instant>();
+    let daemon = std::thread::spawn(move || {
+        let first = accept_hello(&l);
+        go_rx.recv().unwrap();
+        drop(first);
+        refuse_until(&l, &stop_rx);
+        let (mut r, mut w) = accept_hello(&l);
+        w.write_all(&answer("q0")).unwrap();
+        wrote_tx.send(Instant::now()).unwrap();
+        // Busy for a while: not reading.
+        std::thread::sleep(Duration::from_secs(3));
+        let mut ids = Vec::new();
+        for _ in 0..8 {
+            let mut line = String::new();
+            r.read_line(&mut line).unwrap();
+            let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+            ids.push(v["id"].as_str().unwrap().to_string());
+        }
+        for id in &ids[1..] {
+            w.write_all(&answer(id)).unwrap();
+        }
+        ids
+    });
+    let mut shim = env.shim();
+    go_tx.send(()).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    for i in 0..8 {
+        shim.send(&big_call(&format!("q{i}"), 200_000));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    stop_tx.send(()).unwrap();
+    shim.response(&json!("q0"), Duration::from_secs(20));
+    let late = wrote_rx
+        .recv_timeout(Duration::from_secs(1))
+        .unwrap()
+        .elapsed();
+    let ids = daemon.join().unwrap();
+    assert_eq!(ids, (0..8).map(|i| format!("q{i}")).collect::<Vec<_>>());
+    for i in 1..8 {
+        shim.response(&json!(format!("q{i}")), Duration::from_secs(10));
+    }
+    assert!(
+        late < Duration::from_millis(1000),
+        "the daemon's answer waited {late:?} in the shim behind the replay"
+    );
+}
+
+/// A replay the new daemon does not take (it closes the session part way: it died, or a line
+/// is over a cap lowered since) is not sent again and again to each next daemon: the requests
+/// in it were sent, and are answered with an error the agent can retry on, as when any
+/// connection is lost. (Each try once sent the whole replay again, every 50 ms.)
+#[test]
+fn a_failing_replay_is_not_sent_again_and_again() {
+    let env = Env::new();
+    let l = listen(&env);
+    let (go_tx, go_rx) = mpsc::channel::<()>();
+    let daemon = std::thread::spawn(move || {
+        let (mut r, mut w) = accept_hello(&l);
+        // Read the client's eight requests, answer none, then hand over.
+        for _ in 0..8 {
+            let mut line = String::new();
+            r.read_line(&mut line).unwrap();
+        }
+        go_rx.recv().unwrap();
+        w.write_all(HANDOVER).unwrap();
+        drop((r, w));
+        // Each new "daemon" reads the replay's first line, then closes the session.
+        let deadline = Instant::now() + Duration::from_secs(3);
+        let mut firsts = Vec::new();
+        l.set_nonblocking(true).unwrap();
+        while Instant::now() < deadline {
+            match l.accept() {
+                Ok((s, _)) => {
+                    s.set_nonblocking(false).unwrap();
+                    s.set_read_timeout(Some(Duration::from_millis(300)))
+                        .unwrap();
+                    let mut r = BufReader::new(s.try_clone().unwrap());
+                    let mut hello = String::new();
+                    if r.read_line(&mut hello).is_err() {
+                        continue;
+                    }
+                    let mut w = s;
+                    w.write_all(b"{\"coogle\":1,\"ok\":true}\n").unwrap();
+                    let mut line = String::new();
+                    let first = match r.read_line(&mut line) {
+                        Ok(n) if n > 0 => serde_json::from_str::<serde_json::Value>(&line)
+                            .map(|v| v["id"].to_string())
+                            .unwrap_or_default(),
+                        _ => "nothing".into(),
+                    };
+                    firsts.push(first);
+                }
+                Err(_) => std::thread::sleep(Duration::from_millis(2)),
+            }
+        }
+        firsts
+    });
+    let mut shim = env.shim();
+    for i in 0..8 {
+        shim.send(&big_call(&format!("q{i}"), 200_000));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    go_tx.send(()).unwrap();
+    let firsts = daemon.join().unwrap();
+    let resent = firsts.iter().filter(|f| f.as_str() == "\"q0\"").count();
+    assert!(
+        resent <= 1,
+        "q0 was sent to {resent} daemons in 3 s ({} connections): {firsts:?}",
+        firsts.len()
+    );
+    // The agent is told, once per request.
+    for i in 0..8 {
+        let a = shim.response(&json!(format!("q{i}")), Duration::from_secs(10));
+        assert_eq!(a["result"]["isError"], true, "{a}");
+    }
+}
+
+/// stdin closes while the shim is reaching a new daemon (one that accepted and never answers
+/// the hello): with nothing owed, the shim exits at once, as it did when a thread of its own
+/// read stdin; the connecting is done on a short-lived thread meanwhile.
+#[test]
+fn stdin_closing_during_a_reconnect_ends_the_shim() {
+    let env = Env::new();
+    let l = listen(&env);
+    let (go_tx, go_rx) = mpsc::channel::<()>();
+    let daemon = std::thread::spawn(move || {
+        let first = accept_hello(&l);
+        go_rx.recv().unwrap();
+        drop(first);
+        let (s, _) = l.accept().unwrap();
+        // Accepted, never answered (for 6 s).
+        std::thread::sleep(Duration::from_secs(6));
+        drop(s);
+    });
+    let mut shim = env.shim();
+    go_tx.send(()).unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    shim.close_stdin();
+    let t0 = Instant::now();
+    let mut exited = None;
+    while t0.elapsed() < Duration::from_secs(8) {
+        if let Ok(Some(_)) = shim.child.try_wait() {
+            exited = Some(t0.elapsed());
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let took = exited.expect("the shim did not exit");
+    daemon.join().unwrap();
+    assert!(
+        took < Duration::from_secs(2),
+        "the shim took {took:?} to exit after stdin closed (it was waiting for a hello)"
+    );
+}
+
+/// A request sent again after a hand-over, and not answered before a second hand-over, is sent
+/// again to the third daemon too (its copy was once taken by the first resend, and the second
+/// resent an empty line: the client never had an answer).
+#[test]
+fn a_request_survives_two_hand_overs() {
+    let env = Env::new();
+    let l = listen(&env);
+    let daemon = std::thread::spawn(move || {
+        let mut firsts = Vec::new();
+        for round in 0..3 {
+            let (mut r, mut w) = accept_hello(&l);
+            r.get_ref()
+                .set_read_timeout(Some(Duration::from_secs(3)))
+                .unwrap();
+            let mut line = String::new();
+            let got = match r.read_line(&mut line) {
+                Ok(n) if n > 0 => line.trim_end().to_string(),
+                _ => "nothing".to_string(),
+            };
+            firsts.push(got.clone());
+            if round == 2 {
+                if got.contains("\"q0\"") {
+                    w.write_all(&answer("q0")).unwrap();
+                }
+                std::thread::sleep(Duration::from_millis(500));
+                break;
+            }
+            w.write_all(HANDOVER).unwrap();
+        }
+        firsts
+    });
+    let mut shim = env.shim();
+    shim.send(
+        &json!({"jsonrpc": "2.0", "id": "q0", "method": "tools/call",
+        "params": {"name": "echo", "arguments": {"text": "x"}}}),
+    );
+    let firsts = daemon.join().unwrap();
+    assert!(
+        firsts.iter().all(|f| f.contains("\"q0\"")),
+        "what each daemon got first: {firsts:?}"
+    );
+    shim.response(&json!("q0"), Duration::from_secs(10));
+}
+
+/// stdin a regular file (which `poll` always calls readable), CRLF line ends, a blank line, the
+/// last line without its newline: every request is answered, then the shim exits 0.
+#[test]
+fn stdin_from_a_regular_file() {
+    let env = Env::with_fake(json!({}));
+    let _daemon = env.daemon();
+    let path = env.path("requests.jsonl");
+    let mut text = String::new();
+    text.push_str(r#"{"jsonrpc":"2.0","id":"i","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#);
+    text.push_str("\r\n");
+    text.push_str("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\r\n\r\n");
+    for i in 0..200 {
+        text.push_str(&format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":{i},\"method\":\"ping\"}}\n"
+        ));
+    }
+    text.push_str(r#"{"jsonrpc":"2.0","id":"last","method":"tools/call","params":{"name":"echo","arguments":{"text":"end"}}}"#);
+    std::fs::write(&path, &text).unwrap();
+    let out = env
+        .cmd()
+        .args(["mcp"])
+        .stdin(std::fs::File::open(&path).unwrap())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let ids: Vec<serde_json::Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["id"].clone())
+        .collect();
+    assert!(
+        out.status.success(),
+        "{:?} {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(ids.len(), 202, "{stdout}");
+    assert!(ids.contains(&json!("last")));
+}
+
+/// A daemon that writes without pause does not starve stdin: a request the client writes
+/// meanwhile reaches the daemon at once (each pass reads each side once).
+#[test]
+fn a_chatty_daemon_does_not_starve_stdin() {
+    let env = Env::new();
+    let l = listen(&env);
+    let daemon = std::thread::spawn(move || {
+        let (r, mut w) = accept_hello(&l);
+        let (tx, rx) = mpsc::channel::<(Instant, String)>();
+        std::thread::spawn(move || {
+            let mut r = r;
+            let mut line = String::new();
+            r.read_line(&mut line).unwrap();
+            let _ = tx.send((Instant::now(), line));
+        });
+        let note = format!(
+            "{{\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{{\"data\":\"{}\"}}}}\n",
+            "m".repeat(3000)
+        );
+        let start = Instant::now();
+        loop {
+            if let Ok(got) = rx.try_recv() {
+                return Some(got);
+            }
+            if start.elapsed() > Duration::from_secs(10) || w.write_all(note.as_bytes()).is_err() {
+                return None;
+            }
+        }
+    });
+    let mut shim = env.shim();
+    // Let the flood run, while the test's reader thread drains stdout.
+    std::thread::sleep(Duration::from_millis(500));
+    let sent = Instant::now();
+    shim.send(&json!({"jsonrpc": "2.0", "id": "q", "method": "ping"}));
+    let (at, line) = daemon
+        .join()
+        .unwrap()
+        .expect("the daemon never got the client's request");
+    assert!(line.contains("\"q\""), "{line}");
+    let took = at.duration_since(sent);
+    assert!(took < Duration::from_millis(500), "stdin waited {took:?}");
 }
