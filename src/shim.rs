@@ -523,6 +523,9 @@ fn trim_when_drained(pending: &mut bool, drained: bool) {
     }
 }
 
+/// How often a busy shim looks for an ended daemon it started (see [`Pump::reap`]).
+const REAP_EVERY: Duration = Duration::from_secs(1);
+
 /// How long both sides of a session stay silent before the shim settles into waiting (see
 /// [`Pump::settle`]). A session's next call after that pays for a few page faults.
 const QUIET: Duration = Duration::from_secs(2);
@@ -634,6 +637,8 @@ struct Pump {
     /// Daemons this shim started, until they exit: reaped here (see [`Pump::reap`]), not by a
     /// thread of their own.
     daemons: Vec<std::process::Child>,
+    /// When [`Pump::reap`] last looked.
+    reaped: std::time::Instant,
 }
 
 /// How the daemon's side stands after its lines were read.
@@ -645,11 +650,15 @@ enum Side {
 }
 
 impl Pump {
-    fn new(opened: Opened, cap: usize) -> std::io::Result<Pump> {
-        let (writer, daemon, started) = opened;
+    fn new(
+        (writer, daemon): Conn,
+        started: Option<std::process::Child>,
+        cap: usize,
+    ) -> std::io::Result<Pump> {
         let stdin = std::io::stdin().as_fd().try_clone_to_owned()?;
         Ok(Pump {
             daemons: started.into_iter().collect(),
+            reaped: std::time::Instant::now(),
             state: State::new(Some(writer)),
             daemon,
             daemon_line: Vec::new(),
@@ -692,6 +701,11 @@ impl Pump {
             match waited {
                 Ok(Some([daemon, client])) => {
                     quiet = true;
+                    // A busy session may never settle: a daemon it started that has ended
+                    // is collected here too, within a second.
+                    if !self.daemons.is_empty() && self.reaped.elapsed() >= REAP_EVERY {
+                        self.reap();
+                    }
                     self.daemon.ready = daemon.read;
                     if let Some(c) = &mut self.client {
                         c.ready = client.read;
@@ -797,22 +811,28 @@ impl Pump {
         self.state.exit_if_done();
     }
 
-    /// Serve the client alone for `time`, while there is no daemon to send to: its requests
-    /// are buffered for the next one, or refused with why.
-    fn serve_client_for(&mut self, time: Duration) {
-        let deadline = std::time::Instant::now() + time;
+    /// Serve the client alone, while there is no daemon to send to (its requests are buffered
+    /// for the next one, or refused with why), until `time` has passed or `done` (the connect
+    /// thread's end, see [`Pump::open_serving_client`]) is readable; one of them is given.
+    fn serve_client(&mut self, time: Option<Duration>, done: Option<&UnixStream>) {
+        let deadline = time.map(|t| std::time::Instant::now() + t);
         loop {
             self.send_client_lines();
-            let left = deadline.saturating_duration_since(std::time::Instant::now());
-            let Some(c) = &mut self.client else {
-                std::thread::sleep(left);
-                return;
-            };
-            if left.is_zero() {
+            let left = deadline.map(|d| d.saturating_duration_since(std::time::Instant::now()));
+            if left.is_some_and(|l| l.is_zero()) {
                 return;
             }
-            match crate::os::wait_for([(Some(c.inner.as_fd()), Want::READ)], Some(left)) {
-                Ok(Some([ready])) => c.ready = ready.read,
+            let stdin = self.client.as_ref().map(|c| c.inner.as_fd());
+            let finished = done.map(|d| d.as_fd());
+            match crate::os::wait_for([(stdin, Want::READ), (finished, Want::READ)], left) {
+                Ok(Some([client, finished])) => {
+                    if let Some(c) = &mut self.client {
+                        c.ready = client.read;
+                    }
+                    if finished.read {
+                        return;
+                    }
+                }
                 Ok(None) => return,
                 Err(e) => {
                     tracing::error!("waiting for the client failed: {e}");
@@ -820,6 +840,11 @@ impl Pump {
                 }
             }
         }
+    }
+
+    /// [`Pump::serve_client`] for `time`.
+    fn serve_client_for(&mut self, time: Duration) {
+        self.serve_client(Some(time), None);
     }
 
     /// Both sides have been silent for [`QUIET`]: the session is idle, as most are most of the
@@ -842,22 +867,29 @@ impl Pump {
 
     /// Collect the exit of any daemon this shim started that has ended (a second one exits at
     /// once with "already running"; the one that serves, when it is stopped or upgraded), so
-    /// none stays a zombie. Done when the shim settles and when it reconnects.
+    /// none stays a zombie. Done when the shim settles, when it reconnects, and at most once a
+    /// second ([`REAP_EVERY`]) while it is busy.
     fn reap(&mut self) {
         self.daemons
             .retain_mut(|d| matches!(d.try_wait(), Ok(None)));
+        self.reaped = std::time::Instant::now();
     }
 
     /// [`open`] on a short-lived thread, while this one serves the client: starting a daemon
     /// takes up to its start timeout, and meanwhile the client's requests are buffered (or
-    /// refused with why) and the end of its stdin is noticed.
-    fn open_serving_client(&mut self, opts: &Options) -> Result<Opened, ClientError> {
+    /// refused with why) and the end of its stdin is noticed. The thread's end (its side of a
+    /// socket pair closing) wakes this one's `poll`, so nothing is polled on a timer meanwhile.
+    fn open_serving_client(&mut self, opts: &Options) -> Opened {
+        let Ok((done_tx, done_rx)) = UnixStream::pair() else {
+            return open(opts);
+        };
         let (tx, rx) = std::sync::mpsc::channel();
         let o = opts.clone();
         let spawned = std::thread::Builder::new()
             .name("connect".into())
             .spawn(move || {
                 let _ = tx.send(open(&o));
+                drop(done_tx);
             });
         if spawned.is_err() {
             return open(opts);
@@ -866,10 +898,10 @@ impl Pump {
             match rx.try_recv() {
                 Ok(opened) => return opened,
                 Err(std::sync::mpsc::TryRecvError::Empty) => {
-                    self.serve_client_for(Duration::from_millis(10))
+                    self.serve_client(None, Some(&done_rx))
                 }
                 Err(std::sync::mpsc::TryRecvError::Disconnected) => {
-                    return Err(ClientError::Closed);
+                    return (Err(ClientError::Closed), None);
                 }
             }
         }
@@ -884,9 +916,10 @@ impl Pump {
         let mut delay = Duration::from_millis(50);
         loop {
             self.reap();
-            match self.open_serving_client(opts) {
-                Ok((writer, reader, started)) => {
-                    self.daemons.extend(started);
+            let (opened, started) = self.open_serving_client(opts);
+            self.daemons.extend(started);
+            match opened {
+                Ok((writer, reader)) => {
                     let st = &mut self.state;
                     st.reconnects += 1;
                     let mut replay = Vec::new();
@@ -913,12 +946,6 @@ impl Pump {
                             "tools/list",
                             &serde_json::json!({}),
                         ));
-                    }
-                    if let Err(e) = writer.set_nonblocking(true) {
-                        tracing::warn!("the new daemon connection failed at once: {e}");
-                        self.serve_client_for(delay);
-                        delay = (delay * 2).min(Duration::from_secs(5));
-                        continue;
                     }
                     for line in std::mem::take(&mut st.buffered) {
                         replay.extend_from_slice(&line);
@@ -982,48 +1009,87 @@ fn skip_line<R: BufRead>(r: &mut R) -> std::io::Result<bool> {
     }
 }
 
-/// A connection to the daemon after its hello: the write side, the read side, and the daemon
-/// process if this connection had to start it.
-type Opened = (UnixStream, FromDaemon, Option<std::process::Child>);
+/// A connection to the daemon after its hello: the write side and the read side.
+type Conn = (UnixStream, FromDaemon);
 
-/// How long a daemon that accepted the connection has to answer the hello: one that is stopped
-/// or wedged is tried again, with the backoff, rather than waited on for ever.
+/// What [`open`] gives back: the connection, or why there is none; and the daemon process if
+/// it had to start one, whether or not its hello then went well: this shim reaps it.
+type Opened = (Result<Conn, ClientError>, Option<std::process::Child>);
+
+/// How long a daemon that accepted the connection has to take the hello and answer it: one
+/// that is stopped or wedged is tried again, with the backoff, rather than waited on for ever.
 const HELLO_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// Connect, starting a daemon when none answers, then say hello. The socket is still blocking
+/// Connect, starting a daemon when none answers, then say hello. The socket is non-blocking
 /// when it is returned.
-fn open(opts: &Options) -> Result<Opened, ClientError> {
-    let (stream, started) = client::connect_or_start_blocking(&opts.socket, &opts.starter)?;
-    let started = started.and_then(client::Started::into_child);
-    let mut writer = stream.try_clone()?;
-    writer.write_all(&wire::to_line(&Hello::mcp(opts.server.clone())))?;
-    stream.set_read_timeout(Some(HELLO_TIMEOUT))?;
+fn open(opts: &Options) -> Opened {
+    match client::connect_or_start_blocking(&opts.socket, &opts.starter) {
+        Ok((stream, started)) => (
+            say_hello(stream, opts),
+            started.and_then(client::Started::into_child),
+        ),
+        Err(e) => (Err(e), None),
+    }
+}
+
+/// The hello and its reply, within [`HELLO_TIMEOUT`]. The socket is non-blocking from here
+/// on, and each wait is a `poll` with what is left of the time: a hello carries the session's
+/// environment, which may be more than the socket holds at once, and a time limit on each
+/// system call would let a daemon that takes a little at a time keep the shim for ever.
+fn say_hello(stream: UnixStream, opts: &Options) -> Result<Conn, ClientError> {
     let deadline = std::time::Instant::now() + HELLO_TIMEOUT;
+    stream.set_nonblocking(true)?;
+    let mut writer = stream.try_clone()?;
+    let hello = wire::to_line(&Hello::mcp(opts.server.clone()));
+    let mut rest = &hello[..];
+    loop {
+        rest = &rest[write_some(&mut writer, rest)?..];
+        if rest.is_empty() {
+            break;
+        }
+        wait_within(
+            &writer,
+            Want {
+                read: false,
+                write: true,
+            },
+            deadline,
+        )?;
+    }
     let mut reader = Polled::new(stream);
     let mut buf = Vec::new();
     loop {
-        // The socket blocks (for at most the timeout): each read waits for the reply's next
-        // part, and a `WouldBlock` is the go-ahead used up, or the timeout.
-        if std::time::Instant::now() >= deadline {
-            return Err(ClientError::Io(std::io::Error::new(
-                std::io::ErrorKind::TimedOut,
-                format!(
-                    "the coogle daemon did not answer within {} s",
-                    HELLO_TIMEOUT.as_secs()
-                ),
-            )));
-        }
-        reader.ready = true;
         match wire::read_line_capped_blocking(&mut reader, &mut buf, 64 * 1024) {
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                wait_within(&reader.inner, Want::READ, deadline)?;
+                reader.ready = true;
+            }
             Ok(Line::Complete) => break,
             Ok(_) => return Err(ClientError::Closed),
             Err(e) => return Err(e.into()),
         }
     }
-    reader.inner.set_read_timeout(None)?;
     client::check_hello_reply(&buf)?;
-    Ok((writer, reader, started))
+    Ok((writer, reader))
+}
+
+/// Wait until `socket` is ready for `want`, or say the daemon did not answer in time.
+fn wait_within(
+    socket: &UnixStream,
+    want: Want,
+    deadline: std::time::Instant,
+) -> Result<(), ClientError> {
+    let left = deadline.saturating_duration_since(std::time::Instant::now());
+    match crate::os::wait_for([(Some(socket.as_fd()), want)], Some(left))? {
+        Some(_) => Ok(()),
+        None => Err(ClientError::Io(std::io::Error::new(
+            std::io::ErrorKind::TimedOut,
+            format!(
+                "the coogle daemon did not answer within {} s",
+                HELLO_TIMEOUT.as_secs()
+            ),
+        ))),
+    }
 }
 
 /// `coogle mcp` typed at a terminal: one line on stderr saying what this is, since nothing
@@ -1044,9 +1110,14 @@ pub fn run(opts: Options) -> Result<(), ClientError> {
     // Before any other thread exists (the one a reconnect uses): it allocates from the main
     // thread's arena instead of making one that stays for the process's life.
     crate::os::one_malloc_arena();
-    let opened = match open(&opts) {
-        Ok(opened) => opened,
+    let (opened, started) = open(&opts);
+    let conn = match opened {
+        Ok(conn) => conn,
         Err(e) => {
+            if let Some(mut daemon) = started {
+                // Reaped whenever it exits, while the client is told why, until stdin closes.
+                std::thread::spawn(move || daemon.wait());
+            }
             let text = refusal_text(&e, opts.server.as_deref());
             // stderr, for a person looking; the agent's client gets it as its answers.
             tracing::error!("{text}");
@@ -1054,8 +1125,7 @@ pub fn run(opts: Options) -> Result<(), ClientError> {
             return Err(e);
         }
     };
-    opened.0.set_nonblocking(true)?;
-    let mut pump = Pump::new(opened, opts.max_line_bytes)?;
+    let mut pump = Pump::new(conn, started, opts.max_line_bytes)?;
     loop {
         pump.serve();
         let st = &mut pump.state;

@@ -546,3 +546,151 @@ fn a_chatty_daemon_does_not_starve_stdin() {
     let took = at.duration_since(sent);
     assert!(took < Duration::from_millis(500), "stdin waited {took:?}");
 }
+
+/// (pid, state) of every process whose parent is `ppid`.
+fn children_of(ppid: u32) -> Vec<(u32, char)> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        let Some((_, rest)) = stat.rsplit_once(") ") else {
+            continue;
+        };
+        let mut f = rest.split_whitespace();
+        let state = f.next().and_then(|s| s.chars().next()).unwrap_or('?');
+        if f.next().and_then(|p| p.parse().ok()) == Some(ppid) {
+            out.push((pid, state));
+        }
+    }
+    out
+}
+
+fn zombies_of(pid: u32) -> Vec<(u32, char)> {
+    children_of(pid)
+        .into_iter()
+        .filter(|(_, s)| *s == 'Z')
+        .collect()
+}
+
+/// A daemon the shim started on a reconnect whose hello is then refused (the server it serves
+/// was renamed in config.json) is reaped once it ends, not left a zombie of the shim for the
+/// session's life: the daemon process comes back from `open` whatever the hello said.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_daemon_started_by_a_refused_reconnect_is_reaped() {
+    let env = Env::with_fake(json!({}));
+    let mut shim = env.shim_with(&["--server", "google"]);
+    shim.initialize();
+    let pid = shim.child.id();
+    env.write_config(&json!({"servers": {"other": {
+        "command": fake_mcp(), "credentials": {"source": "none"}}}}));
+    let _ = env.run(&["stop"]);
+    let t0 = Instant::now();
+    loop {
+        let a = shim.request("ping", json!({}));
+        let said = a["error"]["message"].as_str().unwrap_or("");
+        if said.contains("google") || said.contains("other") {
+            break;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(40), "{a}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let _ = env.run(&["stop"]);
+    std::thread::sleep(Duration::from_secs(5));
+    let zombies = zombies_of(pid);
+    drop(shim);
+    assert!(zombies.is_empty(), "zombies of the shim: {zombies:?}");
+}
+
+/// A daemon the shim started, stopped while the session is busy (a call every 300 ms, so the
+/// shim never has 2 s of quiet to settle), is reaped within a second or so, not at the next
+/// settle.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_started_daemon_that_exits_while_busy_is_reaped() {
+    let env = Env::with_fake(json!({}));
+    let mut shim = env.shim();
+    shim.initialize();
+    let pid = shim.child.id();
+    let _ = env.run(&["stop"]);
+    let t0 = Instant::now();
+    let mut last_zombie = None;
+    while t0.elapsed() < Duration::from_secs(8) {
+        let _ = shim.request("ping", json!({}));
+        if !zombies_of(pid).is_empty() {
+            last_zombie = Some(t0.elapsed());
+        }
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    drop(shim);
+    let _ = env.run(&["stop"]);
+    assert!(
+        last_zombie.is_none_or(|l| l < Duration::from_secs(3)),
+        "a zombie for {last_zombie:?} while busy"
+    );
+}
+
+/// The hello carries the session's environment, which may be more than the socket holds. A
+/// daemon that accepted and never reads (stopped, wedged) is given up on after the hello's time
+/// limit, for writing as for reading, and the next daemon is tried; meanwhile the shim waits
+/// on stdin and the connect thread alone, without a timer.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_large_hello_to_a_wedged_daemon_is_tried_again() {
+    let env = Env::new();
+    let l = listen(&env);
+    let (got_tx, got_rx) = mpsc::channel::<()>();
+    let daemon = std::thread::spawn(move || {
+        let first = accept_hello(&l);
+        std::thread::sleep(Duration::from_millis(300));
+        drop(first);
+        // The second: accepted, never read.
+        let (wedged, _) = l.accept().unwrap();
+        let (mut r, mut w) = accept_hello(&l);
+        let mut line = String::new();
+        r.read_line(&mut line).unwrap();
+        w.write_all(&answer("p")).unwrap();
+        let _ = got_tx.send(());
+        std::thread::sleep(Duration::from_secs(1));
+        drop(wedged);
+    });
+    let mut cmd = env.cmd();
+    for i in 0..6 {
+        cmd.env(format!("COOGLE_TEST_BIG_{i}"), "e".repeat(100_000));
+    }
+    let mut shim = env.stdio_server(cmd, &["mcp"]);
+    let pid = shim.child.id();
+    std::thread::sleep(Duration::from_secs(2));
+    shim.send(&json!({"jsonrpc": "2.0", "id": "p", "method": "ping"}));
+    std::thread::sleep(Duration::from_secs(1));
+    let switches = || proc_status(pid, "voluntary_ctxt_switches");
+    let before = switches();
+    std::thread::sleep(Duration::from_secs(3));
+    let woken = switches() - before;
+    assert!(
+        woken < 20,
+        "the shim woke {woken} times in 3 s while connecting"
+    );
+    assert!(
+        got_rx.recv_timeout(Duration::from_secs(50)).is_ok(),
+        "the shim never tried the next daemon"
+    );
+    let a = shim.response(&json!("p"), Duration::from_secs(5));
+    assert_eq!(a["result"], json!({}), "{a}");
+    daemon.join().unwrap();
+}
+
+/// A field of the main thread's `/proc/<pid>/task/<pid>/status`.
+#[cfg(target_os = "linux")]
+fn proc_status(pid: u32, name: &str) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/status"))
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {name} for {pid}"))
+}
