@@ -548,6 +548,7 @@ fn a_chatty_daemon_does_not_starve_stdin() {
 }
 
 /// (pid, state) of every process whose parent is `ppid`.
+#[cfg(target_os = "linux")]
 fn children_of(ppid: u32) -> Vec<(u32, char)> {
     let mut out = Vec::new();
     for e in std::fs::read_dir("/proc").unwrap().flatten() {
@@ -569,6 +570,7 @@ fn children_of(ppid: u32) -> Vec<(u32, char)> {
     out
 }
 
+#[cfg(target_os = "linux")]
 fn zombies_of(pid: u32) -> Vec<(u32, char)> {
     children_of(pid)
         .into_iter()
