@@ -818,13 +818,23 @@ impl Pump {
         let deadline = time.map(|t| std::time::Instant::now() + t);
         loop {
             self.send_client_lines();
+            // A backoff lasts up to 30 s, and a daemon started by an attempt (one that refused
+            // this session, say) may end meanwhile: while there is one, look once a second.
+            let reaping = !self.daemons.is_empty();
+            if reaping && self.reaped.elapsed() >= REAP_EVERY {
+                self.reap();
+            }
             let left = deadline.map(|d| d.saturating_duration_since(std::time::Instant::now()));
             if left.is_some_and(|l| l.is_zero()) {
                 return;
             }
+            let wait = match (left, reaping.then_some(REAP_EVERY)) {
+                (Some(left), Some(tick)) => Some(left.min(tick)),
+                (left, tick) => left.or(tick),
+            };
             let stdin = self.client.as_ref().map(|c| c.inner.as_fd());
             let finished = done.map(|d| d.as_fd());
-            match crate::os::wait_for([(stdin, Want::READ), (finished, Want::READ)], left) {
+            match crate::os::wait_for([(stdin, Want::READ), (finished, Want::READ)], wait) {
                 Ok(Some([client, finished])) => {
                     if let Some(c) = &mut self.client {
                         c.ready = client.read;
@@ -833,7 +843,8 @@ impl Pump {
                         return;
                     }
                 }
-                Ok(None) => return,
+                // The deadline (checked above) or the next look for an ended daemon.
+                Ok(None) => {}
                 Err(e) => {
                     tracing::error!("waiting for the client failed: {e}");
                     std::process::exit(1);

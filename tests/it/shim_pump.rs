@@ -544,7 +544,8 @@ fn a_chatty_daemon_does_not_starve_stdin() {
         .expect("the daemon never got the client's request");
     assert!(line.contains("\"q\""), "{line}");
     let took = at.duration_since(sent);
-    assert!(took < Duration::from_millis(500), "stdin waited {took:?}");
+    // Starved, it would wait for the whole 10 s flood.
+    assert!(took < Duration::from_secs(3), "stdin waited {took:?}");
 }
 
 /// (pid, state) of every process whose parent is `ppid`.
@@ -580,7 +581,8 @@ fn zombies_of(pid: u32) -> Vec<(u32, char)> {
 
 /// A daemon the shim started on a reconnect whose hello is then refused (the server it serves
 /// was renamed in config.json) is reaped once it ends, not left a zombie of the shim for the
-/// session's life: the daemon process comes back from `open` whatever the hello said.
+/// session's life: the daemon process comes back from `open` whatever the hello said, and the
+/// shim looks for its end once a second while it waits between attempts.
 #[cfg(target_os = "linux")]
 #[test]
 fn a_daemon_started_by_a_refused_reconnect_is_reaped() {
@@ -601,8 +603,11 @@ fn a_daemon_started_by_a_refused_reconnect_is_reaped() {
         assert!(t0.elapsed() < Duration::from_secs(40), "{a}");
         std::thread::sleep(Duration::from_millis(200));
     }
+    // By now the shim's backoff between attempts is several seconds: the daemon that ends next
+    // is reaped within a second anyway, not at the next attempt.
+    std::thread::sleep(Duration::from_secs(8));
     let _ = env.run(&["stop"]);
-    std::thread::sleep(Duration::from_secs(5));
+    std::thread::sleep(Duration::from_secs(3));
     let zombies = zombies_of(pid);
     drop(shim);
     assert!(zombies.is_empty(), "zombies of the shim: {zombies:?}");
@@ -620,19 +625,23 @@ fn a_started_daemon_that_exits_while_busy_is_reaped() {
     let pid = shim.child.id();
     let _ = env.run(&["stop"]);
     let t0 = Instant::now();
-    let mut last_zombie = None;
-    while t0.elapsed() < Duration::from_secs(8) {
+    let (mut first, mut last) = (None, None);
+    while t0.elapsed() < Duration::from_secs(10) {
         let _ = shim.request("ping", json!({}));
         if !zombies_of(pid).is_empty() {
-            last_zombie = Some(t0.elapsed());
+            first = first.or(Some(t0.elapsed()));
+            last = Some(t0.elapsed());
         }
         std::thread::sleep(Duration::from_millis(300));
     }
     drop(shim);
     let _ = env.run(&["stop"]);
+    // How long the ended daemon stayed a zombie (not when it ended: a loaded machine stops
+    // it later).
+    let lasted = last.zip(first).map(|(l, f)| l - f);
     assert!(
-        last_zombie.is_none_or(|l| l < Duration::from_secs(3)),
-        "a zombie for {last_zombie:?} while busy"
+        lasted.is_none_or(|l| l < Duration::from_secs(3)),
+        "a zombie for {lasted:?} while busy"
     );
 }
 
