@@ -103,18 +103,18 @@ fn unsafe_outside_os_fails_the_check_but_a_comment_or_string_does_not() {
     let dir = tempfile::tempdir().unwrap();
     // Prose and literals are not code: this much passes.
     let words = "\n// unsafe { crate::cli }\nconst _S: &str = \"unsafe crate::cli\";\n";
-    let src = src_with(dir.path(), "shim.rs", words);
+    let src = src_with(dir.path(), "shim/pump.rs", words);
     let out = module_deps(Some(&src));
     assert!(out.status.success(), "{}", shown(&out));
 
     let dir = tempfile::tempdir().unwrap();
     let src = src_with(
         dir.path(),
-        "shim.rs",
+        "shim/pump.rs",
         "\nfn _planted(p: *const u8) -> u8 {\n    unsafe { *p }\n}\n",
     );
     let out = module_deps(Some(&src));
-    let line = fs::read_to_string(src.join("shim.rs"))
+    let line = fs::read_to_string(src.join("shim/pump.rs"))
         .unwrap()
         .lines()
         .count()
@@ -122,7 +122,7 @@ fn unsafe_outside_os_fails_the_check_but_a_comment_or_string_does_not() {
     assert_eq!(out.status.code(), Some(1), "{}", shown(&out));
     assert!(
         String::from_utf8_lossy(&out.stdout)
-            .contains(&format!("`unsafe` outside src/os: src/shim.rs:{line}")),
+            .contains(&format!("`unsafe` outside src/os: src/shim/pump.rs:{line}")),
         "{}",
         shown(&out)
     );
