@@ -10,6 +10,7 @@ use serde::de::{MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::value::RawValue;
 
+use super::top_fields::TopFields;
 use super::{Object, string_text, to_line};
 
 /// JSON-RPC error codes the daemon uses itself.
@@ -39,10 +40,6 @@ pub struct Message {
     fields: TopFields,
 }
 
-/// A message's fields: as [`Fields`], but JSON-RPC's own keys are not copied for each line (two
-/// lines per call, four or five keys each: issue 22).
-type TopFields = IndexMap<Cow<'static, str>, Box<RawValue>, foldhash::fast::RandomState>;
-
 /// A top-level key, without an allocation for the names every message has.
 fn top_key(name: &str) -> Cow<'static, str> {
     const NAMES: [&str; 6] = ["jsonrpc", "id", "method", "params", "result", "error"];
@@ -64,7 +61,7 @@ impl<'de> Visitor<'de> for TopFieldsVisitor {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<TopFields, A::Error> {
-        let mut fields = TopFields::with_capacity_and_hasher(6, Default::default());
+        let mut fields = TopFields::with_capacity(6);
         while let Some(TopKey(key)) = map.next_key::<TopKey>()? {
             fields.insert(key, map.next_value()?);
         }
@@ -120,7 +117,7 @@ impl Message {
     /// tool operation, or to ask a session for input): `{"jsonrpc":"2.0","id":…,"method":…,
     /// "params":…}`, its params kept byte for byte.
     pub fn request(id: Box<RawValue>, method: &str, params: Box<RawValue>) -> Message {
-        let mut fields = TopFields::with_capacity_and_hasher(4, Default::default());
+        let mut fields = TopFields::with_capacity(4);
         fields.insert(top_key("jsonrpc"), raw("2.0"));
         fields.insert(top_key("id"), id);
         fields.insert(top_key("method"), raw(method));
@@ -189,7 +186,7 @@ impl Message {
     }
 
     pub fn id(&self) -> Option<&RawValue> {
-        self.fields.get("id").map(|b| &**b)
+        self.fields.get("id")
     }
 
     pub fn set_id(&mut self, id: Box<RawValue>) {
@@ -199,12 +196,12 @@ impl Message {
     pub fn method(&self) -> Option<String> {
         self.fields
             .get("method")
-            .and_then(|m| string_text(m))
+            .and_then(string_text)
             .map(Cow::into_owned)
     }
 
     pub fn field(&self, name: &str) -> Option<&RawValue> {
-        self.fields.get(name).map(|b| &**b)
+        self.fields.get(name)
     }
 
     pub fn set_field(&mut self, name: &str, value: Box<RawValue>) {
@@ -365,7 +362,7 @@ impl Message {
         let mut out = String::with_capacity(size + 3);
         let added = replace
             .iter()
-            .filter(|(k, _)| !self.fields.contains_key(*k))
+            .filter(|(k, _)| !self.fields.contains_key(k))
             .copied();
         push_object(
             &mut out,
@@ -374,9 +371,9 @@ impl Message {
                 .map(|(k, v)| {
                     let text = replace
                         .iter()
-                        .find(|(r, _)| *r == k.as_ref())
+                        .find(|(r, _)| *r == k)
                         .map_or(v.get(), |(_, text)| *text);
-                    (k.as_ref(), text)
+                    (k, text)
                 })
                 .chain(added),
         );

@@ -14,6 +14,7 @@ mod envelope;
 mod head;
 mod object;
 mod status;
+mod top_fields;
 
 pub use control::*;
 pub use envelope::*;
