@@ -188,6 +188,7 @@ impl Pump {
                 }
                 Err(e) => {
                     let text = refusal_text(&e, opts.server.as_deref());
+                    self.give_up_if_client_gone(&text);
                     tracing::warn!(
                         "reconnecting to the daemon failed: {text}; retrying in {delay:?}"
                     );

@@ -32,6 +32,10 @@ fn trim_when_drained(pending: &mut bool, drained: bool) {
 /// How often a busy shim looks for an ended daemon it started (see [`Pump::reap`]).
 const REAP_EVERY: Duration = Duration::from_secs(1);
 
+/// How long a shim whose stdin has ended keeps trying to reach a daemon for the answers it
+/// owes: a daemon start (20 s) and then some.
+const GIVE_UP: Duration = Duration::from_secs(30);
+
 /// How long both sides of a session stay silent before the shim settles into waiting (see
 /// [`Pump::settle`]). A session's next call after that pays for a few page faults.
 const QUIET: Duration = Duration::from_secs(2);
@@ -145,6 +149,8 @@ pub(super) struct Pump {
     pub(super) daemons: Vec<std::process::Child>,
     /// When [`Pump::reap`] last looked.
     reaped: std::time::Instant,
+    /// When stdin ended, if it has (see [`Pump::give_up_if_client_gone`]).
+    client_ended_at: Option<std::time::Instant>,
 }
 
 /// How the daemon's side stands after its lines were read.
@@ -165,6 +171,7 @@ impl Pump {
         Ok(Pump {
             daemons: started.into_iter().collect(),
             reaped: std::time::Instant::now(),
+            client_ended_at: None,
             state: State::new(Some(writer)),
             daemon,
             daemon_line: Vec::new(),
@@ -314,7 +321,38 @@ impl Pump {
         }
         self.client_line = Vec::new();
         self.state.closing = true;
+        self.client_ended_at = Some(std::time::Instant::now());
         self.state.exit_if_done();
+    }
+
+    /// A reconnect failed after stdin ended: the client will send nothing more, and retrying
+    /// is only for answering what it is owed. Once its stdout is gone too (nobody would read
+    /// an answer), or [`GIVE_UP`] after stdin ended, answer what is owed with why and exit,
+    /// rather than retry (starting a daemon each time) for ever as an orphan of a client long
+    /// gone.
+    pub(super) fn give_up_if_client_gone(&mut self, text: &str) {
+        let Some(ended) = self.client_ended_at else {
+            return;
+        };
+        let stdout_gone = crate::os::wait_for(
+            [(
+                Some(std::io::stdout().as_fd()),
+                Want {
+                    read: false,
+                    write: false,
+                },
+            )],
+            Some(Duration::ZERO),
+        )
+        .is_ok_and(|hung_up| hung_up.is_some());
+        if !stdout_gone && ended.elapsed() < GIVE_UP {
+            return;
+        }
+        tracing::warn!("the client has gone and the daemon cannot be reached ({text}); exiting");
+        self.state.refuse_everything_owed(&format!(
+            "{text}; the client closed its input, so coogle stopped retrying"
+        ));
+        std::process::exit(0);
     }
 
     /// Serve the client alone, while there is no daemon to send to (its requests are buffered

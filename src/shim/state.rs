@@ -248,6 +248,17 @@ impl State {
         }
     }
 
+    /// Answer every request still owed with `text`, in the order the client sent them: those
+    /// buffered for the next daemon, and those kept to send again after a hand-over.
+    pub(super) fn refuse_everything_owed(&mut self, text: &str) {
+        self.buffered.clear();
+        let mut owed: Vec<InFlight> = self.in_flight.drain().map(|(_, p)| p).collect();
+        owed.sort_by_key(|p| p.seq);
+        for p in owed {
+            write_client(&refusal(&p.id, p.is_call, text));
+        }
+    }
+
     /// The connection ended: after a hand-over in place, what the old daemon did not answer is
     /// sent again to the new one (it started none of it); otherwise it is answered with an
     /// error.

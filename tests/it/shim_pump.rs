@@ -705,3 +705,112 @@ fn proc_status(pid: u32, name: &str) -> u64 {
         .and_then(|v| v.trim().parse().ok())
         .unwrap_or_else(|| panic!("no {name} for {pid}"))
 }
+
+/// A fake daemon that goes away after `go`, and from then on accepts each connection and closes
+/// it unanswered until `stop`. When `hand_over`, it first reads one request and says it hands
+/// over, so the shim keeps that request to send again.
+fn vanish_after(
+    l: UnixListener,
+    go: mpsc::Receiver<()>,
+    stop: mpsc::Receiver<()>,
+    hand_over: bool,
+) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        let (mut r, mut w) = accept_hello(&l);
+        if hand_over {
+            let mut line = String::new();
+            r.read_line(&mut line).unwrap();
+            w.write_all(HANDOVER).unwrap();
+        }
+        go.recv().unwrap();
+        drop((r, w));
+        refuse_until(&l, &stop);
+    })
+}
+
+/// The client is gone (stdin and stdout closed) while the shim owes an answer and no daemon
+/// answers: the shim exits within a step of its backoff instead of retrying, and starting
+/// daemons, for ever as an orphan.
+#[test]
+fn a_shim_whose_client_has_gone_stops_retrying() {
+    let env = Env::new();
+    let (go_tx, go_rx) = mpsc::channel();
+    let (stop_tx, stop_rx) = mpsc::channel();
+    let daemon = vanish_after(listen(&env), go_rx, stop_rx, false);
+    let mut child = env
+        .cmd()
+        .arg("mcp")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    go_tx.send(()).unwrap();
+    // The daemon has gone: this request waits for the next one.
+    std::thread::sleep(Duration::from_millis(500));
+    let mut stdin = child.stdin.take().unwrap();
+    stdin
+        .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":\"q1\",\"method\":\"tools/list\"}\n")
+        .unwrap();
+    drop(stdin);
+    drop(child.stdout.take());
+    let t0 = Instant::now();
+    let mut exited = None;
+    while t0.elapsed() < Duration::from_secs(15) {
+        if let Ok(Some(_)) = child.try_wait() {
+            exited = Some(t0.elapsed());
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    stop_tx.send(()).unwrap();
+    daemon.join().unwrap();
+    let took = exited.expect("the shim was still retrying 15 s after its client had gone");
+    assert!(took < Duration::from_secs(8), "took {took:?}");
+}
+
+/// stdin closed while the client still reads, a request kept to send again after a hand-over
+/// and one buffered, and no daemon answers: after the time it gives a daemon to start, the
+/// shim answers both, in the order they were sent, with why, and exits.
+#[test]
+fn a_closed_session_that_no_daemon_answers_is_told_why_and_ends() {
+    let env = Env::new();
+    let (go_tx, go_rx) = mpsc::channel();
+    let (stop_tx, stop_rx) = mpsc::channel();
+    let daemon = vanish_after(listen(&env), go_rx, stop_rx, true);
+    let mut shim = env.shim();
+    shim.send(&json!({"jsonrpc": "2.0", "id": "kept", "method": "tools/list"}));
+    std::thread::sleep(Duration::from_millis(300));
+    go_tx.send(()).unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    shim.send(
+        &json!({"jsonrpc": "2.0", "id": "buffered", "method": "tools/call",
+        "params": {"name": "echo", "arguments": {}}}),
+    );
+    shim.close_stdin();
+    let t0 = Instant::now();
+    let first = shim.recv(Duration::from_secs(45)).expect("no answer");
+    let second = shim.recv(Duration::from_secs(5)).expect("no second answer");
+    let waited = t0.elapsed();
+    let status = shim.child.wait().unwrap();
+    stop_tx.send(()).unwrap();
+    daemon.join().unwrap();
+    assert_eq!(first["id"], "kept", "{first}");
+    assert_eq!(second["id"], "buffered", "{second}");
+    let said = |v: &serde_json::Value| {
+        v["error"]["message"]
+            .as_str()
+            .or_else(|| v["result"]["content"][0]["text"].as_str())
+            .unwrap_or_default()
+            .to_string()
+    };
+    for v in [&first, &second] {
+        assert!(said(v).contains("stopped retrying"), "{v}");
+    }
+    assert_eq!(second["result"]["isError"], true, "{second}");
+    assert!(status.success(), "{status:?}");
+    assert!(waited > Duration::from_secs(25), "gave up after {waited:?}");
+}
