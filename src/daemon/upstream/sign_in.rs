@@ -9,15 +9,13 @@
 
 use std::borrow::Cow;
 use std::collections::HashMap;
-use std::fmt;
 use std::time::{Instant, SystemTime};
 
 use memchr::memmem::Finder;
-use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, Visitor};
 
 use super::request::Request;
 use crate::config::SignInConfig;
-use crate::wire::Message;
+use crate::wire::{Message, Object};
 
 /// A sign-in the upstream asked for and the user has not completed yet.
 pub(super) struct SignIn {
@@ -153,41 +151,12 @@ fn sign_in_url(marker: &Finder, msg: &Message) -> Option<String> {
     url.starts_with("http").then_some(url)
 }
 
-/// The string value of field `name` of the JSON object `raw`; every other field is skipped
-/// unparsed. `None` when `raw` is no object, has no such field, or its value is no string.
+/// The string value of field `name` of the JSON object `raw`, read in place (see
+/// [`Object`]); a repeated key counts with its last value, as the server reads it (Python's
+/// `json`, serde_json). `None` when `raw` is no object, has no such field, or its value is no
+/// string.
 fn string_field(raw: &str, name: &str) -> Option<String> {
-    let mut de = serde_json::Deserializer::from_str(raw);
-    Field(name).deserialize(&mut de).ok().flatten()
-}
-
-struct Field<'a>(&'a str);
-
-impl<'de> DeserializeSeed<'de> for Field<'_> {
-    type Value = Option<String>;
-
-    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-        d.deserialize_map(self)
-    }
-}
-
-impl<'de> Visitor<'de> for Field<'_> {
-    type Value = Option<String>;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("an object")
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        let mut found = None;
-        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
-            if key == self.0 && found.is_none() {
-                found = map.next_value::<Option<String>>()?;
-            } else {
-                map.next_value::<IgnoredAny>()?;
-            }
-        }
-        Ok(found)
-    }
+    Object::parse(raw)?.string(name).map(Cow::into_owned)
 }
 
 /// The tool result text for a call answered with a pending sign-in.
@@ -257,6 +226,26 @@ mod tests {
         assert_eq!(s.track("", &ask), Change::Nothing);
         assert_eq!(s.iter().count(), 0);
         assert!(s.answer_for(&req, Instant::now()).is_none());
+    }
+
+    /// The account is the one the server reads from the arguments: a repeated key with its
+    /// last value (Python's `json`, as workspace-mcp reads it), a key written with an escape
+    /// as the key it spells.
+    #[test]
+    fn the_account_is_the_one_the_server_reads() {
+        let user = |args: &str| string_field(args, "user");
+        assert_eq!(
+            user(r#"{"user":"ada","user":"bob"}"#).as_deref(),
+            Some("bob")
+        );
+        assert_eq!(
+            user(r#"{"user":null,"user":"bob"}"#).as_deref(),
+            Some("bob")
+        );
+        assert_eq!(user(r#"{"user":"bob","user":null}"#), None);
+        assert_eq!(user(r#"{"us\u0065r":"eve"}"#).as_deref(), Some("eve"));
+        assert_eq!(user(r#"{"user":"a\"b"}"#).as_deref(), Some("a\"b"));
+        assert_eq!(user(r#"{"user":"ada"} trailing"#), None);
     }
 
     #[test]
