@@ -173,6 +173,7 @@ impl Pump {
                     }
                     st.writer = Some(writer);
                     st.refusing = None;
+                    self.failing_since = None;
                     // Everything buffered goes out with the replay, written as any line is:
                     // what the socket does not take now waits in `out` while answers flow.
                     // Should this connection fail too, its requests are answered (or sent

@@ -32,8 +32,9 @@ fn trim_when_drained(pending: &mut bool, drained: bool) {
 /// How often a busy shim looks for an ended daemon it started (see [`Pump::reap`]).
 const REAP_EVERY: Duration = Duration::from_secs(1);
 
-/// How long a shim whose stdin has ended keeps trying to reach a daemon for the answers it
-/// owes: a daemon start (20 s) and then some.
+/// How long a shim whose stdin has ended keeps failing to reach a daemon before it answers
+/// what it owes with why: a daemon start (20 s) and then some, counted from the first failed
+/// attempt after stdin ended.
 const GIVE_UP: Duration = Duration::from_secs(30);
 
 /// How long both sides of a session stay silent before the shim settles into waiting (see
@@ -149,8 +150,9 @@ pub(super) struct Pump {
     pub(super) daemons: Vec<std::process::Child>,
     /// When [`Pump::reap`] last looked.
     reaped: std::time::Instant,
-    /// When stdin ended, if it has (see [`Pump::give_up_if_client_gone`]).
-    client_ended_at: Option<std::time::Instant>,
+    /// Since when reconnecting has failed with stdin ended, if it has (see
+    /// [`Pump::give_up_if_client_gone`]); cleared by a connection.
+    pub(super) failing_since: Option<std::time::Instant>,
 }
 
 /// How the daemon's side stands after its lines were read.
@@ -171,7 +173,7 @@ impl Pump {
         Ok(Pump {
             daemons: started.into_iter().collect(),
             reaped: std::time::Instant::now(),
-            client_ended_at: None,
+            failing_since: None,
             state: State::new(Some(writer)),
             daemon,
             daemon_line: Vec::new(),
@@ -321,19 +323,16 @@ impl Pump {
         }
         self.client_line = Vec::new();
         self.state.closing = true;
-        self.client_ended_at = Some(std::time::Instant::now());
         self.state.exit_if_done();
     }
 
-    /// A reconnect failed after stdin ended: the client will send nothing more, and retrying
-    /// is only for answering what it is owed. Once its stdout is gone too (nobody would read
-    /// an answer), or [`GIVE_UP`] after stdin ended, answer what is owed with why and exit,
-    /// rather than retry (starting a daemon each time) for ever as an orphan of a client long
-    /// gone.
+    /// A reconnect failed. Once the client's stdout is gone, nobody can read an answer: exit
+    /// (whether or not stdin has ended; another process may hold it open). Once stdin has
+    /// ended, the client will send nothing more and retrying is only for answering what it is
+    /// owed: after [`GIVE_UP`] of failed attempts, answer that with why and exit. Either way
+    /// the shim does not retry (starting a daemon each time) for ever as an orphan of a client
+    /// long gone.
     pub(super) fn give_up_if_client_gone(&mut self, text: &str) {
-        let Some(ended) = self.client_ended_at else {
-            return;
-        };
         let stdout_gone = crate::os::wait_for(
             [(
                 Some(std::io::stdout().as_fd()),
@@ -345,10 +344,25 @@ impl Pump {
             Some(Duration::ZERO),
         )
         .is_ok_and(|hung_up| hung_up.is_some());
-        if !stdout_gone && ended.elapsed() < GIVE_UP {
+        if stdout_gone {
+            tracing::warn!(
+                "the client has gone and the daemon cannot be reached ({text}); exiting"
+            );
+            std::process::exit(0);
+        }
+        if !self.state.closing {
             return;
         }
-        tracing::warn!("the client has gone and the daemon cannot be reached ({text}); exiting");
+        let since = *self
+            .failing_since
+            .get_or_insert_with(std::time::Instant::now);
+        if since.elapsed() < GIVE_UP {
+            return;
+        }
+        tracing::warn!(
+            "stdin has ended and the daemon could not be reached for {} s ({text}); exiting",
+            GIVE_UP.as_secs()
+        );
         self.state.refuse_everything_owed(&format!(
             "{text}; the client closed its input, so coogle stopped retrying"
         ));

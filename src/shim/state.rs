@@ -489,9 +489,6 @@ mod tests {
         assert_eq!(st.pending(), 0);
     }
 
-    /// Regression (a flaky `reconnect` test under load): a request buffered while the daemon
-    /// was gone was answered with "the daemon went away" when the reader noticed the loss a
-    /// moment later, and then answered again after the replay.
     /// The daemon's last line to a session it disconnects is not passed on, and its reason is
     /// what the agent reads instead of "the daemon went away".
     #[test]
@@ -514,6 +511,9 @@ mod tests {
         assert!(st.disconnect_reason.is_none(), "told once");
     }
 
+    /// Regression (a flaky `reconnect` test under load): a request buffered while the daemon
+    /// was gone was answered with "the daemon went away" when the reader noticed the loss a
+    /// moment later, and then answered again after the replay.
     #[test]
     fn a_buffered_request_is_not_failed_when_the_daemon_goes_away() {
         let mut st = state();

@@ -814,3 +814,78 @@ fn a_closed_session_that_no_daemon_answers_is_told_why_and_ends() {
     assert!(status.success(), "{status:?}");
     assert!(waited > Duration::from_secs(25), "gave up after {waited:?}");
 }
+
+/// stdin ended long (over the 30 s the shim gives a daemon) before a hand-over, and the new
+/// daemon's first connection fails once: the shim still tries again (the clock starts at the
+/// first failed attempt, not at the end of stdin), and the client, still reading, gets its
+/// answer. (A review found the answer refused after that one failure.)
+#[test]
+fn a_hand_over_long_after_stdin_ended_is_still_retried() {
+    let env = Env::new();
+    let l = listen(&env);
+    let daemon = std::thread::spawn(move || {
+        let (mut r, mut w) = accept_hello(&l);
+        let mut line = String::new();
+        r.read_line(&mut line).unwrap();
+        std::thread::sleep(Duration::from_secs(32));
+        w.write_all(HANDOVER).unwrap();
+        drop((r, w));
+        // One failed attempt, then a daemon that answers.
+        drop(l.accept().unwrap());
+        let (mut r, mut w) = accept_hello(&l);
+        let mut line = String::new();
+        r.read_line(&mut line).unwrap();
+        w.write_all(&answer("r1")).unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+    });
+    let mut shim = env.shim();
+    shim.send(&json!({"jsonrpc": "2.0", "id": "r1", "method": "tools/list"}));
+    shim.close_stdin();
+    let a = shim.recv(Duration::from_secs(45)).expect("no answer");
+    // Before the join: a shim that gave up leaves the fake daemon waiting for it.
+    assert!(a["result"].is_object(), "{a}");
+    daemon.join().unwrap();
+}
+
+/// The client's stdout has gone while its stdin stays open (another process holds its write
+/// end): no answer can reach anyone, and the shim stops retrying instead of starting daemons
+/// for ever.
+#[test]
+fn a_client_whose_stdout_has_gone_is_not_retried_for() {
+    let env = Env::new();
+    let (go_tx, go_rx) = mpsc::channel();
+    let (stop_tx, stop_rx) = mpsc::channel();
+    let daemon = vanish_after(listen(&env), go_rx, stop_rx, false);
+    let mut child = env
+        .cmd()
+        .arg("mcp")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    go_tx.send(()).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let mut stdin = child.stdin.take().unwrap();
+    stdin
+        .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":\"q1\",\"method\":\"tools/list\"}\n")
+        .unwrap();
+    drop(child.stdout.take());
+    let t0 = Instant::now();
+    let mut exited = None;
+    while t0.elapsed() < Duration::from_secs(15) {
+        if let Ok(Some(_)) = child.try_wait() {
+            exited = Some(t0.elapsed());
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    drop(stdin);
+    stop_tx.send(()).unwrap();
+    daemon.join().unwrap();
+    let took = exited.expect("still retrying 15 s after its client's stdout went away");
+    assert!(took < Duration::from_secs(8), "took {took:?}");
+}
