@@ -194,7 +194,14 @@ async fn run_session(
     // peer goes away; dropping the writer then shuts the socket's write side, so the client
     // sees EOF.
     let (out, mut writer, mut closed) = outbox::Outbox::with_close_signal(w);
-    if !handle.send(Event::SessionOpen { id, hello, out }).await {
+    if !handle
+        .send(Event::SessionOpen {
+            id,
+            hello: Box::new(hello),
+            out,
+        })
+        .await
+    {
         return None;
     }
     let cap = shared.config.max_line_bytes;

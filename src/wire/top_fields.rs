@@ -2,12 +2,13 @@
 //! made of. A message has five or six fields and the router looks them up a dozen times per
 //! line, so they are kept in one vector and found by a scan: an `IndexMap` hashed every key on
 //! each lookup and built a hash table per line (its lookups were 2,000 of the daemon's 42,000
-//! instructions per call: issue 22). Past a few dozen fields a hash index is built, so that a
-//! line of a million keys costs a million steps, not a million squared.
+//! instructions per call: issue 22). Past a few dozen fields they move into an `IndexMap`, so
+//! that a line of a million keys costs a million steps, not a million squared, and no more
+//! memory than it did (an index of its own beside the vector held every key twice).
 
 use std::borrow::Cow;
 
-use foldhash::{HashMap, HashMapExt};
+use indexmap::IndexMap;
 use serde_json::value::RawValue;
 
 #[cfg(doc)]
@@ -16,59 +17,66 @@ use super::Message;
 /// Up to this many fields, a key is found by a scan.
 const SCAN_UP_TO: usize = 32;
 
+type Large = IndexMap<Cow<'static, str>, Box<RawValue>, foldhash::fast::RandomState>;
+
 #[derive(Debug, Clone, Default)]
 pub(super) struct TopFields {
-    entries: Vec<(Cow<'static, str>, Box<RawValue>)>,
-    /// Where each key is, once there are more than [`SCAN_UP_TO`] fields.
-    index: Option<HashMap<Box<str>, usize>>,
+    /// The fields while there are at most [`SCAN_UP_TO`].
+    few: Vec<(Cow<'static, str>, Box<RawValue>)>,
+    /// All of them once there are more (and `few` is empty).
+    many: Option<Box<Large>>,
 }
 
 impl TopFields {
     pub(super) fn with_capacity(n: usize) -> TopFields {
         TopFields {
-            entries: Vec::with_capacity(n),
-            index: None,
-        }
-    }
-
-    fn position(&self, key: &str) -> Option<usize> {
-        match &self.index {
-            Some(index) => index.get(key).copied(),
-            None => self.entries.iter().position(|(k, _)| same_key(k, key)),
+            few: Vec::with_capacity(n),
+            many: None,
         }
     }
 
     /// Set `key` to `value`: a key already there keeps its place (as a repeated key in JSON
-    /// keeps its first place and its last value, and as `IndexMap::insert` did).
+    /// keeps its first place and its last value, and as `IndexMap::insert` does).
     pub(super) fn insert(&mut self, key: Cow<'static, str>, value: Box<RawValue>) {
-        if let Some(at) = self.position(&key) {
-            self.entries[at].1 = value;
+        if let Some(many) = &mut self.many {
+            many.insert(key, value);
             return;
         }
-        if let Some(index) = &mut self.index {
-            index.insert(key.as_ref().into(), self.entries.len());
+        if let Some(at) = self.few.iter().position(|(k, _)| same_key(k, &key)) {
+            self.few[at].1 = value;
+            return;
         }
-        self.entries.push((key, value));
-        if self.index.is_none() && self.entries.len() > SCAN_UP_TO {
-            let mut index = HashMap::with_capacity(self.entries.len() * 2);
-            for (at, (k, _)) in self.entries.iter().enumerate() {
-                index.insert(k.as_ref().into(), at);
-            }
-            self.index = Some(index);
+        self.few.push((key, value));
+        if self.few.len() > SCAN_UP_TO {
+            let mut many = Large::with_capacity_and_hasher(self.few.len() * 2, Default::default());
+            many.extend(std::mem::take(&mut self.few));
+            self.many = Some(Box::new(many));
         }
     }
 
     pub(super) fn get(&self, key: &str) -> Option<&RawValue> {
-        self.position(key).map(|at| &*self.entries[at].1)
+        match &self.many {
+            Some(many) => many.get(key).map(|v| &**v),
+            None => self
+                .few
+                .iter()
+                .find(|(k, _)| same_key(k, key))
+                .map(|(_, v)| &**v),
+        }
     }
 
     pub(super) fn contains_key(&self, key: &str) -> bool {
-        self.position(key).is_some()
+        self.get(key).is_some()
     }
 
     /// The fields in the order they were first written.
     pub(super) fn iter(&self) -> impl Iterator<Item = (&str, &RawValue)> {
-        self.entries.iter().map(|(k, v)| (k.as_ref(), &**v))
+        let many = self.many.iter().flat_map(|m| m.iter());
+        self.few
+            .iter()
+            .map(|(k, v)| (k, v))
+            .chain(many)
+            .map(|(k, v)| (k.as_ref(), &**v))
     }
 }
 

@@ -82,7 +82,9 @@ const CONTROL_KEY_BASE: QueueKey = 1 << 48;
 pub(crate) enum Event {
     SessionOpen {
         id: SessionId,
-        hello: Hello,
+        /// Boxed: an event waits in a queue slot the size of the largest, and this one comes once
+        /// per session.
+        hello: Box<Hello>,
         out: Outbox<SessionWriter>,
     },
     SessionLine {
@@ -551,7 +553,7 @@ impl Upstream {
 
     fn handle(&mut self, event: Event) {
         match event {
-            Event::SessionOpen { id, hello, out } => self.on_session_open(id, hello, out),
+            Event::SessionOpen { id, hello, out } => self.on_session_open(id, *hello, out),
             Event::SessionLine { id, line } => self.on_session_line(id, &line),
             Event::SessionClosed { id } => self.on_session_closed(id),
             Event::SessionReply { id, line } => self.send_to_session(id, line),

@@ -104,7 +104,7 @@ impl Harness {
         let (ours, theirs) = UnixStream::pair().unwrap();
         let (r, w) = ours.into_split();
         let (_, w) = crate::daemon::session_socket::split(BufReader::new(r), w).unwrap();
-        let hello = crate::wire::Hello::mcp(Some("t".into()));
+        let hello = Box::new(crate::wire::Hello::mcp(Some("t".into())));
         self.actor.handle(Event::SessionOpen {
             id,
             hello,
@@ -471,7 +471,7 @@ impl Harness {
         let (ours, theirs) = UnixStream::pair().unwrap();
         let (r, w) = ours.into_split();
         let (_, w) = crate::daemon::session_socket::split(BufReader::new(r), w).unwrap();
-        let hello = crate::wire::Hello::mcp(Some("t".into()));
+        let hello = Box::new(crate::wire::Hello::mcp(Some("t".into())));
         self.actor.handle(Event::SessionOpen {
             id,
             hello,
