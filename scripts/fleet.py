@@ -18,7 +18,8 @@ Phases, one JSON line each on stdout:
   first-call    per server with a harmless tool: a call on an open session whose child is
                 parked (the child starts again), next to the same server started cold
                 directly (spawn → initialize → the same call), medians of FIRST_CALL_ROUNDS
-                (env, default 3)
+                (env, default 4); the two take turns going first, and the difference is the
+                mean of each order's median difference
   coogle-after  the sessions have gone and the children have idle-stopped
 idleStopMs is IDLE_STOP_MS (10 s) here, not the default, so the run stays short; it must be
 longer than the 5 s the busy phase lets the children settle, or they park before it measures.
@@ -36,7 +37,7 @@ PROBE_META = {
         "roots": {"listChanged": True}, "elicitation": {"form": {}, "url": {}}},
 }
 IDLE_STOP_MS = 10000
-FIRST_CALL_ROUNDS = int(os.environ.get("FIRST_CALL_ROUNDS", "3"))
+FIRST_CALL_ROUNDS = int(os.environ.get("FIRST_CALL_ROUNDS", "4"))
 # A call each server answers without network or sign-in, for the first call after parking.
 HARMLESS = {
     "everything": ("echo", {"message": "fleet"}),
@@ -267,22 +268,37 @@ def cold_call(server, project, tool, arguments):
 
 
 def first_calls(coogle, work, found, project, conns):
-    """A call on an open session whose child is parked, against a cold direct start."""
+    """A call on an open session whose child is parked, against a cold direct start. The two
+    take turns going first: whichever starts second finds the server's files and the runtime's
+    caches warm from the first (40-50 ms of a Node start here), so a fixed order would charge
+    that to one side. The difference is the mean of the median difference in each order."""
     names = list(found)
     for name, (tool, arguments) in HARMLESS.items():
         if name not in found:
             continue
-        parked, cold = [], []
+        parked, cold, diffs = [], [], ([], [])
         for round_ in range(FIRST_CALL_ROUNDS):
             wait_idle(coogle, work)
             # A different open session each round; conns are per session, in `names` order.
             session = round_ % (len(conns) // len(names))
-            parked.append(conns[session * len(names) + names.index(name)].call(tool, arguments))
-            cold.append(cold_call(found[name], project, tool, arguments))
+            conn = conns[session * len(names) + names.index(name)]
+            if round_ % 2 == 0:
+                p = conn.call(tool, arguments)
+                c = cold_call(found[name], project, tool, arguments)
+            else:
+                c = cold_call(found[name], project, tool, arguments)
+                p = conn.call(tool, arguments)
+            parked.append(p)
+            cold.append(c)
+            diffs[round_ % 2].append(p - c)
+        balanced = statistics.mean(statistics.median(d) for d in diffs if d)
         print(json.dumps({"phase": "first-call", "server": name, "tool": tool,
                           "parked_ms": round(statistics.median(parked) * 1000, 1),
                           "cold_ms": round(statistics.median(cold) * 1000, 1),
+                          "difference_ms": round(balanced * 1000, 1),
                           "rounds": FIRST_CALL_ROUNDS,
+                          "parked_first_ms": [round(t * 1000) for t in diffs[0]],
+                          "cold_first_ms": [round(t * 1000) for t in diffs[1]],
                           "parked_all_ms": [round(t * 1000) for t in parked],
                           "cold_all_ms": [round(t * 1000) for t in cold]}), flush=True)
 
