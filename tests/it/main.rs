@@ -2,6 +2,7 @@
 //! behaviour and runs the real `coogle` binary in a sealed environment (see `support`). One
 //! binary links the crate once, instead of once per file.
 
+mod message_fields;
 mod support;
 
 mod broken_config;
