@@ -728,36 +728,22 @@ fn vanish_after(
     })
 }
 
-/// The client is gone (stdin and stdout closed) while the shim owes an answer and no daemon
-/// answers: the shim exits within a step of its backoff instead of retrying, and starting
-/// daemons, for ever as an orphan.
-#[test]
-fn a_shim_whose_client_has_gone_stops_retrying() {
-    let env = Env::new();
-    let (go_tx, go_rx) = mpsc::channel();
-    let (stop_tx, stop_rx) = mpsc::channel();
-    let daemon = vanish_after(listen(&env), go_rx, stop_rx, false);
-    let mut child = env
-        .cmd()
+/// `coogle mcp` on this env with its stdio piped, as a client starts it.
+fn bare_shim(env: &Env) -> std::process::Child {
+    env.cmd()
         .arg("mcp")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
-        .unwrap();
-    std::thread::sleep(Duration::from_millis(300));
-    go_tx.send(()).unwrap();
-    // The daemon has gone: this request waits for the next one.
-    std::thread::sleep(Duration::from_millis(500));
-    let mut stdin = child.stdin.take().unwrap();
-    stdin
-        .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":\"q1\",\"method\":\"tools/list\"}\n")
-        .unwrap();
-    drop(stdin);
-    drop(child.stdout.take());
+        .unwrap()
+}
+
+/// How long `child` took to exit, within `limit`; killed (and `None`) if it did not.
+fn exit_within(child: &mut std::process::Child, limit: Duration) -> Option<Duration> {
     let t0 = Instant::now();
     let mut exited = None;
-    while t0.elapsed() < Duration::from_secs(15) {
+    while t0.elapsed() < limit {
         if let Ok(Some(_)) = child.try_wait() {
             exited = Some(t0.elapsed());
             break;
@@ -766,9 +752,42 @@ fn a_shim_whose_client_has_gone_stops_retrying() {
     }
     let _ = child.kill();
     let _ = child.wait();
+    exited
+}
+
+/// A shim whose daemon goes away, then owes the answer to a request it buffered, and whose
+/// client then closes its stdout (and its stdin too, unless `keep_stdin`): how long the shim
+/// took to exit, or `None` if it was still retrying 15 s later.
+fn orphaned_shim_exits_after(keep_stdin: bool) -> Option<Duration> {
+    let env = Env::new();
+    let (go_tx, go_rx) = mpsc::channel();
+    let (stop_tx, stop_rx) = mpsc::channel();
+    let daemon = vanish_after(listen(&env), go_rx, stop_rx, false);
+    let mut child = bare_shim(&env);
+    std::thread::sleep(Duration::from_millis(300));
+    go_tx.send(()).unwrap();
+    // The daemon has gone: this request waits for the next one.
+    std::thread::sleep(Duration::from_millis(500));
+    let mut stdin = child.stdin.take().unwrap();
+    stdin
+        .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":\"q1\",\"method\":\"tools/list\"}\n")
+        .unwrap();
+    let held = keep_stdin.then_some(stdin);
+    drop(child.stdout.take());
+    let took = exit_within(&mut child, Duration::from_secs(15));
+    drop(held);
     stop_tx.send(()).unwrap();
     daemon.join().unwrap();
-    let took = exited.expect("the shim was still retrying 15 s after its client had gone");
+    took
+}
+
+/// The client is gone (stdin and stdout closed) while the shim owes an answer and no daemon
+/// answers: the shim exits within a step of its backoff instead of retrying, and starting
+/// daemons, for ever as an orphan.
+#[test]
+fn a_shim_whose_client_has_gone_stops_retrying() {
+    let took = orphaned_shim_exits_after(false)
+        .expect("the shim was still retrying 15 s after its client had gone");
     assert!(took < Duration::from_secs(8), "took {took:?}");
 }
 
@@ -852,40 +871,7 @@ fn a_hand_over_long_after_stdin_ended_is_still_retried() {
 /// for ever.
 #[test]
 fn a_client_whose_stdout_has_gone_is_not_retried_for() {
-    let env = Env::new();
-    let (go_tx, go_rx) = mpsc::channel();
-    let (stop_tx, stop_rx) = mpsc::channel();
-    let daemon = vanish_after(listen(&env), go_rx, stop_rx, false);
-    let mut child = env
-        .cmd()
-        .arg("mcp")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(Duration::from_millis(300));
-    go_tx.send(()).unwrap();
-    std::thread::sleep(Duration::from_millis(300));
-    let mut stdin = child.stdin.take().unwrap();
-    stdin
-        .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":\"q1\",\"method\":\"tools/list\"}\n")
-        .unwrap();
-    drop(child.stdout.take());
-    let t0 = Instant::now();
-    let mut exited = None;
-    while t0.elapsed() < Duration::from_secs(15) {
-        if let Ok(Some(_)) = child.try_wait() {
-            exited = Some(t0.elapsed());
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let _ = child.kill();
-    let _ = child.wait();
-    drop(stdin);
-    stop_tx.send(()).unwrap();
-    daemon.join().unwrap();
-    let took = exited.expect("still retrying 15 s after its client's stdout went away");
+    let took = orphaned_shim_exits_after(true)
+        .expect("still retrying 15 s after its client's stdout went away");
     assert!(took < Duration::from_secs(8), "took {took:?}");
 }
