@@ -5,6 +5,9 @@
 //! instructions per call: issue 22). Past a few dozen fields they move into an `IndexMap`, so
 //! that a line of a million keys costs a million steps, not a million squared, and no more
 //! memory than it did (an index of its own beside the vector held every key twice).
+//!
+//! A field's key and value are borrowed from the message's own line where they can be (see
+//! [`Message`]): a field the router rewrites holds its new text, owned.
 
 use std::borrow::Cow;
 
@@ -17,18 +20,18 @@ use super::Message;
 /// Up to this many fields, a key is found by a scan.
 const SCAN_UP_TO: usize = 32;
 
-type Large = IndexMap<Cow<'static, str>, Box<RawValue>, foldhash::fast::RandomState>;
+type Large<'a> = IndexMap<Cow<'a, str>, Cow<'a, RawValue>, foldhash::fast::RandomState>;
 
-#[derive(Debug, Clone, Default)]
-pub(super) struct TopFields {
+#[derive(Debug, Default)]
+pub(super) struct TopFields<'a> {
     /// The fields while there are at most [`SCAN_UP_TO`].
-    few: Vec<(Cow<'static, str>, Box<RawValue>)>,
+    few: Vec<(Cow<'a, str>, Cow<'a, RawValue>)>,
     /// All of them once there are more (and `few` is empty).
-    many: Option<Box<Large>>,
+    many: Option<Box<Large<'a>>>,
 }
 
-impl TopFields {
-    pub(super) fn with_capacity(n: usize) -> TopFields {
+impl<'a> TopFields<'a> {
+    pub(super) fn with_capacity(n: usize) -> TopFields<'a> {
         TopFields {
             few: Vec::with_capacity(n),
             many: None,
@@ -37,7 +40,7 @@ impl TopFields {
 
     /// Set `key` to `value`: a key already there keeps its place (as a repeated key in JSON
     /// keeps its first place and its last value, and as `IndexMap::insert` does).
-    pub(super) fn insert(&mut self, key: Cow<'static, str>, value: Box<RawValue>) {
+    pub(super) fn insert(&mut self, key: Cow<'a, str>, value: Cow<'a, RawValue>) {
         if let Some(many) = &mut self.many {
             many.insert(key, value);
             return;
@@ -63,6 +66,10 @@ impl TopFields {
                 .find(|(k, _)| same_key(k, key))
                 .map(|(_, v)| &**v),
         }
+    }
+
+    pub(super) fn len(&self) -> usize {
+        self.many.as_ref().map_or(self.few.len(), |m| m.len())
     }
 
     pub(super) fn contains_key(&self, key: &str) -> bool {
@@ -91,8 +98,8 @@ fn same_key(a: &str, b: &str) -> bool {
 mod tests {
     use super::*;
 
-    fn raw(text: &str) -> Box<RawValue> {
-        RawValue::from_string(text.to_string()).unwrap()
+    fn raw(text: &str) -> Cow<'static, RawValue> {
+        Cow::Owned(RawValue::from_string(text.to_string()).unwrap())
     }
 
     /// A repeated key keeps its first place and its last value, below and above the scan's

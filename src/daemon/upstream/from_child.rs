@@ -19,8 +19,8 @@ use crate::wire::{
 };
 
 impl Upstream {
-    pub(super) fn on_child_line(&mut self, line: &[u8]) {
-        let mut msg = match Message::parse(line) {
+    pub(super) fn on_child_line(&mut self, line: Vec<u8>) {
+        let mut msg = match Message::parse_owned(line) {
             Ok(m) => m,
             Err(e) => {
                 tracing::warn!(upstream = %self.name, "ignoring a line from the upstream that is not JSON-RPC: {e}");

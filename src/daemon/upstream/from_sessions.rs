@@ -37,11 +37,11 @@ use crate::wire::{
 const ASKS_FOR_INPUT: [&str; 3] = ["tools/call", "prompts/get", "resources/read"];
 
 impl Upstream {
-    pub(super) fn on_session_line(&mut self, sid: SessionId, line: &[u8]) {
+    pub(super) fn on_session_line(&mut self, sid: SessionId, line: Vec<u8>) {
         if !self.sessions.contains_key(&sid) {
             return;
         }
-        let msg = match Message::parse(line) {
+        let msg = match Message::parse_owned(line) {
             Ok(m) => m,
             Err(e) => {
                 self.send_to_session(sid, error_line(None, e.rpc_code(), &e.to_string()));

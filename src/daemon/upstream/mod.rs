@@ -554,7 +554,7 @@ impl Upstream {
     fn handle(&mut self, event: Event) {
         match event {
             Event::SessionOpen { id, hello, out } => self.on_session_open(id, *hello, out),
-            Event::SessionLine { id, line } => self.on_session_line(id, &line),
+            Event::SessionLine { id, line } => self.on_session_line(id, line),
             Event::SessionClosed { id } => self.on_session_closed(id),
             Event::SessionReply { id, line } => self.send_to_session(id, line),
             Event::Child { generation, event } => {
@@ -562,7 +562,7 @@ impl Upstream {
                     return;
                 }
                 match event {
-                    ChildEvent::Line(line) => self.on_child_line(&line),
+                    ChildEvent::Line(line) => self.on_child_line(line),
                     ChildEvent::LineTooLong => {
                         let msg = format!(
                             "the upstream wrote a line over {} bytes; restarting it",
