@@ -36,11 +36,11 @@ pub type Fields = IndexMap<String, Box<RawValue>, foldhash::fast::RandomState>;
 /// Only `id`, `method` and `params._meta.progressToken` are ever rewritten; every other byte is
 /// written back exactly as it was read.
 ///
-/// A message read from a line keeps that line, and its fields are borrowed from it: read once,
-/// checked once, and not copied (a field of its own for each was five allocations and a copy of
-/// the line per message, a quarter of the daemon's allocations per call: issue 22). A field
-/// the router sets holds its new text.
-#[derive(Debug)]
+/// A message read from a line keeps that line, and its keys and values are borrowed from it:
+/// read once, checked once, and not copied (a key and a value of its own for each field were
+/// a quarter of the daemon's allocations per call: issue 22). A field the router sets holds its
+/// new text; the text it replaced stays in the line while the message lives (a message kept for
+/// long, queued or kept for later rounds, is kept as it was read).
 pub struct Message {
     read: Read,
 }
@@ -52,24 +52,41 @@ self_cell::self_cell!(
         #[covariant]
         dependent: TopFields,
     }
-    impl {Debug}
 );
 
+/// The line a message keeps holds at most this many bytes more than twice its fields written
+/// out; else the message takes its fields' copies and lets the line go: a line padded with whitespace, or with an earlier value of a key it repeats, would
+/// otherwise keep what the fields do not hold for as long as the message is kept (4,096
+/// queued requests of 16 MiB lines of spaces, where the fields were a few bytes).
+const LINE_SLACK: usize = 256;
+
+/// The spare room a line's buffer may keep (its reader grows it in steps as a long line
+/// arrives): past this it is given back.
+const BUFFER_SLACK: usize = 4096;
+
 impl Clone for Message {
-    /// A copy whose fields are its own (a message is copied only to be kept and sent again,
-    /// rarely: keeping the line as well would hold its bytes twice).
+    /// A copy whose fields are its own: a copy is edited and sent (each round of a call that
+    /// asks for input) while the message it came from is kept as it was read.
     fn clone(&self) -> Message {
-        let fields = self.read.borrow_dependent();
+        let fields = self.fields();
         let mut copy = TopFields::with_capacity(fields.len());
         for (k, v) in fields.iter() {
-            copy.insert(Cow::Owned(k.to_string()), Cow::Owned(v.to_owned()));
+            copy.insert(top_key(k), Cow::Owned(v.to_owned()));
         }
         Message::of(copy)
     }
 }
 
-/// A top-level key: borrowed from the line, or one of the names every message has (for a key
-/// written with an escape, which must be decoded); its own string only otherwise.
+impl std::fmt::Debug for Message {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_map()
+            .entries(self.fields().iter().map(|(k, v)| (k, v.get())))
+            .finish()
+    }
+}
+
+/// A key of its own: one of the names every message has, without an allocation, or a string.
+/// (A key read from a line is borrowed from it, unless it was written with an escape.)
 fn top_key<'a>(name: &str) -> Cow<'a, str> {
     const NAMES: [&str; 6] = ["jsonrpc", "id", "method", "params", "result", "error"];
     match NAMES.iter().find(|n| **n == name) {
@@ -171,13 +188,17 @@ impl Message {
     /// Read a message from a line (a copy of it is kept: see [`parse_owned`](Self::parse_owned)
     /// for a line the caller can give away).
     pub fn parse(line: &[u8]) -> Result<Message, EnvelopeError> {
-        Message::parse_owned(line.to_vec())
+        let text = std::str::from_utf8(line).map_err(not_utf8)?;
+        Message::parse_text(text.to_owned())
     }
 
     /// Read a message from a line, which it keeps: its fields are borrowed from it.
     pub fn parse_owned(line: Vec<u8>) -> Result<Message, EnvelopeError> {
-        let text = String::from_utf8(line)
-            .map_err(|e| EnvelopeError::Parse(format!("not UTF-8: {}", e.utf8_error())))?;
+        let text = String::from_utf8(line).map_err(|e| not_utf8(e.utf8_error()))?;
+        Message::parse_text(text)
+    }
+
+    fn parse_text(mut text: String) -> Result<Message, EnvelopeError> {
         if !text.trim_start().starts_with('{') {
             // Validate it is JSON at all, to choose between parse error and invalid request.
             return match serde_json::from_str::<serde::de::IgnoredAny>(&text) {
@@ -186,6 +207,9 @@ impl Message {
                 )),
                 Err(e) => Err(EnvelopeError::Parse(e.to_string())),
             };
+        }
+        if text.capacity() - text.len() > BUFFER_SLACK {
+            text.shrink_to_fit();
         }
         let read = Read::try_new(text, |text| {
             let mut de = serde_json::Deserializer::from_str(text);
@@ -208,6 +232,14 @@ impl Message {
             return Err(EnvelopeError::Invalid(
                 "a message needs a method, a result or an error".into(),
             ));
+        }
+        // What the fields take written out (`to_line`'s length, escapes aside).
+        let held: usize = 2 + fields
+            .iter()
+            .map(|(k, v)| k.len() + v.get().len() + 4)
+            .sum::<usize>();
+        if msg.read.borrow_owner().len() > 2 * held + LINE_SLACK {
+            return Ok(msg.clone());
         }
         Ok(msg)
     }
@@ -580,6 +612,10 @@ fn splice_meta_text(object: &RawValue, fields: &[(&str, impl Borrow<RawValue>)])
     // An object's text with one more member of valid JSON after the last: JSON still, so it is
     // not parsed again to be checked.
     Some(out)
+}
+
+fn not_utf8(e: std::str::Utf8Error) -> EnvelopeError {
+    EnvelopeError::Parse(format!("not UTF-8: {e}"))
 }
 
 /// Serialize a value to a boxed raw value (cannot fail for the plain types used here).
@@ -1039,6 +1075,10 @@ mod tests {
         for name in ["jsonrpc", "id", "method", "params", "xy"] {
             assert!(in_line(&msg, name), "{name}");
         }
+        // The keys too, but for the one written with an escape, which is decoded.
+        for (key, _) in msg.fields().iter() {
+            assert_eq!(owner.contains(&key.as_ptr()), key != "xy", "{key}");
+        }
         let copy = msg.clone();
         msg.set_id(raw("a"));
         assert!(!in_line(&msg, "id") && in_line(&msg, "params"));
@@ -1054,5 +1094,40 @@ mod tests {
             msg.to_line(),
             b"{\"jsonrpc\":\"2.0\",\"id\":\"a\",\"method\":\"tools/call\",\"params\":{\"name\":\"e\"},\"xy\":1}\n"
         );
+    }
+
+    /// A line much longer than its fields (padded with whitespace, or with an earlier value of a
+    /// key it repeats) is not kept with a message that may be kept for long, nor is a buffer's
+    /// spare room: the message holds its fields' copies, as before it kept its line.
+    #[test]
+    fn a_message_keeps_no_more_than_its_fields_need() {
+        let kept = |m: &Message| m.read.borrow_owner().capacity();
+        let mut padded =
+            br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow"}"#.to_vec();
+        padded.extend(std::iter::repeat_n(b' ', 1 << 20));
+        padded.push(b'}');
+        let big = "x".repeat(1 << 20);
+        let repeated =
+            format!(r#"{{"jsonrpc":"2.0","id":1,"method":"m","params":"{big}","params":1}}"#);
+        for line in [padded, repeated.into_bytes()] {
+            let msg = Message::parse_owned(line.clone()).unwrap();
+            assert!(kept(&msg) < 1024, "{}", kept(&msg));
+            assert_eq!(msg.to_line(), copy_of(&line).to_line());
+        }
+        let mut roomy = Vec::with_capacity(1 << 20);
+        roomy.extend_from_slice(br#"{"jsonrpc":"2.0","id":1,"method":"m"}"#);
+        let msg = Message::parse_owned(roomy).unwrap();
+        assert!(kept(&msg) < BUFFER_SLACK, "{}", kept(&msg));
+        // A usual line is kept as it came.
+        let usual = br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"e","arguments":{"text":"hi"}}}"#;
+        let msg = Message::parse_owned(usual.to_vec()).unwrap();
+        assert_eq!(msg.read.borrow_owner().as_bytes(), usual);
+    }
+
+    /// The message a line makes, every field its own (as a message was before it kept its line).
+    fn copy_of(line: &[u8]) -> Message {
+        let copy = Message::parse(line).unwrap().clone();
+        assert_eq!(copy.read.borrow_owner().capacity(), 0);
+        copy
     }
 }
