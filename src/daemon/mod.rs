@@ -401,11 +401,14 @@ async fn serve(
     // than leave it (and its child) running forever.
     let mut socket_check = tokio::time::interval(SOCKET_CHECK);
     socket_check.tick().await;
-    // Who lives below each child, seen now and then (see `reaper`).
+    // Who lives below each child, seen now and then (see `reaper`), and only while one lives:
+    // a child started meanwhile is seen once the loop turns again (the socket check turns it
+    // every 2 s), and the ticks missed while none lived are not made up in a burst.
     let mut scan = tokio::time::interval(REAPER_SCAN);
+    scan.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {
-            _ = scan.tick() => {
+            _ = scan.tick(), if reaper.watching() => {
                 let reaper = reaper.clone();
                 tokio::task::spawn_blocking(move || reaper.scan());
             }

@@ -181,3 +181,50 @@ fn a_call_racing_the_park_is_answered_by_the_next_child() {
     let second = pid_of(&mut s);
     assert_ne!(first, second);
 }
+
+/// Read system calls a process has made so far (`/proc/PID/io`).
+#[cfg(target_os = "linux")]
+fn reads_by(pid: u64) -> u64 {
+    let io = std::fs::read_to_string(format!("/proc/{pid}/io")).unwrap();
+    io.lines()
+        .find_map(|l| l.strip_prefix("syscr: "))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no syscr in {io}"))
+}
+
+/// Reads by the daemon over 7 s: two of the reaper's scans, each a read of every process's
+/// entry in the process table, when it scans.
+#[cfg(target_os = "linux")]
+fn reads_over_two_scans(pid: u64) -> u64 {
+    let before = reads_by(pid);
+    std::thread::sleep(Duration::from_secs(7));
+    reads_by(pid) - before
+}
+
+/// A daemon with no child alive (none started yet, or every one parked) leaves the process
+/// table alone: the reaper has nothing below a child to look for. With a child alive, the same
+/// daemon reads it every few seconds, which shows the measure sees a scan.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_daemon_with_no_child_alive_does_not_read_the_process_table() {
+    // Parked 10 s after its last call: alive through the 7 s measured after it.
+    let env = Env::with_fake(json!({"idleStopMs": 10_000}));
+    let _d = env.daemon();
+    let pid = control(&env.socket, "info", Value::Null).unwrap()["pid"]
+        .as_u64()
+        .unwrap();
+    let before_any = reads_over_two_scans(pid);
+    let mut s = env.shim();
+    s.initialize();
+    let child = pid_of(&mut s);
+    let watching = reads_over_two_scans(pid);
+    wait_parked(&env);
+    wait_gone("the parked child", &[child], Duration::from_secs(10));
+    // The last child gone, two scans more for what it may have left (3 s apart).
+    std::thread::sleep(Duration::from_secs(7));
+    let parked = reads_over_two_scans(pid);
+    assert!(
+        before_any <= 5 && parked <= 5 && watching >= 10,
+        "reads over 7 s: {before_any} before any child, {watching} with one, {parked} once parked"
+    );
+}
