@@ -29,12 +29,6 @@ fn project(env: &Env, name: &str) -> PathBuf {
     dir.canonicalize().unwrap()
 }
 
-fn daemon_pid(env: &Env) -> u64 {
-    control(&env.socket, "info", Value::Null).unwrap()["pid"]
-        .as_u64()
-        .unwrap()
-}
-
 /// Regression: `coogle mcp` started the daemon with its client's environment and working
 /// directory, and every child inherited both: a first terminal's `AWS_PROFILE=prod` or a
 /// project's direnv secret reached every server, and a server another client needed it for
@@ -59,7 +53,7 @@ fn a_childs_environment_is_the_users_not_the_starting_clients() {
     // The child runs in the home directory, the daemon in /: neither in the starter's project.
     let cwd = text(&starter.call("cwd", json!({})));
     assert_eq!(cwd, env.home.display().to_string());
-    let daemon_cwd = std::fs::read_link(format!("/proc/{}/cwd", daemon_pid(&env))).unwrap();
+    let daemon_cwd = std::fs::read_link(format!("/proc/{}/cwd", env.daemon_pid())).unwrap();
     assert_eq!(daemon_cwd, PathBuf::from("/"));
 
     // Another client, with its own environment, sees the same child environment.
@@ -209,7 +203,7 @@ fn a_projects_first_session_never_gets_another_projects_answers() {
         "B was told what A's child said"
     );
     // After a daemon restart each is answered from its own cache on disk.
-    let pid = daemon_pid(&env) as u32;
+    let pid = env.daemon_pid();
     let _ = control(&env.socket, "shutdown", Value::Null);
     wait_gone("the daemon to exit", &[pid], Duration::from_secs(20));
     assert!(instructions(&b).ends_with(&format!("cwd={}", b.display())));

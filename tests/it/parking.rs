@@ -184,7 +184,7 @@ fn a_call_racing_the_park_is_answered_by_the_next_child() {
 
 /// Read system calls a process has made so far (`/proc/PID/io`).
 #[cfg(target_os = "linux")]
-fn reads_by(pid: u64) -> u64 {
+fn reads_by(pid: u32) -> u64 {
     let io = std::fs::read_to_string(format!("/proc/{pid}/io")).unwrap();
     io.lines()
         .find_map(|l| l.strip_prefix("syscr: "))
@@ -195,7 +195,7 @@ fn reads_by(pid: u64) -> u64 {
 /// Reads by the daemon over 7 s: two of the reaper's scans, each a read of every process's
 /// entry in the process table, when it scans.
 #[cfg(target_os = "linux")]
-fn reads_over_two_scans(pid: u64) -> u64 {
+fn reads_over_two_scans(pid: u32) -> u64 {
     let before = reads_by(pid);
     std::thread::sleep(Duration::from_secs(7));
     reads_by(pid) - before
@@ -210,9 +210,7 @@ fn a_daemon_with_no_child_alive_does_not_read_the_process_table() {
     // Parked 10 s after its last call: alive through the 7 s measured after it.
     let env = Env::with_fake(json!({"idleStopMs": 10_000}));
     let _d = env.daemon();
-    let pid = control(&env.socket, "info", Value::Null).unwrap()["pid"]
-        .as_u64()
-        .unwrap();
+    let pid = env.daemon_pid();
     let before_any = reads_over_two_scans(pid);
     let mut s = env.shim();
     s.initialize();

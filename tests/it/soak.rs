@@ -47,9 +47,7 @@ fn drive(env: &Env, sessions: usize, calls: usize) {
 fn a_hundred_thousand_calls_leave_memory_where_warm_up_left_it() {
     let env = Env::with_fake(json!({"maxConcurrent": 4}));
     let _d = env.daemon();
-    let pid = control(&env.socket, "info", Value::Null).unwrap()["pid"]
-        .as_u64()
-        .unwrap() as u32;
+    let pid = env.daemon_pid();
     drive(&env, 8, 1_250); // 10,000 calls of warm-up
     let warm = rss_kib(pid);
     drive(&env, 8, 12_500); // 100,000 calls
@@ -67,9 +65,7 @@ fn a_thousand_dropped_connections_do_not_grow_the_daemon() {
     let env = Env::with_fake(json!({}));
     let _d = env.daemon();
     env.wait_upstream_ready();
-    let pid = control(&env.socket, "info", Value::Null).unwrap()["pid"]
-        .as_u64()
-        .unwrap() as u32;
+    let pid = env.daemon_pid();
     let churn = || {
         for i in 0..1000 {
             // A full accept backlog (a loaded machine) is not what this test measures.

@@ -233,6 +233,14 @@ impl Env {
         d
     }
 
+    /// The pid of the daemon serving this environment's socket (it answers `info`).
+    #[track_caller]
+    pub fn daemon_pid(&self) -> u32 {
+        let pid = control(&self.socket, "info", Value::Null).unwrap()["pid"].as_u64();
+        pid.and_then(|p| u32::try_from(p).ok())
+            .unwrap_or_else(|| panic!("info named no pid"))
+    }
+
     /// Wait until the daemon answers `ping`.
     #[track_caller]
     pub fn wait_ready(&self) {
