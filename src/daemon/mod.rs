@@ -396,6 +396,9 @@ async fn serve(
     use tokio::signal::unix::{SignalKind, signal};
     let mut sigterm = signal(SignalKind::terminate()).map_err(DaemonError::Signals)?;
     let mut sigint = signal(SignalKind::interrupt()).map_err(DaemonError::Signals)?;
+    // A process of the daemon's own ended: with no child alive (no scan every few seconds), a
+    // scan reaps it and stops what was reparented with it (see `reaper`).
+    let mut sigchld = signal(SignalKind::child()).map_err(DaemonError::Signals)?;
     let mut idle_check = tokio::time::interval(Duration::from_millis(250));
     // A daemon whose socket was removed or replaced can never be reached again: stop it rather
     // than leave it (and its child) running forever.
@@ -411,6 +414,12 @@ async fn serve(
             _ = scan.tick(), if reaper.watching() => {
                 let reaper = reaper.clone();
                 tokio::task::spawn_blocking(move || reaper.scan());
+            }
+            _ = sigchld.recv() => {
+                if !reaper.watching() {
+                    let reaper = reaper.clone();
+                    tokio::task::spawn_blocking(move || reaper.scan());
+                }
             }
             _ = socket_check.tick() => {
                 if socket_lost(our_socket, socket_identity(socket)) {

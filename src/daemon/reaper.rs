@@ -3,12 +3,15 @@
 //! the child and the daemon, contradicting "no orphans".
 //!
 //! On Linux the daemon is a child subreaper (`PR_SET_CHILD_SUBREAPER`): such a process, once its
-//! parent is gone, becomes the daemon's child instead of init's. Everywhere, the daemon looks at
-//! the process table now and then and remembers which processes (by pid and start time) live
-//! below each upstream's child. When a child exits, what was below it is stopped, along with
-//! any process reparented to the daemon that no live child accounts for; at shutdown, all of
-//! it. Zombies of reparented processes are reaped. This module never signals a process it
-//! cannot tie to a child by pid and start time, and never reaps a child tokio manages.
+//! parent is gone, becomes the daemon's child instead of init's. Everywhere, while a child is
+//! alive, the daemon looks at the process table every few seconds and remembers which processes
+//! (by pid and start time) live below each upstream's child. When a child exits, what was below
+//! it is stopped, along with any process reparented to the daemon that no live child accounts
+//! for; at shutdown, all of it. With no child alive the table is left alone (a quiet daemon
+//! costs nothing), but for a few scans after the last one goes and a scan whenever a process of
+//! the daemon's own ends: those stop what is reparented to it late and reap its zombies. This
+//! module never signals a process it cannot tie to a child by pid and start time, or to the
+//! daemon as an orphan no live child accounts for, and never reaps a child tokio manages.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -92,21 +95,33 @@ impl Reaper {
         Spawning(self.lock(), &self.watching)
     }
 
-    /// Whether the process table is worth reading: a child is alive, or the last one went a
-    /// moment ago. With every child parked, a scan every few seconds read each process's
-    /// entry for nothing (1,100 reads in 7 s, 73 processes here): quiet costs nothing (issue 22).
+    /// Whether the process table is worth reading every few seconds: a child is alive, or the
+    /// last one went a moment ago. With every child parked, a scan every 3 s read each
+    /// process's entry for nothing (1,162 reads in 7 s, 73 processes here): quiet costs nothing
+    /// (issue 22). Meanwhile a process of the daemon's own that ends calls for a scan (see
+    /// [`Reaper::scan`]).
     pub fn watching(&self) -> bool {
         self.watching.load(Ordering::Acquire)
     }
 
-    /// Remember who lives below each child, and reap zombies that were reparented to us.
+    /// Remember who lives below each child, and reap zombies that were reparented to us. With
+    /// no child alive, what was reparented to us is an orphan no child accounts for, left by
+    /// one that is gone (its parent lived on a while after the child's exit was dealt with):
+    /// stopped, as at that exit. Blocking (a short grace between signals): call it off the
+    /// runtime.
     pub fn scan(&self) {
-        self.scan_table(&os::processes());
+        let orphans = self.scan_table(&os::processes());
+        if !orphans.is_empty() {
+            tracing::warn!(pids = ?orphans.iter().map(|p| p.pid).collect::<Vec<_>>(), "stopping processes left behind by upstreams that have exited");
+            stop(&orphans);
+        }
     }
 
-    fn scan_table(&self, table: &[Process]) {
+    /// [`scan`](Self::scan)'s bookkeeping: the orphans to stop.
+    fn scan_table(&self, table: &[Process]) -> Vec<Process> {
         let mut inner = self.lock();
-        if inner.leaders.is_empty() {
+        let none_alive = inner.leaders.is_empty();
+        if none_alive {
             inner.settling = inner.settling.saturating_sub(1);
             self.watching.store(inner.watching(), Ordering::Release);
         }
@@ -117,19 +132,24 @@ impl Reaper {
         let alive: HashSet<(u32, u64)> = table.iter().map(|p| (p.pid, p.start)).collect();
         inner.below.retain(|k, _| alive.contains(k));
         let me = std::process::id();
+        let mut orphans = Vec::new();
         for p in table {
-            if p.ppid == me && p.zombie && !inner.leaders.contains_key(&p.pid) {
-                reap(p.pid);
+            if p.ppid == me && !inner.leaders.contains_key(&p.pid) {
+                if p.zombie {
+                    reap(p.pid);
+                } else if none_alive {
+                    orphans.push(*p);
+                }
             }
         }
+        orphans
     }
 
     /// A process the daemon spawned (under [`Reaper::spawning`]) and waits for itself, the
     /// hand-over's candidate, once that wait is over: it is no longer one of its own.
     pub fn release(&self, pid: u32) {
-        let mut inner = self.lock();
-        inner.leader_gone(pid);
-        self.watching.store(inner.watching(), Ordering::Release);
+        // While a leader is, `watching` is already true; the next scan brings it down.
+        self.lock().leader_gone(pid);
     }
 
     /// An upstream's child exited: stop what lived below it, and orphans no live child
@@ -138,7 +158,6 @@ impl Reaper {
         let victims = {
             let mut inner = self.lock();
             inner.leader_gone(pid);
-            self.watching.store(inner.watching(), Ordering::Release);
             let table = os::processes();
             let mut victims: Vec<Process> = Vec::new();
             for p in &table {
@@ -287,13 +306,13 @@ mod tests {
         assert!(reaper.watching());
         // An empty table: a test must not reap another test's children.
         reaper.release(1_000_001);
-        reaper.scan_table(&[]);
+        assert!(reaper.scan_table(&[]).is_empty());
         assert!(reaper.watching(), "one child still lives");
         reaper.release(1_000_002);
         reaper.release(1_000_002);
         for _ in 0..SETTLING_SCANS {
             assert!(reaper.watching(), "settling after the last one");
-            reaper.scan_table(&[]);
+            assert!(reaper.scan_table(&[]).is_empty());
         }
         assert!(!reaper.watching(), "quiet");
         reaper.spawning().started("a", 1_000_003);

@@ -212,6 +212,86 @@ fn a_detached_grandchild_outlives_neither_its_child_nor_the_daemon() {
     );
 }
 
+/// The children of the daemon's own process, zombies included, by `/proc`'s `stat`.
+#[cfg(target_os = "linux")]
+fn children_of(parent: u32) -> Vec<(u32, char)> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        let mut rest = stat
+            .rsplit_once(')')
+            .map_or("", |(_, r)| r)
+            .split_whitespace();
+        let state = rest.next().and_then(|s| s.chars().next()).unwrap_or('?');
+        if rest.next().and_then(|p| p.parse().ok()) == Some(parent) {
+            out.push((pid, state));
+        }
+    }
+    out
+}
+
+/// Regression (session 13's review): once its child had exited and been parked, a detached
+/// chain whose links ignore SIGTERM came to the daemon one link at a time, each as the one
+/// above it was stopped, and outlived its child; with no child alive the daemon no longer
+/// scanned, so each link's end would have stayed a zombie, and the links after the last
+/// scan lived on. Each process of its own that ends now brings a scan, which stops the next.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_chain_left_by_a_parked_child_is_stopped_link_by_link_and_reaped() {
+    let env = Env::with_fake(json!({}));
+    let chain = env.tmp.path().join("chain-link.sh");
+    // Each link ignores SIGTERM (as its children do: an ignored signal stays ignored across
+    // exec), starts the next, and waits on a sleep of its own.
+    // Its sleep's length names this test's run: what another run left is not counted.
+    let sleep = format!("sleep 9{}", std::process::id());
+    std::fs::write(
+        &chain,
+        format!("#!/bin/sh\ntrap '' TERM\nif [ \"$1\" -gt 0 ]; then \"$0\" $(($1 - 1)) & fi\n{sleep} &\nwait\n"),
+    )
+    .unwrap();
+    std::fs::set_permissions(&chain, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    // The chain starts only once the child has exited (no scan saw it below the child), from a
+    // waiter that ignores SIGTERM too: stopped as an orphan at that exit, it lives its grace.
+    let script = format!(
+        "setsid sh -c 'trap \"\" TERM; p=$PPID; while kill -0 $p 2>/dev/null; do sleep 0.02; done; exec {} 4' \
+         </dev/null >/dev/null 2>&1 & exec {}",
+        chain.display(),
+        fake_mcp().display()
+    );
+    env.write_fake_config(
+        json!({"command": "/bin/sh", "args": ["-c", script], "idleStopMs": 1000}),
+    );
+    let _d = env.daemon();
+    let daemon = env.daemon_pid();
+    let mut s = env.shim();
+    s.initialize();
+    let child: u32 = text(&s.call("pid", json!({}))).parse().unwrap();
+    wait_gone("the parked child", &[child], Duration::from_secs(30));
+    let needle = chain.display().to_string();
+    let links = || processes_matching(&needle).len() + processes_matching(&sleep).len();
+    wait_until(
+        "the chain to start",
+        Duration::from_secs(10),
+        || match links() {
+            0 => Err("no link yet".to_string()),
+            n => Ok(n),
+        },
+    );
+    wait_until(
+        "every link of the chain stopped and reaped",
+        Duration::from_secs(60),
+        || match (links(), children_of(daemon)) {
+            (0, left) if left.is_empty() => Ok(()),
+            (n, left) => Err(format!("{n} links alive; the daemon's children: {left:?}")),
+        },
+    );
+}
+
 /// Linux-only: it connects as another user through util-linux's `setpriv`.
 #[cfg(target_os = "linux")]
 #[test]
