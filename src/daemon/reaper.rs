@@ -110,16 +110,31 @@ impl Reaper {
     /// stopped, as at that exit. Blocking (a short grace between signals): call it off the
     /// runtime.
     pub fn scan(&self) {
-        let orphans = self.scan_table(&os::processes());
+        let orphans = {
+            let mut inner = self.lock();
+            if inner.leaders.is_empty() {
+                // Read under the lock, as at a child's exit: a process taken for an orphan is
+                // not one that was a leader a moment before. No child lives, so no spawn
+                // waits long for it.
+                let table = os::processes();
+                self.scan_table(&mut inner, &table, true)
+            } else {
+                // While children live, the table is read without holding up their spawns;
+                // what it finds is only remembered and reaped, never stopped.
+                drop(inner);
+                let table = os::processes();
+                self.scan_table(&mut self.lock(), &table, false)
+            }
+        };
         if !orphans.is_empty() {
             tracing::warn!(pids = ?orphans.iter().map(|p| p.pid).collect::<Vec<_>>(), "stopping processes left behind by upstreams that have exited");
             stop(&orphans);
         }
     }
 
-    /// [`scan`](Self::scan)'s bookkeeping: the orphans to stop.
-    fn scan_table(&self, table: &[Process]) -> Vec<Process> {
-        let mut inner = self.lock();
+    /// [`scan`](Self::scan)'s bookkeeping: the orphans to stop, when `read_locked` (the table
+    /// was read under the lock now held) and no child is alive.
+    fn scan_table(&self, inner: &mut Inner, table: &[Process], read_locked: bool) -> Vec<Process> {
         let none_alive = inner.leaders.is_empty();
         if none_alive {
             inner.settling = inner.settling.saturating_sub(1);
@@ -137,7 +152,7 @@ impl Reaper {
             if p.ppid == me && !inner.leaders.contains_key(&p.pid) {
                 if p.zombie {
                     reap(p.pid);
-                } else if none_alive {
+                } else if none_alive && read_locked {
                     orphans.push(*p);
                 }
             }
@@ -306,16 +321,37 @@ mod tests {
         assert!(reaper.watching());
         // An empty table: a test must not reap another test's children.
         reaper.release(1_000_001);
-        assert!(reaper.scan_table(&[]).is_empty());
+        assert!(reaper.scan_table(&mut reaper.lock(), &[], true).is_empty());
         assert!(reaper.watching(), "one child still lives");
         reaper.release(1_000_002);
         reaper.release(1_000_002);
         for _ in 0..SETTLING_SCANS {
             assert!(reaper.watching(), "settling after the last one");
-            assert!(reaper.scan_table(&[]).is_empty());
+            assert!(reaper.scan_table(&mut reaper.lock(), &[], true).is_empty());
         }
         assert!(!reaper.watching(), "quiet");
         reaper.spawning().started("a", 1_000_003);
         assert!(reaper.watching(), "a child again");
+    }
+
+    /// With no child alive, what was reparented to the daemon is stopped, but only from a
+    /// table read under the lock; while a child lives it is only remembered.
+    #[test]
+    fn orphans_are_stopped_only_with_no_child_alive_and_a_table_read_under_the_lock() {
+        let reaper = Reaper::default();
+        let me = std::process::id();
+        // `scan_table` only chooses (and reaps zombies, which these are not): nothing is signalled.
+        let table = [p(4_000_001, me), p(4_000_002, 4_000_001)];
+        let orphans = |read_locked| {
+            reaper
+                .scan_table(&mut reaper.lock(), &table, read_locked)
+                .iter()
+                .map(|p| p.pid)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(orphans(true), vec![4_000_001]);
+        assert!(orphans(false).is_empty(), "a table read without the lock");
+        reaper.spawning().started("a", 4_000_003);
+        assert!(orphans(true).is_empty(), "a child lives");
     }
 }
