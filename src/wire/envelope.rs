@@ -55,9 +55,10 @@ self_cell::self_cell!(
 );
 
 /// The line a message keeps holds at most this many bytes more than twice its fields written
-/// out; else the message takes its fields' copies and lets the line go: a line padded with whitespace, or with an earlier value of a key it repeats, would
-/// otherwise keep what the fields do not hold for as long as the message is kept (4,096
-/// queued requests of 16 MiB lines of spaces, where the fields were a few bytes).
+/// out; else the message takes copies of its fields and lets the line go. A line padded with
+/// whitespace, or with an earlier value of a key it repeats, would otherwise keep what the
+/// fields do not hold for as long as the message is kept (4,096 queued requests of 16 MiB
+/// lines of spaces, where the fields were a few bytes).
 const LINE_SLACK: usize = 256;
 
 /// The spare room a line's buffer may keep (its reader grows it in steps as a long line
@@ -233,12 +234,9 @@ impl Message {
                 "a message needs a method, a result or an error".into(),
             ));
         }
-        // What the fields take written out (`to_line`'s length, escapes aside).
-        let held: usize = 2 + fields
-            .iter()
-            .map(|(k, v)| k.len() + v.get().len() + 4)
-            .sum::<usize>();
-        if msg.read.borrow_owner().len() > 2 * held + LINE_SLACK {
+        if msg.read.borrow_owner().len()
+            > 2 * (written_size(fields.iter().map(|(k, v)| (k, v.get()))) + 2) + LINE_SLACK
+        {
             return Ok(msg.clone());
         }
         Ok(msg)
@@ -445,12 +443,8 @@ impl Message {
     /// The message as one line, with some top-level fields' text replaced (a field it lacks is
     /// added at the end, as [`set_field`](Self::set_field) adds it).
     fn line_with(&self, replace: &[(&str, &str)]) -> Vec<u8> {
-        let size = self
-            .fields()
-            .iter()
-            .map(|(k, v)| k.len() + v.get().len() + 4)
-            .chain(replace.iter().map(|(k, v)| k.len() + v.len() + 4))
-            .sum::<usize>();
+        let size = written_size(self.fields().iter().map(|(k, v)| (k, v.get())))
+            + written_size(replace.iter().copied());
         let mut out = String::with_capacity(size + 3);
         let added = replace
             .iter()
@@ -472,6 +466,12 @@ impl Message {
         out.push('\n');
         out.into_bytes()
     }
+}
+
+/// The bytes fields take in an object's text, `"key":value,` each (a key's escapes aside):
+/// what a line is sized for, and what a message's line is weighed against.
+fn written_size<'v>(fields: impl Iterator<Item = (&'v str, &'v str)>) -> usize {
+    fields.map(|(k, v)| k.len() + v.len() + 4).sum()
 }
 
 /// `{"key":value,…}` of keys quoted as serde_json quotes them and values as they are.
