@@ -6,12 +6,14 @@
 //! parent is gone, becomes the daemon's child instead of init's. Everywhere, while a child is
 //! alive, the daemon looks at the process table every few seconds and remembers which processes
 //! (by pid and start time) live below each upstream's child. When a child exits, what was below
-//! it is stopped, along with any process reparented to the daemon that no live child accounts
-//! for; at shutdown, all of it. With no child alive the table is left alone (a quiet daemon
+//! it is stopped, along with what its exit reparented to the daemon; at shutdown, all of it.
+//! What a scan finds reparented to the daemon while children live, and can tie to none of them
+//! (a live server's own double-forked helper looks just like a gone one's leftover), is
+//! stopped only once no child is alive: never at another child's exit. With no child alive the table is left alone (a quiet daemon
 //! costs nothing), but for a few scans after the last one goes and a scan whenever a process of
 //! the daemon's own ends: those stop what is reparented to it late and reap its zombies. This
 //! module never signals a process it cannot tie to a child by pid and start time, or to the
-//! daemon as an orphan no live child accounts for, and never reaps a child tokio manages.
+//! daemon as an orphan no live child may account for, and never reaps a child tokio manages.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -34,6 +36,13 @@ struct Inner {
     /// not by server: several instances of one server (projects, sessions) each have their own,
     /// and one's exit must not take another's processes with it.
     below: HashMap<(u32, u64), u32>,
+    /// Processes reparented to the daemon while children lived, that no scan could tie to one
+    /// of them: a server's own detached helper (double-forked and `setsid()`, so reparented at
+    /// once, never seen below its server) looks exactly like what a gone child left behind.
+    /// Such a process is stopped only once no child is alive (or at shutdown), never at
+    /// another child's exit: parking makes exits frequent, and one server's exit must not take
+    /// a live server's helper with it.
+    unowned: HashSet<(u32, u64)>,
     /// Scans still to make with no child alive (see [`Reaper::watching`]).
     settling: u8,
 }
@@ -146,14 +155,23 @@ impl Reaper {
         }
         let alive: HashSet<(u32, u64)> = table.iter().map(|p| (p.pid, p.start)).collect();
         inner.below.retain(|k, _| alive.contains(k));
+        inner.unowned.retain(|k| alive.contains(k));
         let me = std::process::id();
         let mut orphans = Vec::new();
         for p in table {
             if p.ppid == me && !inner.leaders.contains_key(&p.pid) {
                 if p.zombie {
                     reap(p.pid);
-                } else if none_alive && read_locked {
-                    orphans.push(*p);
+                } else if none_alive {
+                    if read_locked {
+                        orphans.push(*p);
+                    }
+                } else if inner.leaders.contains_key(&p.pgid) {
+                    // Still in a live child's process group (each child leads its own): that
+                    // child's, though it was reparented before any scan saw it below it.
+                    inner.below.insert((p.pid, p.start), p.pgid);
+                } else if !inner.below.contains_key(&(p.pid, p.start)) {
+                    inner.unowned.insert((p.pid, p.start));
                 }
             }
         }
@@ -167,24 +185,13 @@ impl Reaper {
         self.lock().leader_gone(pid);
     }
 
-    /// An upstream's child exited: stop what lived below it, and orphans no live child
-    /// accounts for. Blocking (a short grace between signals): call it off the runtime.
+    /// An upstream's child exited: stop what lived below it, and what its exit left to the
+    /// daemon. Blocking (a short grace between signals): call it off the runtime.
     pub fn child_exited(&self, upstream: &str, pid: u32) {
         let victims = {
             let mut inner = self.lock();
-            inner.leader_gone(pid);
             let table = os::processes();
-            let mut victims: Vec<Process> = Vec::new();
-            for p in &table {
-                let owner = inner.below.get(&(p.pid, p.start));
-                let orphan = p.ppid == std::process::id() && !inner.leaders.contains_key(&p.pid);
-                let owned_by_live = owner.is_some_and(|o| *o != pid);
-                if owner == Some(&pid) || (orphan && !owned_by_live) {
-                    victims.push(*p);
-                }
-            }
-            inner.below.retain(|_, o| *o != pid);
-            victims
+            exit_victims(&mut inner, &table, pid)
         };
         if !victims.is_empty() {
             tracing::warn!(upstream, pids = ?victims.iter().map(|p| p.pid).collect::<Vec<_>>(), "stopping processes the upstream left behind");
@@ -204,7 +211,10 @@ impl Reaper {
                 .into_iter()
                 .filter(|p| {
                     let owner = inner.below.get(&(p.pid, p.start));
-                    let kept = keep.contains(&p.pid) || owner.is_some_and(|o| keep.contains(o));
+                    // What no scan could tie to a child may be a carried child's own helper.
+                    let kept = keep.contains(&p.pid)
+                        || owner.is_some_and(|o| keep.contains(o))
+                        || (!keep.is_empty() && inner.unowned.contains(&(p.pid, p.start)));
                     !kept
                         && (owner.is_some()
                             || (p.ppid == me && !inner.leaders.contains_key(&p.pid)))
@@ -216,6 +226,31 @@ impl Reaper {
             stop(&victims);
         }
     }
+}
+
+/// What goes with the child `pid` that exited, from `table` read under the lock: what was seen
+/// below it, what is still in its process group, and what was reparented to the daemon since
+/// the last scan (its exit made orphans of its own children). What a scan found reparented
+/// and could tie to no child waits for a moment with no child alive (see [`Inner::unowned`]).
+fn exit_victims(inner: &mut Inner, table: &[Process], pid: u32) -> Vec<Process> {
+    inner.leader_gone(pid);
+    let none_alive = inner.leaders.is_empty();
+    let me = std::process::id();
+    let victims = table
+        .iter()
+        .filter(|p| {
+            let key = (p.pid, p.start);
+            let owner = inner.below.get(&key);
+            let orphan = p.ppid == me && !inner.leaders.contains_key(&p.pid);
+            owner == Some(&pid)
+                || (orphan
+                    && owner.is_none()
+                    && (none_alive || p.pgid == pid || !inner.unowned.contains(&key)))
+        })
+        .copied()
+        .collect();
+    inner.below.retain(|_, o| *o != pid);
+    victims
 }
 
 /// Every process below each leader, by (pid, start): the leader's pid.
@@ -353,5 +388,57 @@ mod tests {
         assert!(orphans(false).is_empty(), "a table read without the lock");
         reaper.spawning().started("a", 4_000_003);
         assert!(orphans(true).is_empty(), "a child lives");
+    }
+
+    /// A child's exit stops what was below it and what it left to the daemon, but not a live
+    /// child's detached helper that a scan found reparented and could tie to no child.
+    #[test]
+    fn a_childs_exit_spares_what_a_live_child_may_have_detached() {
+        let reaper = Reaper::default();
+        let me = std::process::id();
+        let (a, b) = (5_000_001, 5_000_002);
+        reaper.spawning().started("a", a);
+        reaper.spawning().started("b", b);
+        let in_group = |pid, pgid| Process { pgid, ..p(pid, me) };
+        let seen = [
+            p(a, me),
+            p(b, me),
+            p(5_000_011, a),        // below a
+            p(5_000_021, b),        // below b
+            p(5_000_012, me),       // a's, or b's, detached helper: nobody's to tell
+            in_group(5_000_022, b), // b's double-forked helper, still in b's group
+        ];
+        assert!(
+            reaper
+                .scan_table(&mut reaper.lock(), &seen, false)
+                .is_empty()
+        );
+        // a exits: its own child is reparented, and so is one it started after the scan.
+        let later = [
+            p(b, me),
+            p(5_000_011, me),
+            p(5_000_013, me),
+            p(5_000_021, b),
+            p(5_000_012, me),
+            in_group(5_000_022, b),
+        ];
+        let victims = |inner: &mut Inner, table: &[Process], pid| {
+            let mut v: Vec<u32> = exit_victims(inner, table, pid)
+                .iter()
+                .map(|p| p.pid)
+                .collect();
+            v.sort_unstable();
+            v
+        };
+        assert_eq!(
+            victims(&mut reaper.lock(), &later, a),
+            vec![5_000_011, 5_000_013]
+        );
+        // b exits, the last: nothing can want what is left.
+        let last = [p(5_000_021, me), p(5_000_012, me), in_group(5_000_022, b)];
+        assert_eq!(
+            victims(&mut reaper.lock(), &last, b),
+            vec![5_000_012, 5_000_021, 5_000_022]
+        );
     }
 }

@@ -247,11 +247,12 @@ fn a_chain_left_by_a_parked_child_is_stopped_link_by_link_and_reaped() {
     let chain = env.tmp.path().join("chain-link.sh");
     // Each link ignores SIGTERM (as its children do: an ignored signal stays ignored across
     // exec), starts the next, and waits on a sleep of its own.
-    // Its sleep's length names this test's run: what another run left is not counted.
-    let sleep = format!("sleep 9{}", std::process::id());
+    // Its sleep's length names this test's run: what another run left is not counted (a
+    // command line's words are NUL-separated, so the length alone is looked for).
+    let sleep = format!("9{}", std::process::id());
     std::fs::write(
         &chain,
-        format!("#!/bin/sh\ntrap '' TERM\nif [ \"$1\" -gt 0 ]; then \"$0\" $(($1 - 1)) & fi\n{sleep} &\nwait\n"),
+        format!("#!/bin/sh\ntrap '' TERM\nif [ \"$1\" -gt 0 ]; then \"$0\" $(($1 - 1)) & fi\nsleep {sleep} &\nwait\n"),
     )
     .unwrap();
     std::fs::set_permissions(&chain, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
@@ -289,6 +290,62 @@ fn a_chain_left_by_a_parked_child_is_stopped_link_by_link_and_reaped() {
             (0, left) if left.is_empty() => Ok(()),
             (n, left) => Err(format!("{n} links alive; the daemon's children: {left:?}")),
         },
+    );
+}
+
+/// Regression (session 14): when a child exited, which parking makes frequent, every process
+/// reparented to the daemon that no scan had seen below a live child was stopped. A live
+/// server's own double-forked helper is reparented at once and never seen below its server, so
+/// one server's park took another's helper (a browser, an agent) with it. Such a helper now
+/// lives while any child does, and goes once none is left.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_live_servers_detached_helper_outlives_another_servers_park() {
+    let env = Env::new();
+    // Its sleep's length names this test's run (a command line's words are NUL-separated).
+    let helper = format!("9{}2", std::process::id());
+    // The subshell starts the helper in a session of its own and exits, so the helper is
+    // reparented to the daemon before any scan can see it below its server.
+    let keeper = format!(
+        "(setsid sleep {helper} </dev/null >/dev/null 2>&1 &); exec {}",
+        fake_mcp().display()
+    );
+    env.write_config(&json!({"servers": {
+        "keeper": {"command": "/bin/sh", "args": ["-c", keeper], "credentials": {"source": "none"}},
+        "parker": {"command": fake_mcp(), "idleStopMs": 1000, "credentials": {"source": "none"}},
+    }}));
+    let _d = env.daemon();
+    let daemon = env.daemon_pid();
+    let mut k = env.shim_with(&["--server", "keeper"]);
+    k.initialize();
+    k.call("pid", json!({}));
+    let helpers = wait_until(
+        "the helper",
+        Duration::from_secs(10),
+        || match processes_matching(&helper)[..] {
+            [pid] if children_of(daemon).iter().any(|(c, _)| *c == pid) => Ok(pid),
+            ref other => Err(format!("{other:?}")),
+        },
+    );
+    // Two scans at least see it reparented, and tie it to no child.
+    std::thread::sleep(Duration::from_secs(7));
+    let mut p = env.shim_with(&["--server", "parker"]);
+    p.initialize();
+    let parked: u32 = text(&p.call("pid", json!({}))).parse().unwrap();
+    wait_gone("the parker's child", &[parked], Duration::from_secs(30));
+    // Its exit is dealt with (and a stop would have ended the helper) within a grace.
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(
+        pid_alive(helpers),
+        "the keeper's helper was stopped when the parker's child exited"
+    );
+    // The keeper's child crashes, the last alive: now nothing can want the helper.
+    k.send(&json!({"jsonrpc":"2.0","id":"boom","method":"tools/call","params":{"name":"crash","arguments":{}}}));
+    k.response(&json!("boom"), Duration::from_secs(10));
+    wait_gone(
+        "the helper, once no child is alive",
+        &[helpers],
+        Duration::from_secs(15),
     );
 }
 
