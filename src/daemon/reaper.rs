@@ -99,6 +99,12 @@ impl Reaper {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// Whether `pid` is one of the live children it knows.
+    #[cfg(test)]
+    pub fn is_leader(&self, pid: u32) -> bool {
+        self.lock().leaders.contains_key(&pid)
+    }
+
     /// Spawn a child while holding this (see [`Spawning`]).
     pub fn spawning(&self) -> Spawning<'_> {
         Spawning(self.lock(), &self.watching)

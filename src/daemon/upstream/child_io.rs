@@ -209,10 +209,41 @@ pub(super) fn attach(spawned: Spawned, wiring: Wiring) -> Result<ChildHandle, St
             Instant::now(),
         ),
         Err(e) => {
-            child::signal_group(pid, libc::SIGKILL);
+            abandon(pid, Waiter::Spawned(spawned.child), wiring);
             Err(format!("could not set up the child's pipes: {e}"))
         }
     }
+}
+
+/// A child that could not be wired up: killed, and its end dealt with as any child's (see
+/// [`ended`]), so the reaper does not keep it for ever as a live child, scanning for it, nor
+/// leave what it started.
+fn abandon(pid: u32, waiter: Waiter, wiring: Wiring) {
+    child::signal_group(pid, libc::SIGKILL);
+    tokio::spawn(async move {
+        let _ = ended(pid, waiter, wiring.upstream, wiring.reaper).await;
+    });
+}
+
+/// Wait for the child's exit, then sweep its group (a grandchild, python under uvx, must not
+/// outlive its parent) and have the reaper stop what left the group (setsid). Its status, for
+/// the log.
+async fn ended(
+    pid: u32,
+    waiter: Waiter,
+    upstream: String,
+    reaper: std::sync::Arc<crate::daemon::reaper::Reaper>,
+) -> String {
+    let status = match waiter {
+        Waiter::Spawned(mut proc) => match proc.wait().await {
+            Ok(s) => s.to_string(),
+            Err(e) => format!("wait failed: {e}"),
+        },
+        Waiter::Adopted(pid) => adopted_exit(pid).await,
+    };
+    child::signal_group(pid, libc::SIGKILL);
+    let _ = tokio::task::spawn_blocking(move || reaper.child_exited(&upstream, pid)).await;
+    status
 }
 
 /// Wire a child this process already had (an upgrade in place) to the actor, reading on from
@@ -232,15 +263,6 @@ fn wire_up(
     started: Instant,
 ) -> Result<ChildHandle, String> {
     use tokio::net::unix::pipe;
-    let Wiring {
-        generation,
-        tx,
-        max_line,
-        upstream,
-        tail,
-        reaper,
-        read_gate,
-    } = wiring;
     let DetachedPipes {
         pid,
         started_at,
@@ -260,10 +282,19 @@ fn wire_up(
     let (stdin, stdout, stderr) = match opened {
         Ok(p) => p,
         Err(e) => {
-            child::signal_group(pid, libc::SIGKILL);
+            abandon(pid, waiter, wiring);
             return Err(format!("could not set up the child's pipes: {e}"));
         }
     };
+    let Wiring {
+        generation,
+        tx,
+        max_line,
+        upstream,
+        tail,
+        reaper,
+        read_gate,
+    } = wiring;
     // The child's stdin is written by the actor itself, without a hop (see `Outbox`).
     let (writer, stdin_task) = Outbox::new(stdin);
     let (stop, stopped) = watch::channel(false);
@@ -289,17 +320,7 @@ fn wire_up(
     let (exited_tx, exited_rx) = watch::channel(false);
     let name = upstream;
     let waiter = tokio::spawn(async move {
-        let status = match waiter {
-            Waiter::Spawned(mut proc) => match proc.wait().await {
-                Ok(s) => s.to_string(),
-                Err(e) => format!("wait failed: {e}"),
-            },
-            Waiter::Adopted(pid) => adopted_exit(pid).await,
-        };
-        // Sweep the group: a grandchild (python under uvx) must not outlive its parent; and
-        // what left the group (setsid) goes too.
-        child::signal_group(pid, libc::SIGKILL);
-        let _ = tokio::task::spawn_blocking(move || reaper.child_exited(&name, pid)).await;
+        let status = ended(pid, waiter, name, reaper).await;
         let _ = exited_tx.send(true);
         // Deliver every line the child wrote before its exit is reported, and log its last
         // stderr lines (the error that reports the exit quotes the last one).
@@ -523,4 +544,59 @@ fn finish_line(
     line.clear();
     *dropped = 0;
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::daemon::reaper::Reaper;
+
+    /// A carried child whose pipes cannot be taken over (here: not pipes at all) is killed,
+    /// collected, and no longer counted as a live child: the reaper would otherwise scan the
+    /// process table for it for ever, and keep it a zombie.
+    #[cfg(target_os = "linux")]
+    #[tokio::test]
+    async fn a_child_that_cannot_be_wired_up_is_stopped_collected_and_let_go() {
+        use std::os::unix::process::CommandExt;
+        let reaper = Arc::new(Reaper::default());
+        // Collected by the code under test (as a carried child is), not by `wait`.
+        #[allow(clippy::zombie_processes)]
+        let pid = std::process::Command::new("sleep")
+            .arg("30")
+            .process_group(0)
+            .spawn()
+            .unwrap()
+            .id();
+        reaper.spawning().started("up", pid);
+        let null = || OwnedFd::from(std::fs::File::open("/dev/null").unwrap());
+        let pipes = DetachedPipes {
+            pid,
+            started_at: SystemTime::now(),
+            stdin: null(),
+            stdout: null(),
+            stderr: null(),
+            stdout_pending: Vec::new(),
+            stderr_pending: Vec::new(),
+        };
+        let wiring = Wiring {
+            generation: 1,
+            tx: mpsc::channel(1).0,
+            max_line: 1024,
+            upstream: "up".to_string(),
+            tail: StderrTail::default(),
+            reaper: reaper.clone(),
+            read_gate: None,
+        };
+        let err = adopt(pipes, wiring).err().expect("/dev/null is no pipe");
+        assert!(err.contains("could not set up the child's pipes"), "{err}");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        // Gone, zombie included (signal 0 finds a zombie), and no longer one of the reaper's.
+        while reaper.is_leader(pid) || os::signal(pid, 0).is_ok() {
+            assert!(
+                Instant::now() < deadline,
+                "pid {pid} still held or not collected"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
 }
