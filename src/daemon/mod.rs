@@ -33,14 +33,19 @@ use tokio::net::UnixListener;
 use tokio::sync::watch;
 
 use crate::config::Config;
+use crate::os;
 use crate::paths::{self, RuntimePaths};
 use crate::wire;
 
 /// A session's number, unique for the daemon's life.
 pub(crate) type SessionId = u64;
 
-/// How often the daemon checks that its socket is still there and still its own.
+/// How often the daemon checks that its socket is still there and still its own, where the
+/// OS cannot tell it when the socket's directory changes (see `os::DirWatch`).
 const SOCKET_CHECK: Duration = Duration::from_secs(2);
+/// How often it checks anyway where the OS tells: for what a watch of the directory cannot
+/// see (a directory above it renamed, the watch itself gone with its directory).
+const SOCKET_CHECK_WATCHED: Duration = Duration::from_secs(60);
 
 /// Open connections at the most: what `maxConnections` says, else what the file limit leaves
 /// room for (each child takes a few descriptors, and the log, lock and listener some), up to
@@ -401,12 +406,24 @@ async fn serve(
     let mut sigchld = signal(SignalKind::child()).map_err(DaemonError::Signals)?;
     let mut idle_check = tokio::time::interval(Duration::from_millis(250));
     // A daemon whose socket was removed or replaced can never be reached again: stop it rather
-    // than leave it (and its child) running forever.
-    let mut socket_check = tokio::time::interval(SOCKET_CHECK);
+    // than leave it (and its child) running forever. The socket's directory is watched, so
+    // that is seen at once and a quiet daemon does not wake to look (issue 22); where the OS
+    // cannot tell, it looks every 2 s.
+    let mut dir_watch = socket.parent().and_then(|dir| {
+        os::DirWatch::new(dir)
+            .inspect_err(|e| tracing::debug!(dir = %dir.display(), "cannot watch the socket's directory ({e}); looking every {SOCKET_CHECK:?}"))
+            .ok()
+            .flatten()
+    });
+    let mut socket_check = tokio::time::interval(if dir_watch.is_some() {
+        SOCKET_CHECK_WATCHED
+    } else {
+        SOCKET_CHECK
+    });
     socket_check.tick().await;
     // Who lives below each child, seen now and then (see `reaper`), and only while one lives:
-    // a child started meanwhile is seen once the loop turns again (the socket check turns it
-    // every 2 s), and the ticks missed while none lived are not made up in a burst.
+    // a child started while the loop waits wakes it (`woken`), and the ticks missed while none
+    // lived are not made up in a burst.
     let mut scan = tokio::time::interval(REAPER_SCAN);
     scan.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
@@ -414,6 +431,18 @@ async fn serve(
             _ = scan.tick(), if reaper.watching() => {
                 let reaper = reaper.clone();
                 tokio::task::spawn_blocking(move || reaper.scan());
+            }
+            () = reaper.woken() => {}
+            changed = dir_changed(&mut dir_watch) => {
+                if let Err(e) = changed {
+                    tracing::debug!("the socket's directory can no longer be watched ({e}); looking every {SOCKET_CHECK:?}");
+                    dir_watch = None;
+                    socket_check = tokio::time::interval(SOCKET_CHECK);
+                }
+                if socket_lost(our_socket, socket_identity(socket)) {
+                    tracing::warn!(socket = %socket.display(), "the socket was removed or replaced; shutting down");
+                    return Ok(End::Stop);
+                }
             }
             _ = sigchld.recv() => {
                 if !reaper.watching() {
@@ -460,6 +489,14 @@ async fn serve(
 /// True when the socket file is gone or is not ours any more. Ours being unknown (`None`: the
 /// file vanished between bind and the first look, its directory deleted under a starting
 /// daemon) counts as gone, or such a daemon would run unreachable forever.
+/// What the watch of the socket's directory says changed; never, without one.
+async fn dir_changed(watch: &mut Option<os::DirWatch>) -> std::io::Result<()> {
+    match watch {
+        Some(w) => w.changed().await,
+        None => std::future::pending().await,
+    }
+}
+
 fn socket_lost(ours: Option<(u64, u64)>, now: Option<(u64, u64)>) -> bool {
     now.is_none() || now != ours
 }

@@ -62,13 +62,16 @@ impl Inner {
 
 /// Held while a child is spawned: the process table is not read meanwhile, so a child that
 /// exists but is not registered yet is never taken for an orphan (see [`Reaper::child_exited`]).
-pub(crate) struct Spawning<'a>(std::sync::MutexGuard<'a, Inner>, &'a AtomicBool);
+pub(crate) struct Spawning<'a>(std::sync::MutexGuard<'a, Inner>, &'a Reaper);
 
 impl Spawning<'_> {
     /// The child just spawned, as `upstream`'s.
     pub fn started(mut self, upstream: &str, pid: u32) {
         self.0.leaders.insert(pid, upstream.to_string());
-        self.1.store(true, Ordering::Release);
+        if !self.1.watching.swap(true, Ordering::AcqRel) {
+            // The accept loop may be waiting with no scan due: it looks again.
+            self.1.woken.notify_one();
+        }
     }
 }
 
@@ -79,6 +82,13 @@ pub(crate) struct Reaper {
     /// `Inner::watching`, kept as it changes: read by the accept loop, which must never wait
     /// for the lock (a spawn holds it).
     watching: AtomicBool,
+    /// Told when `watching` becomes true, so the accept loop, which may be waiting on nothing
+    /// else for hours, starts scanning.
+    woken: tokio::sync::Notify,
+    /// The process table a test shows it, in place of the whole one: a test's reaper must not
+    /// stop what other tests of the same process started.
+    #[cfg(test)]
+    table: Option<Box<dyn Fn() -> Vec<Process> + Send + Sync>>,
 }
 
 impl Reaper {
@@ -95,6 +105,23 @@ impl Reaper {
         Arc::new(Reaper::default())
     }
 
+    fn processes(&self) -> Vec<Process> {
+        #[cfg(test)]
+        if let Some(table) = &self.table {
+            return table();
+        }
+        os::processes()
+    }
+
+    /// A reaper that sees only what `table` shows of the process table.
+    #[cfg(test)]
+    pub fn seeing(table: impl Fn() -> Vec<Process> + Send + Sync + 'static) -> Reaper {
+        Reaper {
+            table: Some(Box::new(table)),
+            ..Reaper::default()
+        }
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -107,7 +134,13 @@ impl Reaper {
 
     /// Spawn a child while holding this (see [`Spawning`]).
     pub fn spawning(&self) -> Spawning<'_> {
-        Spawning(self.lock(), &self.watching)
+        Spawning(self.lock(), self)
+    }
+
+    /// Resolves once a child started while none was watched (at once, if one did since the
+    /// last call): the caller looks at [`Reaper::watching`] again.
+    pub async fn woken(&self) {
+        self.woken.notified().await;
     }
 
     /// Whether the process table is worth reading every few seconds: a child is alive, or the
@@ -131,13 +164,13 @@ impl Reaper {
                 // Read under the lock, as at a child's exit: a process taken for an orphan is
                 // not one that was a leader a moment before. No child lives, so no spawn
                 // waits long for it.
-                let table = os::processes();
+                let table = self.processes();
                 self.scan_table(&mut inner, &table, true)
             } else {
                 // While children live, the table is read without holding up their spawns;
                 // what it finds is only remembered and reaped, never stopped.
                 drop(inner);
-                let table = os::processes();
+                let table = self.processes();
                 self.scan_table(&mut self.lock(), &table, false)
             }
         };
@@ -196,7 +229,7 @@ impl Reaper {
     pub fn child_exited(&self, upstream: &str, pid: u32) {
         let victims = {
             let mut inner = self.lock();
-            let table = os::processes();
+            let table = self.processes();
             exit_victims(&mut inner, &table, pid)
         };
         if !victims.is_empty() {
@@ -209,7 +242,7 @@ impl Reaper {
     /// reparented to the daemon goes, except the children in `keep` (carried over to the next
     /// daemon in an upgrade in place) and what lives below them.
     pub fn sweep_all_but(&self, keep: &[u32]) {
-        let table = os::processes();
+        let table = self.processes();
         let victims: Vec<Process> = {
             let inner = self.lock();
             let me = std::process::id();
@@ -373,6 +406,23 @@ mod tests {
         assert!(!reaper.watching(), "quiet");
         reaper.spawning().started("a", 1_000_003);
         assert!(reaper.watching(), "a child again");
+    }
+
+    /// The accept loop, waiting with no scan due, is woken when a child starts, so the new
+    /// child is scanned; not again for each child started while scans run anyway.
+    #[tokio::test]
+    async fn a_child_started_while_none_is_watched_wakes_the_loop() {
+        async fn woken(reaper: &Reaper) -> bool {
+            tokio::time::timeout(Duration::from_millis(50), reaper.woken())
+                .await
+                .is_ok()
+        }
+        let reaper = Reaper::default();
+        assert!(!woken(&reaper).await, "nothing started");
+        reaper.spawning().started("a", 6_000_001);
+        assert!(woken(&reaper).await, "the first child");
+        reaper.spawning().started("b", 6_000_002);
+        assert!(!woken(&reaper).await, "scans run already");
     }
 
     /// With no child alive, what was reparented to the daemon is stopped, but only from a

@@ -261,6 +261,84 @@ fn page_size() -> usize {
     }
 }
 
+/// A directory's changes, told by inotify: its descriptor is readable while an event is
+/// pending, which is what tokio polls. Only entries coming and going are asked for (a write
+/// to a file in it is not), so a watched directory that nobody changes never wakes its reader.
+pub(super) struct DirSource {
+    fd: AsyncFd<OwnedFd>,
+}
+
+impl DirSource {
+    pub fn open(dir: &std::path::Path) -> io::Result<Option<DirSource>> {
+        use std::os::unix::ffi::OsStrExt;
+        let path = std::ffi::CString::new(dir.as_os_str().as_bytes())
+            .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+        // SAFETY: inotify_init1 takes flags and returns a new descriptor or -1; no memory is
+        // passed.
+        let fd = unsafe { libc::inotify_init1(libc::IN_NONBLOCK | libc::IN_CLOEXEC) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: inotify_init1 just returned this descriptor; nothing else owns it.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        let mask = libc::IN_CREATE
+            | libc::IN_DELETE
+            | libc::IN_MOVED_FROM
+            | libc::IN_MOVED_TO
+            | libc::IN_DELETE_SELF
+            | libc::IN_MOVE_SELF
+            | libc::IN_ONLYDIR;
+        // SAFETY: `path` is a NUL-terminated string that lives across the call, which only
+        // reads it.
+        if unsafe { libc::inotify_add_watch(fd.as_raw_fd(), path.as_ptr(), mask) } < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(Some(DirSource {
+            // SAFETY: an OwnedFd's descriptor is open, and the same one, for as long as it
+            // lives, which is as long as the AsyncFd that owns it.
+            fd: unsafe { AsyncFd::register_with_interest(fd, Interest::READABLE)? },
+        }))
+    }
+
+    /// Resolves once events were read, all those pending (their content is not needed: the
+    /// caller looks at what it cares about).
+    pub async fn changed(&mut self) -> io::Result<()> {
+        // Room for a few events with names (each is 16 bytes and a name of up to 255).
+        let mut buf = [0u8; 4096];
+        loop {
+            let mut guard = self.fd.readable().await?;
+            let mut read_any = false;
+            loop {
+                // SAFETY: read writes at most `buf.len()` bytes into `buf`, a live local.
+                let n = unsafe {
+                    libc::read(
+                        guard.get_inner().as_raw_fd(),
+                        buf.as_mut_ptr().cast(),
+                        buf.len(),
+                    )
+                };
+                if n > 0 {
+                    read_any = true;
+                    continue;
+                }
+                let e = io::Error::last_os_error();
+                match e.kind() {
+                    io::ErrorKind::WouldBlock => {
+                        guard.clear_ready();
+                        break;
+                    }
+                    io::ErrorKind::Interrupted => {}
+                    _ if n == 0 => return Err(io::Error::from(io::ErrorKind::UnexpectedEof)),
+                    _ => return Err(e),
+                }
+            }
+            if read_any {
+                return Ok(());
+            }
+        }
+    }
+}
+
 /// A process's exit, told by a pidfd: it refers to that process and no other, whatever
 /// becomes of its pid, and is readable once the process has exited.
 pub(super) struct ExitSource {

@@ -404,14 +404,38 @@ fn a_peer_of_another_uid_is_refused_even_if_the_socket_is_reachable() {
 
 #[test]
 fn a_daemon_whose_socket_is_removed_stops_with_its_child() {
+    stops_with_its_child_once_its_socket(|env| std::fs::remove_file(&env.socket).unwrap());
+}
+
+/// Another socket renamed onto the daemon's path: nobody can reach this daemon again either.
+#[test]
+fn a_daemon_whose_socket_is_replaced_stops_with_its_child() {
+    stops_with_its_child_once_its_socket(|env| {
+        let other = env.path("other.sock");
+        // Bound, then left: only the file matters.
+        drop(std::os::unix::net::UnixListener::bind(&other).unwrap());
+        std::fs::rename(&other, &env.socket).unwrap();
+    });
+}
+
+/// The daemon is told at once by the OS, where it can be (looking for itself where it is told,
+/// it would look once a minute: past the 20 s this waits), and leaves a replacement alone.
+fn stops_with_its_child_once_its_socket(change: impl FnOnce(&Env)) {
     let env = Env::with_fake(json!({}));
     let mut d = env.daemon();
     let status = env.wait_upstream_ready();
     let child = status["upstreams"][0]["pid"].as_u64().unwrap() as u32;
-    std::fs::remove_file(&env.socket).unwrap();
+    let ours = std::fs::symlink_metadata(&env.socket).unwrap().ino();
+    change(&env);
+    let left = std::fs::symlink_metadata(&env.socket).map(|m| m.ino()).ok();
     let (code, _) = d.wait_exit();
     assert_eq!(code, Some(0));
     assert!(!pid_alive(child));
+    assert_eq!(
+        std::fs::symlink_metadata(&env.socket).map(|m| m.ino()).ok(),
+        left.filter(|i| *i != ours),
+        "a replacement is left where it is"
+    );
 }
 
 /// Regression: stopping a daemon with live sessions polled a finished session writer again

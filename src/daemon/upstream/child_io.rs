@@ -554,11 +554,9 @@ mod tests {
     /// A carried child whose pipes cannot be taken over (here: not pipes at all) is killed,
     /// collected, and no longer counted as a live child: the reaper would otherwise scan the
     /// process table for it for ever, and keep it a zombie.
-    #[cfg(target_os = "linux")]
     #[tokio::test]
     async fn a_child_that_cannot_be_wired_up_is_stopped_collected_and_let_go() {
         use std::os::unix::process::CommandExt;
-        let reaper = Arc::new(Reaper::default());
         // Collected by the code under test (as a carried child is), not by `wait`.
         #[allow(clippy::zombie_processes)]
         let pid = std::process::Command::new("sleep")
@@ -567,6 +565,14 @@ mod tests {
             .spawn()
             .unwrap()
             .id();
+        // The reaper sees this child alone: what other tests of this process started is none
+        // of its business (its exit stops every child of the process it cannot account for).
+        let reaper = Arc::new(Reaper::seeing(move || {
+            os::processes()
+                .into_iter()
+                .filter(|p| p.pid == pid)
+                .collect()
+        }));
         reaper.spawning().started("up", pid);
         let null = || OwnedFd::from(std::fs::File::open("/dev/null").unwrap());
         let pipes = DetachedPipes {

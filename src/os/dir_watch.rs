@@ -1,0 +1,75 @@
+//! Being told when a directory's entries change: one is created, removed, or renamed in or
+//! out, or the directory itself is removed or renamed. The daemon watches its socket's
+//! directory this way so that a quiet daemon need not look every few seconds (Linux:
+//! inotify). Where the OS cannot tell, [`DirWatch::new`] says so and the caller keeps
+//! looking now and then.
+
+use std::io;
+use std::path::Path;
+
+#[cfg(target_os = "linux")]
+use super::platform::DirSource;
+
+/// One directory, watched. Made and awaited inside a tokio runtime.
+pub struct DirWatch(DirSource);
+
+/// Not watched on macOS yet (a kqueue's `EVFILT_VNODE` could), nor elsewhere: never made, the
+/// caller polls.
+#[cfg(not(target_os = "linux"))]
+enum DirSource {}
+
+#[cfg(not(target_os = "linux"))]
+impl DirSource {
+    fn open(_dir: &Path) -> io::Result<Option<DirSource>> {
+        Ok(None)
+    }
+
+    async fn changed(&mut self) -> io::Result<()> {
+        match *self {}
+    }
+}
+
+impl DirWatch {
+    /// Watch `dir`. `Ok(None)` where this OS cannot tell (the caller polls instead).
+    pub fn new(dir: &Path) -> io::Result<Option<DirWatch>> {
+        Ok(DirSource::open(dir)?.map(DirWatch))
+    }
+
+    /// Resolves once something changed since the last call: what changed is for the caller
+    /// to look at. After the directory itself is gone, it may never resolve again.
+    pub async fn changed(&mut self) -> io::Result<()> {
+        self.0.changed().await
+    }
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    async fn changed(w: &mut DirWatch) -> bool {
+        tokio::time::timeout(Duration::from_millis(200), w.changed())
+            .await
+            .is_ok_and(|r| r.is_ok())
+    }
+
+    /// Entries coming and going are told, once for all that happened meanwhile; a write to a
+    /// file in the directory, and quiet, are not.
+    #[tokio::test]
+    async fn entries_coming_and_going_are_told_and_nothing_else() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("f");
+        std::fs::write(&file, "a").unwrap();
+        let mut w = DirWatch::new(dir.path()).unwrap().expect("inotify");
+        assert!(!changed(&mut w).await, "quiet");
+        std::fs::write(&file, "more").unwrap();
+        assert!(!changed(&mut w).await, "a write in a file");
+        std::fs::rename(&file, dir.path().join("g")).unwrap();
+        std::fs::remove_file(dir.path().join("g")).unwrap();
+        std::fs::write(&file, "b").unwrap();
+        assert!(changed(&mut w).await, "renamed, removed, created");
+        assert!(!changed(&mut w).await, "told once for all of them");
+        drop(dir);
+        assert!(changed(&mut w).await, "the directory itself removed");
+    }
+}
