@@ -7,13 +7,15 @@
 //! alive, the daemon looks at the process table every few seconds and remembers which processes
 //! (by pid and start time) live below each upstream's child. When a child exits, what was below
 //! it is stopped, along with what its exit reparented to the daemon; at shutdown, all of it.
-//! What a scan finds reparented to the daemon while children live, and can tie to none of them
-//! (a live server's own double-forked helper looks just like a gone one's leftover), is
-//! stopped only once no child is alive: never at another child's exit. With no child alive the table is left alone (a quiet daemon
-//! costs nothing), but for a few scans after the last one goes and a scan whenever a process of
-//! the daemon's own ends: those stop what is reparented to it late and reap its zombies. This
-//! module never signals a process it cannot tie to a child by pid and start time, or to the
-//! daemon as an orphan no live child may account for, and never reaps a child tokio manages.
+//!
+//! What is reparented to the daemon without a scan having seen it below a child may also be a
+//! live server's own helper, double-forked and reparented at once: it is stopped only once no
+//! live child may account for it (see `Inner::may_own`), never for another child's exit. With
+//! no child alive the table is left alone (a quiet daemon costs nothing), but for a few scans
+//! after the last one goes and a scan whenever a process of the daemon's own ends: those stop
+//! what is reparented to it late and reap its zombies. This module never signals a process it
+//! cannot tie to a child by pid and start time, or to the daemon as an orphan no live child
+//! may account for, and never reaps a child tokio manages.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -30,24 +32,44 @@ const SETTLING_SCANS: u8 = 2;
 
 #[derive(Default)]
 struct Inner {
-    /// Live upstream children: leader pid → upstream (for the log).
-    leaders: HashMap<u32, String>,
+    /// Live upstream children, by pid.
+    leaders: HashMap<u32, Leader>,
     /// Processes seen below an upstream's child: (pid, start) → that child's pid. By child,
     /// not by server: several instances of one server (projects, sessions) each have their own,
     /// and one's exit must not take another's processes with it.
     below: HashMap<(u32, u64), u32>,
-    /// Processes reparented to the daemon while children lived, that no scan could tie to one
-    /// of them: a server's own detached helper (double-forked and `setsid()`, so reparented at
-    /// once, never seen below its server) looks exactly like what a gone child left behind.
-    /// Such a process is stopped only once no child is alive (or at shutdown), never at
-    /// another child's exit: parking makes exits frequent, and one server's exit must not take
-    /// a live server's helper with it.
-    unowned: HashSet<(u32, u64)>,
     /// Scans still to make with no child alive (see [`Reaper::watching`]).
     settling: u8,
 }
 
+/// A live upstream child.
+struct Leader {
+    /// When it started (see [`Process::start`]), where that could be read.
+    start: Option<u64>,
+}
+
 impl Inner {
+    /// Whether one of the live children that `among` names may account for `p`, a process
+    /// reparented to the daemon that no scan saw below any of them: it is still in that child's
+    /// process group (each child leads its own), or that child started before `p` did, so one
+    /// of its processes may have started `p` and left it to the daemon (a helper it detached by
+    /// a double fork, or whose parent went). A process that started before every live child
+    /// did is none of theirs: it was left by one that is gone. Neither the process table nor
+    /// the OS tells more, so what a gone child started after a live one did waits for that
+    /// one to go (or for shutdown): never is a live server's helper stopped for another's exit.
+    fn may_own(&self, p: &Process, among: impl Fn(u32) -> bool) -> bool {
+        (self.leaders.contains_key(&p.pgid) && among(p.pgid))
+            || self
+                .leaders
+                .iter()
+                .any(|(pid, l)| among(*pid) && l.start.is_none_or(|s| s <= p.start))
+    }
+
+    /// Reparented to the daemon (`me`), and not one of its children itself.
+    fn orphan(&self, p: &Process, me: u32) -> bool {
+        p.ppid == me && !self.leaders.contains_key(&p.pid)
+    }
+
     /// A leader gone: with it the last, a few more scans, then none.
     fn leader_gone(&mut self, pid: u32) {
         if self.leaders.remove(&pid).is_some() && self.leaders.is_empty() {
@@ -67,7 +89,11 @@ pub(crate) struct Spawning<'a>(std::sync::MutexGuard<'a, Inner>, &'a Reaper);
 impl Spawning<'_> {
     /// The child just spawned, as `upstream`'s.
     pub fn started(mut self, upstream: &str, pid: u32) {
-        self.0.leaders.insert(pid, upstream.to_string());
+        let start = self.1.process(pid).map(|p| p.start);
+        if start.is_none() {
+            tracing::debug!(upstream, pid, "the child's start time could not be read");
+        }
+        self.0.leaders.insert(pid, Leader { start });
         if !self.1.watching.swap(true, Ordering::AcqRel) {
             // The accept loop may be waiting with no scan due: it looks again.
             self.1.woken.notify_one();
@@ -113,6 +139,14 @@ impl Reaper {
         os::processes()
     }
 
+    fn process(&self, pid: u32) -> Option<Process> {
+        #[cfg(test)]
+        if self.table.is_some() {
+            return self.processes().into_iter().find(|p| p.pid == pid);
+        }
+        os::process(pid)
+    }
+
     /// A reaper that sees only what `table` shows of the process table.
     #[cfg(test)]
     pub fn seeing(table: impl Fn() -> Vec<Process> + Send + Sync + 'static) -> Reaper {
@@ -152,39 +186,46 @@ impl Reaper {
         self.watching.load(Ordering::Acquire)
     }
 
-    /// Remember who lives below each child, and reap zombies that were reparented to us. With
-    /// no child alive, what was reparented to us is an orphan no child accounts for, left by
-    /// one that is gone (its parent lived on a while after the child's exit was dealt with):
-    /// stopped, as at that exit. Blocking (a short grace between signals): call it off the
+    /// Remember who lives below each child, reap zombies that were reparented to us, and stop
+    /// what was reparented to us that no live child may account for (see [`Inner::may_own`]):
+    /// left by one that is gone (its parent lived on a while after the child's exit was dealt
+    /// with), as at that exit. Blocking (a short grace between signals): call it off the
     /// runtime.
     pub fn scan(&self) {
-        let orphans = {
-            let mut inner = self.lock();
-            if inner.leaders.is_empty() {
-                // Read under the lock, as at a child's exit: a process taken for an orphan is
-                // not one that was a leader a moment before. No child lives, so no spawn
-                // waits long for it.
-                let table = self.processes();
-                self.scan_table(&mut inner, &table, true)
-            } else {
-                // While children live, the table is read without holding up their spawns;
-                // what it finds is only remembered and reaped, never stopped.
-                drop(inner);
-                let table = self.processes();
-                self.scan_table(&mut self.lock(), &table, false)
-            }
-        };
+        let orphans = self.scan_victims();
         if !orphans.is_empty() {
             tracing::warn!(pids = ?orphans.iter().map(|p| p.pid).collect::<Vec<_>>(), "stopping processes left behind by upstreams that have exited");
             stop(&orphans);
         }
     }
 
-    /// [`scan`](Self::scan)'s bookkeeping: the orphans to stop, when `read_locked` (the table
-    /// was read under the lock now held) and no child is alive.
-    fn scan_table(&self, inner: &mut Inner, table: &[Process], read_locked: bool) -> Vec<Process> {
-        let none_alive = inner.leaders.is_empty();
-        if none_alive {
+    /// [`scan`](Self::scan) but the stop: what it would stop.
+    fn scan_victims(&self) -> Vec<Process> {
+        let mut inner = self.lock();
+        if inner.leaders.is_empty() {
+            // No child lives, so no spawn waits long for the lock.
+            let table = self.processes();
+            return self.scan_table(&mut inner, &table);
+        }
+        // While children live, the table is read without holding up their spawns.
+        drop(inner);
+        let table = self.processes();
+        let mut inner = self.lock();
+        let found = self.scan_table(&mut inner, &table);
+        if found.is_empty() {
+            return found;
+        }
+        // A table read before the lock was taken may show a child that exited and was let go
+        // meanwhile as an orphan, to be signalled by a pid that may be reused by now: what is
+        // stopped comes from a table read under the lock, as at a child's exit.
+        let table = self.processes();
+        self.scan_table(&mut inner, &table)
+    }
+
+    /// [`scan`](Self::scan)'s bookkeeping, on `table`: the orphans no live child may account
+    /// for.
+    fn scan_table(&self, inner: &mut Inner, table: &[Process]) -> Vec<Process> {
+        if inner.leaders.is_empty() {
             inner.settling = inner.settling.saturating_sub(1);
             self.watching.store(inner.watching(), Ordering::Release);
         }
@@ -194,24 +235,16 @@ impl Reaper {
         }
         let alive: HashSet<(u32, u64)> = table.iter().map(|p| (p.pid, p.start)).collect();
         inner.below.retain(|k, _| alive.contains(k));
-        inner.unowned.retain(|k| alive.contains(k));
         let me = std::process::id();
         let mut orphans = Vec::new();
         for p in table {
-            if p.ppid == me && !inner.leaders.contains_key(&p.pid) {
-                if p.zombie {
-                    reap(p.pid);
-                } else if none_alive {
-                    if read_locked {
-                        orphans.push(*p);
-                    }
-                } else if inner.leaders.contains_key(&p.pgid) {
-                    // Still in a live child's process group (each child leads its own): that
-                    // child's, though it was reparented before any scan saw it below it.
-                    inner.below.insert((p.pid, p.start), p.pgid);
-                } else if !inner.below.contains_key(&(p.pid, p.start)) {
-                    inner.unowned.insert((p.pid, p.start));
-                }
+            if !inner.orphan(p, me) {
+                continue;
+            }
+            if p.zombie {
+                reap(p.pid);
+            } else if !inner.below.contains_key(&(p.pid, p.start)) && !inner.may_own(p, |_| true) {
+                orphans.push(*p);
             }
         }
         orphans
@@ -240,51 +273,50 @@ impl Reaper {
 
     /// At shutdown, once the children are stopped: whatever is still remembered or was
     /// reparented to the daemon goes, except the children in `keep` (carried over to the next
-    /// daemon in an upgrade in place) and what lives below them.
+    /// daemon in an upgrade in place), what lives below them, and what they may have detached.
     pub fn sweep_all_but(&self, keep: &[u32]) {
         let table = self.processes();
-        let victims: Vec<Process> = {
-            let inner = self.lock();
-            let me = std::process::id();
-            table
-                .into_iter()
-                .filter(|p| {
-                    let owner = inner.below.get(&(p.pid, p.start));
-                    // What no scan could tie to a child may be a carried child's own helper.
-                    let kept = keep.contains(&p.pid)
-                        || owner.is_some_and(|o| keep.contains(o))
-                        || (!keep.is_empty() && inner.unowned.contains(&(p.pid, p.start)));
-                    !kept
-                        && (owner.is_some()
-                            || (p.ppid == me && !inner.leaders.contains_key(&p.pid)))
-                })
-                .collect()
-        };
+        let victims = self.sweep_victims(&self.lock(), &table, keep);
         if !victims.is_empty() {
             tracing::warn!(pids = ?victims.iter().map(|p| p.pid).collect::<Vec<_>>(), "stopping processes upstreams left behind");
             stop(&victims);
         }
     }
+
+    /// [`sweep_all_but`](Self::sweep_all_but) but the stop: what it would stop.
+    fn sweep_victims(&self, inner: &Inner, table: &[Process], keep: &[u32]) -> Vec<Process> {
+        let me = std::process::id();
+        table
+            .iter()
+            .filter(|p| {
+                let owner = inner.below.get(&(p.pid, p.start));
+                let orphan = inner.orphan(p, me);
+                let kept = keep.contains(&p.pid)
+                    || owner.is_some_and(|o| keep.contains(o))
+                    // What no scan tied to a child may be a carried child's own helper.
+                    || (orphan && owner.is_none() && inner.may_own(p, |l| keep.contains(&l)));
+                !kept && (owner.is_some() || orphan)
+            })
+            .copied()
+            .collect()
+    }
 }
 
 /// What goes with the child `pid` that exited, from `table` read under the lock: what was seen
-/// below it, what is still in its process group, and what was reparented to the daemon since
-/// the last scan (its exit made orphans of its own children). What a scan found reparented
-/// and could tie to no child waits for a moment with no child alive (see [`Inner::unowned`]).
+/// below it, what is still in its process group, and what was reparented to the daemon (its
+/// exit made orphans of its own children) that no live child may account for (see
+/// [`Inner::may_own`]).
 fn exit_victims(inner: &mut Inner, table: &[Process], pid: u32) -> Vec<Process> {
     inner.leader_gone(pid);
-    let none_alive = inner.leaders.is_empty();
     let me = std::process::id();
     let victims = table
         .iter()
         .filter(|p| {
-            let key = (p.pid, p.start);
-            let owner = inner.below.get(&key);
-            let orphan = p.ppid == me && !inner.leaders.contains_key(&p.pid);
+            let owner = inner.below.get(&(p.pid, p.start));
             owner == Some(&pid)
-                || (orphan
+                || (inner.orphan(p, me)
                     && owner.is_none()
-                    && (none_alive || p.pgid == pid || !inner.unowned.contains(&key)))
+                    && (p.pgid == pid || !inner.may_own(p, |_| true)))
         })
         .copied()
         .collect();
@@ -295,7 +327,7 @@ fn exit_victims(inner: &mut Inner, table: &[Process], pid: u32) -> Vec<Process> 
 /// Every process below each leader, by (pid, start): the leader's pid.
 fn descendants_by_leader(
     table: &[Process],
-    leaders: &HashMap<u32, String>,
+    leaders: &HashMap<u32, Leader>,
 ) -> HashMap<(u32, u64), u32> {
     let mut children: HashMap<u32, Vec<&Process>> = HashMap::new();
     for p in table {
@@ -352,6 +384,11 @@ fn reap(pid: u32) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::atomic::AtomicUsize;
+
+    /// Pids no real process has (above Linux's largest, 2^22): what a test's reaper stops is
+    /// signalled for real, and must hit nothing.
+    const FAKE: u32 = 5_000_000;
 
     fn p(pid: u32, ppid: u32) -> Process {
         Process {
@@ -361,6 +398,27 @@ mod tests {
             start: u64::from(pid) * 10,
             zombie: false,
         }
+    }
+
+    /// `p`, started at `start`, in group `pgid`.
+    fn at(pid: u32, ppid: u32, pgid: u32, start: u64) -> Process {
+        Process {
+            pgid,
+            start,
+            ..p(pid, ppid)
+        }
+    }
+
+    fn pids(v: &[Process]) -> Vec<u32> {
+        let mut v: Vec<u32> = v.iter().map(|p| p.pid).collect();
+        v.sort_unstable();
+        v
+    }
+
+    /// A reaper shown the table `tables` holds now (a test changes it as processes come and go).
+    fn reaper_of(tables: &Arc<Mutex<Vec<Process>>>) -> Reaper {
+        let t = tables.clone();
+        Reaper::seeing(move || t.lock().unwrap().clone())
     }
 
     #[test]
@@ -373,7 +431,7 @@ mod tests {
             p(21, 20),
             p(30, 1),
         ];
-        let leaders = HashMap::from([(10, "a".to_string()), (20, "b".to_string())]);
+        let leaders = HashMap::from([(10, Leader { start: None }), (20, Leader { start: None })]);
         let below = descendants_by_leader(&table, &leaders);
         assert_eq!(below.get(&(12, 120)), Some(&10));
         assert_eq!(below.get(&(21, 210)), Some(&20));
@@ -388,20 +446,20 @@ mod tests {
     /// then not until the next child starts.
     #[test]
     fn the_table_is_read_only_while_a_child_lives() {
-        let reaper = Reaper::default();
+        // An empty table: a test must not reap another test's children.
+        let reaper = Reaper::seeing(Vec::new);
         assert!(!reaper.watching(), "no child yet");
         reaper.spawning().started("a", 1_000_001);
         reaper.spawning().started("b", 1_000_002);
         assert!(reaper.watching());
-        // An empty table: a test must not reap another test's children.
         reaper.release(1_000_001);
-        assert!(reaper.scan_table(&mut reaper.lock(), &[], true).is_empty());
+        assert!(reaper.scan_victims().is_empty());
         assert!(reaper.watching(), "one child still lives");
         reaper.release(1_000_002);
         reaper.release(1_000_002);
         for _ in 0..SETTLING_SCANS {
             assert!(reaper.watching(), "settling after the last one");
-            assert!(reaper.scan_table(&mut reaper.lock(), &[], true).is_empty());
+            assert!(reaper.scan_victims().is_empty());
         }
         assert!(!reaper.watching(), "quiet");
         reaper.spawning().started("a", 1_000_003);
@@ -417,7 +475,7 @@ mod tests {
                 .await
                 .is_ok()
         }
-        let reaper = Reaper::default();
+        let reaper = Reaper::seeing(Vec::new);
         assert!(!woken(&reaper).await, "nothing started");
         reaper.spawning().started("a", 6_000_001);
         assert!(woken(&reaper).await, "the first child");
@@ -425,76 +483,136 @@ mod tests {
         assert!(!woken(&reaper).await, "scans run already");
     }
 
-    /// With no child alive, what was reparented to the daemon is stopped, but only from a
-    /// table read under the lock; while a child lives it is only remembered.
+    /// A scan stops what was reparented to the daemon that no live child may account for,
+    /// and only from a table read under the lock: a child that exited and was let go between a
+    /// read without it and the lock is not taken for an orphan.
     #[test]
-    fn orphans_are_stopped_only_with_no_child_alive_and_a_table_read_under_the_lock() {
-        let reaper = Reaper::default();
+    fn a_scan_stops_only_what_no_live_child_may_account_for_read_under_the_lock() {
         let me = std::process::id();
-        // `scan_table` only chooses (and reaps zombies, which these are not): nothing is signalled.
-        let table = [p(4_000_001, me), p(4_000_002, 4_000_001)];
-        let orphans = |read_locked| {
-            reaper
-                .scan_table(&mut reaper.lock(), &table, read_locked)
-                .iter()
-                .map(|p| p.pid)
-                .collect::<Vec<_>>()
-        };
-        assert_eq!(orphans(true), vec![4_000_001]);
-        assert!(orphans(false).is_empty(), "a table read without the lock");
-        reaper.spawning().started("a", 4_000_003);
-        assert!(orphans(true).is_empty(), "a child lives");
-    }
-
-    /// A child's exit stops what was below it and what it left to the daemon, but not a live
-    /// child's detached helper that a scan found reparented and could tie to no child.
-    #[test]
-    fn a_childs_exit_spares_what_a_live_child_may_have_detached() {
-        let reaper = Reaper::default();
-        let me = std::process::id();
-        let (a, b) = (5_000_001, 5_000_002);
+        let (a, b, old, gone) = (FAKE + 1, FAKE + 2, FAKE + 3, FAKE + 4);
+        let table = Arc::new(Mutex::new(vec![
+            at(a, me, a, 100),
+            at(old, me, old, 50),
+            at(FAKE + 5, me, FAKE + 5, 150),
+        ]));
+        let reaper = reaper_of(&table);
+        reaper.spawning().started("a", a);
+        // Started before every live child: none of theirs. After a: maybe a's helper.
+        assert_eq!(pids(&reaper.scan_victims()), vec![old]);
+        // b exits and is let go; a read before the lock shows it, one under the lock does not.
+        let reads = Arc::new(AtomicUsize::new(0));
+        let (t, r) = (table.clone(), reads.clone());
+        let reaper = Reaper::seeing(move || {
+            let mut now = t.lock().unwrap().clone();
+            if r.fetch_add(1, Ordering::SeqCst) == 2 {
+                now.push(at(gone, me, gone, 20));
+            }
+            now
+        });
         reaper.spawning().started("a", a);
         reaper.spawning().started("b", b);
-        let in_group = |pid, pgid| Process { pgid, ..p(pid, me) };
-        let seen = [
-            p(a, me),
-            p(b, me),
-            p(5_000_011, a),        // below a
-            p(5_000_021, b),        // below b
-            p(5_000_012, me),       // a's, or b's, detached helper: nobody's to tell
-            in_group(5_000_022, b), // b's double-forked helper, still in b's group
-        ];
+        reaper.release(b);
+        table.lock().unwrap().retain(|p| p.pid != old);
         assert!(
-            reaper
-                .scan_table(&mut reaper.lock(), &seen, false)
-                .is_empty()
+            reaper.scan_victims().is_empty(),
+            "only the unlocked read showed it"
         );
-        // a exits: its own child is reparented, and so is one it started after the scan.
-        let later = [
-            p(b, me),
-            p(5_000_011, me),
-            p(5_000_013, me),
-            p(5_000_021, b),
-            p(5_000_012, me),
-            in_group(5_000_022, b),
+        assert_eq!(
+            reads.load(Ordering::SeqCst),
+            4,
+            "one read at b's start, 3 by the scan"
+        );
+    }
+
+    /// A child's exit stops what was below it and what it left to the daemon, but not what a
+    /// live child may have detached: in its group, or started after it.
+    #[test]
+    fn a_childs_exit_spares_what_a_live_child_may_have_detached() {
+        let me = std::process::id();
+        let (a, b) = (FAKE + 10, FAKE + 20);
+        let a_child = at(FAKE + 11, a, FAKE + 11, 120);
+        let a_old = at(FAKE + 12, me, FAKE + 12, 150);
+        let a_recent = at(FAKE + 13, me, FAKE + 13, 250);
+        let b_helper = at(FAKE + 21, me, FAKE + 21, 300);
+        let b_group = at(FAKE + 22, me, b, 310);
+        let table = Arc::new(Mutex::new(vec![
+            at(a, me, a, 100),
+            at(b, me, b, 200),
+            a_child,
+        ]));
+        let reaper = reaper_of(&table);
+        reaper.spawning().started("a", a);
+        reaper.spawning().started("b", b);
+        assert!(reaper.scan_victims().is_empty());
+        // a exits: its child is reparented, and so are two it detached, one before b started.
+        *table.lock().unwrap() = vec![
+            at(b, me, b, 200),
+            Process {
+                ppid: me,
+                ..a_child
+            },
+            a_old,
+            a_recent,
+            b_helper,
+            b_group,
         ];
-        let victims = |inner: &mut Inner, table: &[Process], pid| {
-            let mut v: Vec<u32> = exit_victims(inner, table, pid)
-                .iter()
-                .map(|p| p.pid)
-                .collect();
-            v.sort_unstable();
-            v
+        let exit = |pid| exit_victims(&mut reaper.lock(), &table.lock().unwrap(), pid);
+        assert_eq!(pids(&exit(a)), vec![a_child.pid, a_old.pid]);
+        table
+            .lock()
+            .unwrap()
+            .retain(|p| p.pid != a_child.pid && p.pid != a_old.pid);
+        // c, which started before all of them (a carried child, say), lives on: b's exit takes
+        // only what is still in b's group.
+        let c = FAKE + 30;
+        table.lock().unwrap().push(at(c, me, c, 50));
+        reaper.spawning().started("c", c);
+        table.lock().unwrap().retain(|p| p.pid != b);
+        assert_eq!(pids(&exit(b)), vec![b_group.pid]);
+        // c exits, the last: nothing can want what is left.
+        table
+            .lock()
+            .unwrap()
+            .retain(|p| p.pid != c && p.pid != b_group.pid);
+        assert_eq!(pids(&exit(c)), vec![a_recent.pid, b_helper.pid]);
+    }
+
+    /// An upgrade's sweep keeps the carried children, what lives below them, and what they may
+    /// have detached; the rest goes.
+    #[test]
+    fn the_sweep_keeps_what_a_carried_child_may_have_detached() {
+        let me = std::process::id();
+        let (a, b) = (FAKE + 30, FAKE + 40);
+        let table = Arc::new(Mutex::new(vec![
+            at(a, me, a, 100),
+            at(b, me, b, 200),
+            at(FAKE + 31, a, a, 110),
+            at(FAKE + 41, b, b, 210),
+        ]));
+        let reaper = reaper_of(&table);
+        reaper.spawning().started("a", a);
+        reaper.spawning().started("b", b);
+        assert!(reaper.scan_victims().is_empty());
+        table.lock().unwrap().extend([
+            at(FAKE + 32, me, a, 120),         // in a's group
+            at(FAKE + 33, me, FAKE + 33, 130), // after a, before b: maybe a's
+            at(FAKE + 34, me, FAKE + 34, 90),  // before a and b: nobody's
+            at(FAKE + 42, me, FAKE + 42, 220), // after b: maybe a's too
+        ]);
+        let swept = |keep: &[u32]| {
+            let inner = reaper.lock();
+            pids(&reaper.sweep_victims(&inner, &table.lock().unwrap(), keep))
         };
+        // (The children not kept were stopped before the sweep: they are not its to stop.)
         assert_eq!(
-            victims(&mut reaper.lock(), &later, a),
-            vec![5_000_011, 5_000_013]
+            swept(&[a]),
+            vec![FAKE + 34, FAKE + 41],
+            "a kept: below b, and what started before a"
         );
-        // b exits, the last: nothing can want what is left.
-        let last = [p(5_000_021, me), p(5_000_012, me), in_group(5_000_022, b)];
         assert_eq!(
-            victims(&mut reaper.lock(), &last, b),
-            vec![5_000_012, 5_000_021, 5_000_022]
+            swept(&[b]),
+            vec![FAKE + 31, FAKE + 32, FAKE + 33, FAKE + 34],
+            "b kept: below a, in a's group, what started before b"
         );
     }
 }

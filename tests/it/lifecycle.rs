@@ -296,55 +296,62 @@ fn a_chain_left_by_a_parked_child_is_stopped_link_by_link_and_reaped() {
 /// Regression (session 14): when a child exited, which parking makes frequent, every process
 /// reparented to the daemon that no scan had seen below a live child was stopped. A live
 /// server's own double-forked helper is reparented at once and never seen below its server, so
-/// one server's park took another's helper (a browser, an agent) with it. Such a helper now
-/// lives while any child does, and goes once none is left.
+/// one server's park took another's helper (a browser, an agent) with it; and (the review of
+/// the first fix) one detached less than a scan's period before the park went even then. A
+/// helper that started after a live child did may be that child's: it lives while that child
+/// does, and goes once it is gone.
 #[cfg(target_os = "linux")]
 #[test]
-fn a_live_servers_detached_helper_outlives_another_servers_park() {
+fn a_live_servers_detached_helpers_outlive_another_servers_park() {
     let env = Env::new();
-    // Its sleep's length names this test's run (a command line's words are NUL-separated).
-    let helper = format!("9{}2", std::process::id());
-    // The subshell starts the helper in a session of its own and exits, so the helper is
-    // reparented to the daemon before any scan can see it below its server.
+    // Their sleeps' lengths name this test's run (a command line's words are NUL-separated).
+    let (early, late) = (
+        format!("9{}2", std::process::id()),
+        format!("9{}3", std::process::id()),
+    );
+    // Each subshell starts a helper in a session of its own and exits, so the helper is
+    // reparented to the daemon before any scan can see it below its server: one at once, one
+    // 3 s on (just before the other server's park).
     let keeper = format!(
-        "(setsid sleep {helper} </dev/null >/dev/null 2>&1 &); exec {}",
+        "(setsid sleep {early} </dev/null >/dev/null 2>&1 &); \
+         (sleep 3; setsid sleep {late} </dev/null >/dev/null 2>&1 &) </dev/null >/dev/null 2>&1 & \
+         exec {}",
         fake_mcp().display()
     );
     env.write_config(&json!({"servers": {
         "keeper": {"command": "/bin/sh", "args": ["-c", keeper], "credentials": {"source": "none"}},
-        "parker": {"command": fake_mcp(), "idleStopMs": 1000, "credentials": {"source": "none"}},
+        "parker": {"command": fake_mcp(), "idleStopMs": 500, "credentials": {"source": "none"}},
     }}));
     let _d = env.daemon();
     let daemon = env.daemon_pid();
     let mut k = env.shim_with(&["--server", "keeper"]);
     k.initialize();
     k.call("pid", json!({}));
-    let helpers = wait_until(
-        "the helper",
-        Duration::from_secs(10),
-        || match processes_matching(&helper)[..] {
-            [pid] if children_of(daemon).iter().any(|(c, _)| *c == pid) => Ok(pid),
-            ref other => Err(format!("{other:?}")),
-        },
-    );
-    // Two scans at least see it reparented, and tie it to no child.
-    std::thread::sleep(Duration::from_secs(7));
+    let helper = |name: &str| {
+        wait_until(name, Duration::from_secs(15), || {
+            match processes_matching(name)[..] {
+                [pid] if children_of(daemon).iter().any(|(c, _)| *c == pid) => Ok(pid),
+                ref other => Err(format!("{other:?}")),
+            }
+        })
+    };
+    let helpers = [helper(&early), helper(&late)];
     let mut p = env.shim_with(&["--server", "parker"]);
     p.initialize();
     let parked: u32 = text(&p.call("pid", json!({}))).parse().unwrap();
     wait_gone("the parker's child", &[parked], Duration::from_secs(30));
-    // Its exit is dealt with (and a stop would have ended the helper) within a grace.
+    // Its exit is dealt with (and a stop would have ended the helpers) within a grace.
     std::thread::sleep(Duration::from_secs(2));
     assert!(
-        pid_alive(helpers),
-        "the keeper's helper was stopped when the parker's child exited"
+        helpers.iter().all(|h| pid_alive(*h)),
+        "the keeper's helpers {helpers:?} were stopped when the parker's child exited"
     );
-    // The keeper's child crashes, the last alive: now nothing can want the helper.
+    // The keeper's child crashes, the last alive: now nothing can want the helpers.
     k.send(&json!({"jsonrpc":"2.0","id":"boom","method":"tools/call","params":{"name":"crash","arguments":{}}}));
     k.response(&json!("boom"), Duration::from_secs(10));
     wait_gone(
-        "the helper, once no child is alive",
-        &[helpers],
+        "the helpers, once no child is alive",
+        &helpers,
         Duration::from_secs(15),
     );
 }
