@@ -221,7 +221,9 @@ pub(super) fn attach(spawned: Spawned, wiring: Wiring) -> Result<ChildHandle, St
 fn abandon(pid: u32, waiter: Waiter, wiring: Wiring) {
     child::signal_group(pid, libc::SIGKILL);
     tokio::spawn(async move {
-        let _ = ended(pid, waiter, wiring.upstream, wiring.reaper).await;
+        let upstream = wiring.upstream.clone();
+        let status = ended(pid, waiter, wiring.upstream, wiring.reaper).await;
+        tracing::info!(%upstream, pid, "the child that could not be wired up ended ({status})");
     });
 }
 
