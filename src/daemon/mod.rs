@@ -406,11 +406,11 @@ async fn serve(
     let mut sigchld = signal(SignalKind::child()).map_err(DaemonError::Signals)?;
     let mut idle_check = tokio::time::interval(Duration::from_millis(250));
     // A daemon whose socket was removed or replaced can never be reached again: stop it rather
-    // than leave it (and its child) running forever. The socket's directory is watched, so
-    // that is seen at once and a quiet daemon does not wake to look (issue 22); where the OS
-    // cannot tell, it looks every 2 s.
-    let mut dir_watch = socket.parent().and_then(|dir| {
-        os::DirWatch::new(dir)
+    // than leave it (and its child) running forever. The socket is watched, so that is seen at
+    // once and a quiet daemon does not wake to look (issue 22); where the OS cannot tell, it
+    // looks every 2 s.
+    let mut dir_watch = socket.parent().zip(socket.file_name()).and_then(|(dir, name)| {
+        os::DirWatch::new(dir, name)
             .inspect_err(|e| tracing::debug!(dir = %dir.display(), "cannot watch the socket's directory ({e}); looking every {SOCKET_CHECK:?}"))
             .ok()
             .flatten()
@@ -420,7 +420,11 @@ async fn serve(
     } else {
         SOCKET_CHECK
     });
+    // The first tick, at once: what changed before the watch was made is seen now.
     socket_check.tick().await;
+    if socket_gone(socket, our_socket) {
+        return Ok(End::Stop);
+    }
     // Who lives below each child, seen now and then (see `reaper`), and only while one lives:
     // a child started while the loop waits wakes it (`woken`), and the ticks missed while none
     // lived are not made up in a burst.
@@ -439,8 +443,7 @@ async fn serve(
                     dir_watch = None;
                     socket_check = tokio::time::interval(SOCKET_CHECK);
                 }
-                if socket_lost(our_socket, socket_identity(socket)) {
-                    tracing::warn!(socket = %socket.display(), "the socket was removed or replaced; shutting down");
+                if socket_gone(socket, our_socket) {
                     return Ok(End::Stop);
                 }
             }
@@ -451,8 +454,7 @@ async fn serve(
                 }
             }
             _ = socket_check.tick() => {
-                if socket_lost(our_socket, socket_identity(socket)) {
-                    tracing::warn!(socket = %socket.display(), "the socket was removed or replaced; shutting down");
+                if socket_gone(socket, our_socket) {
                     return Ok(End::Stop);
                 }
             }
@@ -486,10 +488,7 @@ async fn serve(
     }
 }
 
-/// True when the socket file is gone or is not ours any more. Ours being unknown (`None`: the
-/// file vanished between bind and the first look, its directory deleted under a starting
-/// daemon) counts as gone, or such a daemon would run unreachable forever.
-/// What the watch of the socket's directory says changed; never, without one.
+/// What the watch of the socket says changed; never, without one.
 async fn dir_changed(watch: &mut Option<os::DirWatch>) -> std::io::Result<()> {
     match watch {
         Some(w) => w.changed().await,
@@ -497,6 +496,18 @@ async fn dir_changed(watch: &mut Option<os::DirWatch>) -> std::io::Result<()> {
     }
 }
 
+/// Whether the socket is gone or not ours any more (see [`socket_lost`]), said in the log.
+fn socket_gone(socket: &Path, ours: Option<(u64, u64)>) -> bool {
+    let gone = socket_lost(ours, socket_identity(socket));
+    if gone {
+        tracing::warn!(socket = %socket.display(), "the socket was removed or replaced; shutting down");
+    }
+    gone
+}
+
+/// True when the socket file is gone or is not ours any more. Ours being unknown (`None`: the
+/// file vanished between bind and the first look, its directory deleted under a starting
+/// daemon) counts as gone, or such a daemon would run unreachable forever.
 fn socket_lost(ours: Option<(u64, u64)>, now: Option<(u64, u64)>) -> bool {
     now.is_none() || now != ours
 }

@@ -38,6 +38,9 @@ struct Inner {
     /// not by server: several instances of one server (projects, sessions) each have their own,
     /// and one's exit must not take another's processes with it.
     below: HashMap<(u32, u64), u32>,
+    /// What was stopped and outlived it (not ours to signal, or stuck in the kernel): left be,
+    /// so that a scan every 3 s does not stop it, and say so, again and again.
+    given_up: HashSet<(u32, u64)>,
     /// Scans still to make with no child alive (see [`Reaper::watching`]).
     settling: u8,
 }
@@ -195,46 +198,52 @@ impl Reaper {
         let orphans = self.scan_victims();
         if !orphans.is_empty() {
             tracing::warn!(pids = ?orphans.iter().map(|p| p.pid).collect::<Vec<_>>(), "stopping processes left behind by upstreams that have exited");
-            stop(&orphans);
+            self.stop(&orphans);
         }
     }
 
     /// [`scan`](Self::scan) but the stop: what it would stop.
     fn scan_victims(&self) -> Vec<Process> {
         let mut inner = self.lock();
-        if inner.leaders.is_empty() {
+        let found = if inner.leaders.is_empty() {
             // No child lives, so no spawn waits long for the lock.
             let table = self.processes();
-            return self.scan_table(&mut inner, &table);
+            self.scan_table(&mut inner, &table)
+        } else {
+            // While children live, the table is read without holding up their spawns.
+            drop(inner);
+            let table = self.processes();
+            inner = self.lock();
+            let found = self.scan_table(&mut inner, &table);
+            if found.is_empty() {
+                found
+            } else {
+                // A table read before the lock was taken may show a child that exited and was
+                // let go meanwhile as an orphan, to be signalled by a pid that may be reused
+                // by now: what is stopped comes from a table read under the lock, as at a
+                // child's exit.
+                let table = self.processes();
+                self.scan_table(&mut inner, &table)
+            }
+        };
+        // Once per scan, however many reads it took.
+        if inner.leaders.is_empty() {
+            inner.settling = inner.settling.saturating_sub(1);
+            self.watching.store(inner.watching(), Ordering::Release);
         }
-        // While children live, the table is read without holding up their spawns.
-        drop(inner);
-        let table = self.processes();
-        let mut inner = self.lock();
-        let found = self.scan_table(&mut inner, &table);
-        if found.is_empty() {
-            return found;
-        }
-        // A table read before the lock was taken may show a child that exited and was let go
-        // meanwhile as an orphan, to be signalled by a pid that may be reused by now: what is
-        // stopped comes from a table read under the lock, as at a child's exit.
-        let table = self.processes();
-        self.scan_table(&mut inner, &table)
+        found
     }
 
     /// [`scan`](Self::scan)'s bookkeeping, on `table`: the orphans no live child may account
     /// for.
     fn scan_table(&self, inner: &mut Inner, table: &[Process]) -> Vec<Process> {
-        if inner.leaders.is_empty() {
-            inner.settling = inner.settling.saturating_sub(1);
-            self.watching.store(inner.watching(), Ordering::Release);
-        }
         let seen = descendants_by_leader(table, &inner.leaders);
         for (key, leader) in seen {
             inner.below.insert(key, leader);
         }
         let alive: HashSet<(u32, u64)> = table.iter().map(|p| (p.pid, p.start)).collect();
         inner.below.retain(|k, _| alive.contains(k));
+        inner.given_up.retain(|k| alive.contains(k));
         let me = std::process::id();
         let mut orphans = Vec::new();
         for p in table {
@@ -243,7 +252,10 @@ impl Reaper {
             }
             if p.zombie {
                 reap(p.pid);
-            } else if !inner.below.contains_key(&(p.pid, p.start)) && !inner.may_own(p, |_| true) {
+            } else if !inner.below.contains_key(&(p.pid, p.start))
+                && !inner.given_up.contains(&(p.pid, p.start))
+                && !inner.may_own(p, |_| true)
+            {
                 orphans.push(*p);
             }
         }
@@ -267,7 +279,7 @@ impl Reaper {
         };
         if !victims.is_empty() {
             tracing::warn!(upstream, pids = ?victims.iter().map(|p| p.pid).collect::<Vec<_>>(), "stopping processes the upstream left behind");
-            stop(&victims);
+            self.stop(&victims);
         }
     }
 
@@ -279,7 +291,43 @@ impl Reaper {
         let victims = self.sweep_victims(&self.lock(), &table, keep);
         if !victims.is_empty() {
             tracing::warn!(pids = ?victims.iter().map(|p| p.pid).collect::<Vec<_>>(), "stopping processes upstreams left behind");
-            stop(&victims);
+            self.stop(&victims);
+        }
+    }
+
+    /// SIGTERM, a short grace, then SIGKILL for any that are still the same processes; reap
+    /// those that were ours. What outlives even that is given up on, and said once.
+    fn stop(&self, victims: &[Process]) {
+        for p in victims {
+            signal(p.pid, libc::SIGTERM);
+        }
+        std::thread::sleep(GRACE);
+        let still = |table: Vec<Process>| {
+            let now: HashMap<u32, Process> = table.into_iter().map(|p| (p.pid, p)).collect();
+            victims
+                .iter()
+                .filter(|p| {
+                    now.get(&p.pid)
+                        .is_some_and(|q| q.start == p.start && !q.zombie)
+                })
+                .copied()
+                .collect::<Vec<_>>()
+        };
+        for p in still(self.processes()) {
+            signal(p.pid, libc::SIGKILL);
+        }
+        std::thread::sleep(Duration::from_millis(50));
+        for p in victims {
+            if p.ppid == std::process::id() {
+                reap(p.pid);
+            }
+        }
+        let left = still(self.processes());
+        if !left.is_empty() {
+            tracing::warn!(pids = ?left.iter().map(|p| p.pid).collect::<Vec<_>>(), "these outlived SIGKILL (not ours to signal, or stuck in the kernel); leaving them be");
+            self.lock()
+                .given_up
+                .extend(left.iter().map(|p| (p.pid, p.start)));
         }
     }
 
@@ -345,30 +393,6 @@ fn descendants_by_leader(
         }
     }
     out
-}
-
-/// SIGTERM, a short grace, then SIGKILL for any that are still the same processes; reap those
-/// that were ours.
-fn stop(victims: &[Process]) {
-    for p in victims {
-        signal(p.pid, libc::SIGTERM);
-    }
-    std::thread::sleep(GRACE);
-    let now: HashMap<u32, Process> = os::processes().into_iter().map(|p| (p.pid, p)).collect();
-    for p in victims {
-        if now
-            .get(&p.pid)
-            .is_some_and(|q| q.start == p.start && !q.zombie)
-        {
-            signal(p.pid, libc::SIGKILL);
-        }
-    }
-    std::thread::sleep(Duration::from_millis(50));
-    for p in victims {
-        if p.ppid == std::process::id() {
-            reap(p.pid);
-        }
-    }
 }
 
 /// A pid that is gone by now is fine: there is nothing left to stop.
@@ -522,6 +546,28 @@ mod tests {
             4,
             "one read at b's start, 3 by the scan"
         );
+    }
+
+    /// What outlives SIGKILL (here: a pid no process has, which the table shown goes on
+    /// listing) is given up on after one stop, not stopped again by every scan.
+    #[test]
+    fn what_outlives_a_stop_is_not_stopped_again() {
+        let me = std::process::id();
+        let (a, stuck) = (FAKE + 50, FAKE + 51);
+        let table = Arc::new(Mutex::new(vec![
+            at(a, me, a, 100),
+            at(stuck, me, stuck, 50),
+        ]));
+        let reaper = reaper_of(&table);
+        reaper.spawning().started("a", a);
+        assert_eq!(pids(&reaper.scan_victims()), vec![stuck]);
+        reaper.scan();
+        assert!(reaper.scan_victims().is_empty(), "given up on");
+        // Gone, then its pid taken by another process that no child may own: that one goes.
+        *table.lock().unwrap() = vec![at(a, me, a, 100)];
+        assert!(reaper.scan_victims().is_empty());
+        table.lock().unwrap().push(at(stuck, me, stuck, 60));
+        assert_eq!(pids(&reaper.scan_victims()), vec![stuck]);
     }
 
     /// A child's exit stops what was below it and what it left to the daemon, but not what a

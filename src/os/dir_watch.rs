@@ -1,16 +1,16 @@
-//! Being told when a directory's entries change: one is created, removed, or renamed in or
-//! out, or the directory itself is removed or renamed. The daemon watches its socket's
-//! directory this way so that a quiet daemon need not look every few seconds (Linux:
-//! inotify). Where the OS cannot tell, [`DirWatch::new`] says so and the caller keeps
-//! looking now and then.
+//! Being told when an entry of a directory may have changed: created, removed, or renamed in
+//! or out, or the directory itself removed or renamed. The daemon watches its socket this way
+//! so that a quiet daemon need not look every few seconds (Linux: inotify). Where the OS
+//! cannot tell, [`DirWatch::new`] says so and the caller keeps looking now and then.
 
+use std::ffi::OsStr;
 use std::io;
 use std::path::Path;
 
 #[cfg(target_os = "linux")]
 use super::platform::DirSource;
 
-/// One directory, watched. Made and awaited inside a tokio runtime.
+/// One entry of a directory, watched. Made and awaited inside a tokio runtime.
 pub struct DirWatch(DirSource);
 
 /// Not watched on macOS yet (a kqueue's `EVFILT_VNODE` could), nor elsewhere: never made, the
@@ -20,7 +20,7 @@ enum DirSource {}
 
 #[cfg(not(target_os = "linux"))]
 impl DirSource {
-    fn open(_dir: &Path) -> io::Result<Option<DirSource>> {
+    fn open(_dir: &Path, _name: &OsStr) -> io::Result<Option<DirSource>> {
         Ok(None)
     }
 
@@ -30,13 +30,15 @@ impl DirSource {
 }
 
 impl DirWatch {
-    /// Watch `dir`. `Ok(None)` where this OS cannot tell (the caller polls instead).
-    pub fn new(dir: &Path) -> io::Result<Option<DirWatch>> {
-        Ok(DirSource::open(dir)?.map(DirWatch))
+    /// Watch the entry `name` of `dir`. `Ok(None)` where this OS cannot tell (the caller polls
+    /// instead).
+    pub fn new(dir: &Path, name: &OsStr) -> io::Result<Option<DirWatch>> {
+        Ok(DirSource::open(dir, name)?.map(DirWatch))
     }
 
-    /// Resolves once something changed since the last call: what changed is for the caller
-    /// to look at. After the directory itself is gone, it may never resolve again.
+    /// Resolves once the entry may have changed since the last call (what changed is for the
+    /// caller to look at); a change to other entries does not wake it. After the directory
+    /// itself is gone, it may never resolve again.
     pub async fn changed(&mut self) -> io::Result<()> {
         self.0.changed().await
     }
@@ -53,17 +55,25 @@ mod tests {
             .is_ok_and(|r| r.is_ok())
     }
 
-    /// Entries coming and going are told, once for all that happened meanwhile; a write to a
-    /// file in the directory, and quiet, are not.
+    /// The entry coming and going is told, once for all that happened meanwhile; a write to
+    /// it, other entries coming and going, and quiet, are not.
     #[tokio::test]
-    async fn entries_coming_and_going_are_told_and_nothing_else() {
+    async fn the_entry_coming_and_going_is_told_and_nothing_else() {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("f");
         std::fs::write(&file, "a").unwrap();
-        let mut w = DirWatch::new(dir.path()).unwrap().expect("inotify");
+        let mut w = DirWatch::new(dir.path(), OsStr::new("f"))
+            .unwrap()
+            .expect("inotify");
         assert!(!changed(&mut w).await, "quiet");
         std::fs::write(&file, "more").unwrap();
-        assert!(!changed(&mut w).await, "a write in a file");
+        assert!(!changed(&mut w).await, "a write in the file");
+        for i in 0..1000 {
+            let other = dir.path().join(format!("other-{i}"));
+            std::fs::write(&other, "").unwrap();
+            std::fs::remove_file(&other).unwrap();
+        }
+        assert!(!changed(&mut w).await, "other entries");
         std::fs::rename(&file, dir.path().join("g")).unwrap();
         std::fs::remove_file(dir.path().join("g")).unwrap();
         std::fs::write(&file, "b").unwrap();

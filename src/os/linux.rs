@@ -261,15 +261,22 @@ fn page_size() -> usize {
     }
 }
 
-/// A directory's changes, told by inotify: its descriptor is readable while an event is
-/// pending, which is what tokio polls. Only entries coming and going are asked for (a write
-/// to a file in it is not), so a watched directory that nobody changes never wakes its reader.
+/// One entry of a directory coming and going, told by inotify: its descriptor is readable
+/// while an event is pending, which is what tokio polls. Only entries coming and going are
+/// asked for (a write to a file is not), and of those only the ones that name the entry wake
+/// the reader: a busy directory (a socket path chosen in `$HOME`, say) costs a read per burst
+/// of events, not a look at the entry for each.
 pub(super) struct DirSource {
     fd: AsyncFd<OwnedFd>,
+    name: std::ffi::OsString,
 }
 
+/// The fixed part of an `inotify_event`: `wd`, `mask`, `cookie`, `len`, then `len` bytes of
+/// name (NUL-padded).
+const EVENT_HEADER: usize = 16;
+
 impl DirSource {
-    pub fn open(dir: &std::path::Path) -> io::Result<Option<DirSource>> {
+    pub fn open(dir: &std::path::Path, name: &std::ffi::OsStr) -> io::Result<Option<DirSource>> {
         use std::os::unix::ffi::OsStrExt;
         let path = std::ffi::CString::new(dir.as_os_str().as_bytes())
             .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
@@ -297,17 +304,19 @@ impl DirSource {
             // SAFETY: an OwnedFd's descriptor is open, and the same one, for as long as it
             // lives, which is as long as the AsyncFd that owns it.
             fd: unsafe { AsyncFd::register_with_interest(fd, Interest::READABLE)? },
+            name: name.to_owned(),
         }))
     }
 
-    /// Resolves once events were read, all those pending (their content is not needed: the
-    /// caller looks at what it cares about).
+    /// Resolves once events were read that may concern the entry: one naming it, the
+    /// directory itself gone or moved, or events lost (the queue overflowed). All pending
+    /// events are read each time.
     pub async fn changed(&mut self) -> io::Result<()> {
-        // Room for a few events with names (each is 16 bytes and a name of up to 255).
+        // Room for many events with names (each is 16 bytes and a name of up to 255).
         let mut buf = [0u8; 4096];
         loop {
             let mut guard = self.fd.readable().await?;
-            let mut read_any = false;
+            let mut concerned = false;
             loop {
                 // SAFETY: read writes at most `buf.len()` bytes into `buf`, a live local.
                 let n = unsafe {
@@ -317,8 +326,11 @@ impl DirSource {
                         buf.len(),
                     )
                 };
-                if n > 0 {
-                    read_any = true;
+                if n == 0 {
+                    return Err(io::Error::from(io::ErrorKind::UnexpectedEof));
+                }
+                if let Ok(n) = usize::try_from(n) {
+                    concerned |= concerns(&buf[..n], &self.name);
                     continue;
                 }
                 let e = io::Error::last_os_error();
@@ -328,15 +340,42 @@ impl DirSource {
                         break;
                     }
                     io::ErrorKind::Interrupted => {}
-                    _ if n == 0 => return Err(io::Error::from(io::ErrorKind::UnexpectedEof)),
                     _ => return Err(e),
                 }
             }
-            if read_any {
+            if concerned {
                 return Ok(());
             }
         }
     }
+}
+
+/// Whether the events in `buf` (whole ones, as a read returns them) may concern the entry
+/// `name`.
+fn concerns(buf: &[u8], name: &std::ffi::OsStr) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let word = |at: usize| {
+        buf.get(at..at + 4)
+            .map_or(0, |b| u32::from_ne_bytes([b[0], b[1], b[2], b[3]]))
+    };
+    let whole = libc::IN_DELETE_SELF
+        | libc::IN_MOVE_SELF
+        | libc::IN_IGNORED
+        | libc::IN_Q_OVERFLOW
+        | libc::IN_UNMOUNT;
+    let mut at = 0;
+    while at + EVENT_HEADER <= buf.len() {
+        let (mask, len) = (word(at + 4), word(at + 12) as usize);
+        let named = buf
+            .get(at + EVENT_HEADER..at + EVENT_HEADER + len)
+            .unwrap_or_default();
+        let named = named.split(|b| *b == 0).next().unwrap_or_default();
+        if mask & whole != 0 || named == name.as_bytes() {
+            return true;
+        }
+        at += EVENT_HEADER + len;
+    }
+    false
 }
 
 /// A process's exit, told by a pidfd: it refers to that process and no other, whatever
