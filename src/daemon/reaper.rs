@@ -38,8 +38,9 @@ struct Inner {
     /// not by server: several instances of one server (projects, sessions) each have their own,
     /// and one's exit must not take another's processes with it.
     below: HashMap<(u32, u64), u32>,
-    /// What was stopped and outlived it (not ours to signal, or stuck in the kernel): left be,
-    /// so that a scan every 3 s does not stop it, and say so, again and again.
+    /// What was stopped and was not gone after SIGKILL (not ours to signal, stuck in the
+    /// kernel, or still ending): not stopped again, so that no scan or exit stops it, and says
+    /// so, again and again.
     given_up: HashSet<(u32, u64)>,
     /// Scans still to make with no child alive (see [`Reaper::watching`]).
     settling: u8,
@@ -324,7 +325,7 @@ impl Reaper {
         }
         let left = still(self.processes());
         if !left.is_empty() {
-            tracing::warn!(pids = ?left.iter().map(|p| p.pid).collect::<Vec<_>>(), "these outlived SIGKILL (not ours to signal, or stuck in the kernel); leaving them be");
+            tracing::warn!(pids = ?left.iter().map(|p| p.pid).collect::<Vec<_>>(), "not gone 50 ms after SIGKILL (not ours to signal, stuck in the kernel, or still ending); not stopping them again");
             self.lock()
                 .given_up
                 .extend(left.iter().map(|p| (p.pid, p.start)));
@@ -364,6 +365,7 @@ fn exit_victims(inner: &mut Inner, table: &[Process], pid: u32) -> Vec<Process> 
             owner == Some(&pid)
                 || (inner.orphan(p, me)
                     && owner.is_none()
+                    && !inner.given_up.contains(&(p.pid, p.start))
                     && (p.pgid == pid || !inner.may_own(p, |_| true)))
         })
         .copied()
@@ -563,6 +565,13 @@ mod tests {
         assert_eq!(pids(&reaper.scan_victims()), vec![stuck]);
         reaper.scan();
         assert!(reaper.scan_victims().is_empty(), "given up on");
+        // Nor does a child's exit stop it again (b started after it: the rule alone would).
+        let b = FAKE + 52;
+        table.lock().unwrap().push(at(b, me, b, 200));
+        reaper.spawning().started("b", b);
+        table.lock().unwrap().retain(|p| p.pid != b);
+        let exit = exit_victims(&mut reaper.lock(), &table.lock().unwrap(), b);
+        assert!(exit.is_empty(), "{exit:?}");
         // Gone, then its pid taken by another process that no child may own: that one goes.
         *table.lock().unwrap() = vec![at(a, me, a, 100)];
         assert!(reaper.scan_victims().is_empty());

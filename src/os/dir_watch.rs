@@ -1,5 +1,5 @@
-//! Being told when an entry of a directory may have changed: created, removed, or renamed in
-//! or out, or the directory itself removed or renamed. The daemon watches its socket this way
+//! Being told when an entry of a directory may have changed: removed, replaced, renamed away,
+//! or the directory itself removed or renamed. The daemon watches its socket this way
 //! so that a quiet daemon need not look every few seconds (Linux: inotify). Where the OS
 //! cannot tell, [`DirWatch::new`] says so and the caller keeps looking now and then.
 
@@ -37,8 +37,8 @@ impl DirWatch {
     }
 
     /// Resolves once the entry may have changed since the last call (what changed is for the
-    /// caller to look at); a change to other entries does not wake it. After the directory
-    /// itself is gone, it may never resolve again.
+    /// caller to look at); other entries coming and going do not wake it. After the entry or
+    /// the directory is gone, it may never resolve again.
     pub async fn changed(&mut self) -> io::Result<()> {
         self.0.changed().await
     }
@@ -55,31 +55,42 @@ mod tests {
             .is_ok_and(|r| r.is_ok())
     }
 
-    /// The entry coming and going is told, once for all that happened meanwhile; a write to
-    /// it, other entries coming and going, and quiet, are not.
+    /// The entry removed, replaced or renamed away is told, once for all that happened
+    /// meanwhile, and so is its directory removed; a write to it, other entries coming and
+    /// going, and quiet are not.
     #[tokio::test]
-    async fn the_entry_coming_and_going_is_told_and_nothing_else() {
+    async fn the_entry_going_is_told_and_nothing_else() {
         let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join("f");
-        std::fs::write(&file, "a").unwrap();
-        let mut w = DirWatch::new(dir.path(), OsStr::new("f"))
-            .unwrap()
-            .expect("inotify");
+        let (f, g) = (dir.path().join("f"), dir.path().join("g"));
+        let watch = || {
+            DirWatch::new(dir.path(), OsStr::new("f"))
+                .unwrap()
+                .expect("inotify")
+        };
+        std::fs::write(&f, "a").unwrap();
+        let mut w = watch();
         assert!(!changed(&mut w).await, "quiet");
-        std::fs::write(&file, "more").unwrap();
-        assert!(!changed(&mut w).await, "a write in the file");
+        std::fs::write(&f, "more").unwrap();
+        assert!(!changed(&mut w).await, "a write to it");
         for i in 0..1000 {
             let other = dir.path().join(format!("other-{i}"));
             std::fs::write(&other, "").unwrap();
             std::fs::remove_file(&other).unwrap();
         }
         assert!(!changed(&mut w).await, "other entries");
-        std::fs::rename(&file, dir.path().join("g")).unwrap();
-        std::fs::remove_file(dir.path().join("g")).unwrap();
-        std::fs::write(&file, "b").unwrap();
-        assert!(changed(&mut w).await, "renamed, removed, created");
-        assert!(!changed(&mut w).await, "told once for all of them");
+        std::fs::remove_file(&f).unwrap();
+        assert!(changed(&mut w).await, "removed");
+        std::fs::write(&f, "b").unwrap();
+        let mut w = watch();
+        std::fs::write(&g, "c").unwrap();
+        std::fs::rename(&g, &f).unwrap();
+        assert!(changed(&mut w).await, "replaced");
+        let mut w = watch();
+        std::fs::rename(&f, &g).unwrap();
+        std::fs::rename(&g, &f).unwrap();
+        assert!(changed(&mut w).await, "renamed away and back");
+        assert!(!changed(&mut w).await, "told once for all of it");
         drop(dir);
-        assert!(changed(&mut w).await, "the directory itself removed");
+        assert!(changed(&mut w).await, "the directory removed");
     }
 }

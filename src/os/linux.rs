@@ -261,23 +261,19 @@ fn page_size() -> usize {
     }
 }
 
-/// One entry of a directory coming and going, told by inotify: its descriptor is readable
-/// while an event is pending, which is what tokio polls. Only entries coming and going are
-/// asked for (a write to a file is not), and of those only the ones that name the entry wake
-/// the reader: a busy directory (a socket path chosen in `$HOME`, say) costs a read per burst
-/// of events, not a look at the entry for each.
+/// One entry of a directory, told by inotify: its descriptor is readable while an event is
+/// pending, which is what tokio polls. Two watches: the entry itself (its link count changes
+/// when it is removed or another file is renamed over it; it is renamed away; its attributes
+/// change), and the directory, for itself only (removed, renamed). Nothing else in the
+/// directory is asked for, so a busy directory (a socket path chosen in `$HOME`, say) does not
+/// wake the reader at all.
 pub(super) struct DirSource {
     fd: AsyncFd<OwnedFd>,
-    name: std::ffi::OsString,
 }
-
-/// The fixed part of an `inotify_event`: `wd`, `mask`, `cookie`, `len`, then `len` bytes of
-/// name (NUL-padded).
-const EVENT_HEADER: usize = 16;
 
 impl DirSource {
     pub fn open(dir: &std::path::Path, name: &std::ffi::OsStr) -> io::Result<Option<DirSource>> {
-        use std::os::unix::ffi::OsStrExt;
+        use std::os::unix::ffi::{OsStrExt, OsStringExt};
         let path = std::ffi::CString::new(dir.as_os_str().as_bytes())
             .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
         // SAFETY: inotify_init1 takes flags and returns a new descriptor or -1; no memory is
@@ -288,35 +284,40 @@ impl DirSource {
         }
         // SAFETY: inotify_init1 just returned this descriptor; nothing else owns it.
         let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-        let mask = libc::IN_CREATE
-            | libc::IN_DELETE
-            | libc::IN_MOVED_FROM
-            | libc::IN_MOVED_TO
-            | libc::IN_DELETE_SELF
-            | libc::IN_MOVE_SELF
-            | libc::IN_ONLYDIR;
-        // SAFETY: `path` is a NUL-terminated string that lives across the call, which only
-        // reads it.
-        if unsafe { libc::inotify_add_watch(fd.as_raw_fd(), path.as_ptr(), mask) } < 0 {
-            return Err(io::Error::last_os_error());
+        let entry = std::ffi::CString::new(dir.join(name).into_os_string().into_vec())
+            .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+        let watches = [
+            (
+                &path,
+                libc::IN_DELETE_SELF | libc::IN_MOVE_SELF | libc::IN_ONLYDIR,
+            ),
+            (
+                &entry,
+                libc::IN_ATTRIB | libc::IN_DELETE_SELF | libc::IN_MOVE_SELF | libc::IN_DONT_FOLLOW,
+            ),
+        ];
+        for (path, mask) in watches {
+            // SAFETY: `path` is a NUL-terminated string that lives across the call, which only
+            // reads it.
+            if unsafe { libc::inotify_add_watch(fd.as_raw_fd(), path.as_ptr(), mask) } < 0 {
+                return Err(io::Error::last_os_error());
+            }
         }
         Ok(Some(DirSource {
             // SAFETY: an OwnedFd's descriptor is open, and the same one, for as long as it
             // lives, which is as long as the AsyncFd that owns it.
             fd: unsafe { AsyncFd::register_with_interest(fd, Interest::READABLE)? },
-            name: name.to_owned(),
         }))
     }
 
-    /// Resolves once events were read that may concern the entry: one naming it, the
-    /// directory itself gone or moved, or events lost (the queue overflowed). All pending
-    /// events are read each time.
+    /// Resolves once events were read (all those pending): every one asked for may concern
+    /// the entry.
     pub async fn changed(&mut self) -> io::Result<()> {
         // Room for many events with names (each is 16 bytes and a name of up to 255).
         let mut buf = [0u8; 4096];
         loop {
             let mut guard = self.fd.readable().await?;
-            let mut concerned = false;
+            let mut read_any = false;
             loop {
                 // SAFETY: read writes at most `buf.len()` bytes into `buf`, a live local.
                 let n = unsafe {
@@ -329,8 +330,8 @@ impl DirSource {
                 if n == 0 {
                     return Err(io::Error::from(io::ErrorKind::UnexpectedEof));
                 }
-                if let Ok(n) = usize::try_from(n) {
-                    concerned |= concerns(&buf[..n], &self.name);
+                if n > 0 {
+                    read_any = true;
                     continue;
                 }
                 let e = io::Error::last_os_error();
@@ -343,39 +344,11 @@ impl DirSource {
                     _ => return Err(e),
                 }
             }
-            if concerned {
+            if read_any {
                 return Ok(());
             }
         }
     }
-}
-
-/// Whether the events in `buf` (whole ones, as a read returns them) may concern the entry
-/// `name`.
-fn concerns(buf: &[u8], name: &std::ffi::OsStr) -> bool {
-    use std::os::unix::ffi::OsStrExt;
-    let word = |at: usize| {
-        buf.get(at..at + 4)
-            .map_or(0, |b| u32::from_ne_bytes([b[0], b[1], b[2], b[3]]))
-    };
-    let whole = libc::IN_DELETE_SELF
-        | libc::IN_MOVE_SELF
-        | libc::IN_IGNORED
-        | libc::IN_Q_OVERFLOW
-        | libc::IN_UNMOUNT;
-    let mut at = 0;
-    while at + EVENT_HEADER <= buf.len() {
-        let (mask, len) = (word(at + 4), word(at + 12) as usize);
-        let named = buf
-            .get(at + EVENT_HEADER..at + EVENT_HEADER + len)
-            .unwrap_or_default();
-        let named = named.split(|b| *b == 0).next().unwrap_or_default();
-        if mask & whole != 0 || named == name.as_bytes() {
-            return true;
-        }
-        at += EVENT_HEADER + len;
-    }
-    false
 }
 
 /// A process's exit, told by a pidfd: it refers to that process and no other, whatever
