@@ -10,6 +10,7 @@
 
 #[cfg(doc)]
 use super::Head;
+use super::scan::{skip_space, string_end, value_end};
 
 /// What a line from the daemon is, as far as crossing off an answered request goes.
 #[derive(Debug, PartialEq, Eq)]
@@ -24,23 +25,23 @@ pub(crate) enum Daemon<'a> {
 /// caller then parses it). It reads what [`Head::parse`] reads of such a line: the last of a
 /// repeated key wins, and a key may be spelt with escapes.
 pub(crate) fn from_daemon(line: &[u8]) -> Option<Daemon<'_>> {
-    let mut at = skip_ws(line, 0);
+    let mut at = skip_space(line, 0);
     if line.get(at) != Some(&b'{') {
         return None;
     }
-    at = skip_ws(line, at + 1);
+    at = skip_space(line, at + 1);
     let (mut id, mut method, mut answer) = (None, false, false);
     if line.get(at) == Some(&b'}') {
         at += 1;
     } else {
         loop {
-            let key_end = string_end(line, at)?;
+            let (key_end, _) = string_end(line, at)?;
             let key = &line[at + 1..key_end - 1];
-            at = skip_ws(line, key_end);
+            at = skip_space(line, key_end);
             if line.get(at) != Some(&b':') {
                 return None;
             }
-            let value_start = skip_ws(line, at + 1);
+            let value_start = skip_space(line, at + 1);
             let value_end = value_end(line, value_start)?;
             match key_name(key)? {
                 Key::Id => id = Some(std::str::from_utf8(&line[value_start..value_end]).ok()?),
@@ -48,9 +49,9 @@ pub(crate) fn from_daemon(line: &[u8]) -> Option<Daemon<'_>> {
                 Key::Answer => answer = true,
                 Key::Other => {}
             }
-            at = skip_ws(line, value_end);
+            at = skip_space(line, value_end);
             match line.get(at) {
-                Some(b',') => at = skip_ws(line, at + 1),
+                Some(b',') => at = skip_space(line, at + 1),
                 Some(b'}') => {
                     at += 1;
                     break;
@@ -59,7 +60,7 @@ pub(crate) fn from_daemon(line: &[u8]) -> Option<Daemon<'_>> {
             }
         }
     }
-    if skip_ws(line, at) != line.len() {
+    if skip_space(line, at) != line.len() {
         return None;
     }
     Some(match (method, answer, id) {
@@ -92,79 +93,15 @@ fn key_name(key: &[u8]) -> Option<Key> {
     Some(name(decoded.as_bytes()))
 }
 
-fn skip_ws(line: &[u8], mut at: usize) -> usize {
-    while matches!(line.get(at), Some(b' ' | b'\t' | b'\n' | b'\r')) {
-        at += 1;
-    }
-    at
-}
-
-/// Where the string that starts at `at` ends (just past its closing quote).
-fn string_end(line: &[u8], at: usize) -> Option<usize> {
-    if line.get(at) != Some(&b'"') {
-        return None;
-    }
-    let mut i = at + 1;
-    loop {
-        i += memchr::memchr2(b'"', b'\\', line.get(i..)?)?;
-        if line[i] == b'"' {
-            return Some(i + 1);
-        }
-        // A backslash and the character it escapes.
-        i += 2;
-    }
-}
-
-/// Where the value that starts at `at` ends.
-fn value_end(line: &[u8], at: usize) -> Option<usize> {
-    match line.get(at)? {
-        b'"' => string_end(line, at),
-        b'{' | b'[' => {
-            // One pass, byte by byte: a result's strings are mostly short, and a vector
-            // search for each one's end cost more than it saved.
-            let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
-            for (i, &b) in line.iter().enumerate().skip(at) {
-                if in_string {
-                    match b {
-                        _ if escaped => escaped = false,
-                        b'\\' => escaped = true,
-                        b'"' => in_string = false,
-                        _ => {}
-                    }
-                    continue;
-                }
-                match b {
-                    b'"' => in_string = true,
-                    b'{' | b'[' => depth += 1,
-                    b'}' | b']' => {
-                        depth -= 1;
-                        if depth == 0 {
-                            return Some(i + 1);
-                        }
-                    }
-                    _ => {}
-                }
-            }
-            None
-        }
-        // A number, true, false or null: up to what follows it.
-        _ => {
-            let len = line[at..]
-                .iter()
-                .position(|b| matches!(b, b',' | b'}' | b']' | b' ' | b'\t' | b'\n' | b'\r'))
-                .unwrap_or(line.len() - at);
-            (len > 0).then_some(at + len)
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use proptest::prelude::*;
     use serde_json::{Value, json};
 
     use super::*;
-    use crate::wire::{Head, Kind};
+    use crate::wire::{Head, Kind, arb};
+
+    const NAMES: &[&str] = &["id", "method", "result", "error", "jsonrpc", "params"];
 
     /// What the full parse says of a line, in the walk's terms.
     fn by_parse(line: &[u8]) -> Daemon<'static> {
@@ -222,41 +159,12 @@ mod tests {
         }
     }
 
-    fn value() -> impl Strategy<Value = Value> {
-        let leaf = prop_oneof![
-            Just(Value::Null),
-            any::<bool>().prop_map(Value::from),
-            any::<i64>().prop_map(Value::from),
-            any::<f64>()
-                .prop_filter("finite", |f| f.is_finite())
-                .prop_map(Value::from),
-            ".*".prop_map(Value::from),
-            prop::sample::select(vec!["\"", "\\", "}", "]", "{\"id\":1}", "\\\""])
-                .prop_map(Value::from),
-        ];
-        leaf.prop_recursive(4, 32, 6, |inner| {
-            prop_oneof![
-                prop::collection::vec(inner.clone(), 0..6).prop_map(Value::from),
-                prop::collection::vec((key(), inner), 0..6)
-                    .prop_map(|kv| Value::Object(kv.into_iter().collect())),
-            ]
-        })
-    }
-
-    fn key() -> impl Strategy<Value = String> {
-        prop_oneof![
-            prop::sample::select(vec!["id", "method", "result", "error", "jsonrpc", "params"])
-                .prop_map(str::to_string),
-            ".*",
-        ]
-    }
-
     proptest! {
         /// Any object serde_json writes, with the daemon's keys among its fields, compact or
         /// pretty (whitespace between every token), walks to what the parse reads.
         #[test]
         fn any_json_object_walks_as_it_parses(
-            fields in prop::collection::vec((key(), value()), 0..6),
+            fields in prop::collection::vec((arb::key(NAMES), arb::value(NAMES)), 0..6),
             id in prop_oneof![any::<i64>().prop_map(Value::from), ".*".prop_map(Value::from), Just(Value::Null)],
             pretty in any::<bool>(),
         ) {

@@ -10,7 +10,8 @@ use serde::de::{MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::value::RawValue;
 
-use super::top_fields::TopFields;
+use super::object::Json;
+use super::top_fields::{TopFields, Value};
 use super::{Object, string_text, to_line};
 
 /// JSON-RPC error codes the daemon uses itself.
@@ -71,8 +72,8 @@ impl Clone for Message {
     fn clone(&self) -> Message {
         let fields = self.fields();
         let mut copy = TopFields::with_capacity(fields.len());
-        for (k, v) in fields.iter() {
-            copy.insert(top_key(k), Cow::Owned(v.to_owned()));
+        for (k, v) in fields.values() {
+            copy.insert(top_key(k), v.to_owned_value());
         }
         Message::of(copy)
     }
@@ -80,9 +81,7 @@ impl Clone for Message {
 
 impl std::fmt::Debug for Message {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_map()
-            .entries(self.fields().iter().map(|(k, v)| (k, v.get())))
-            .finish()
+        f.debug_map().entries(self.fields().iter()).finish()
     }
 }
 
@@ -234,9 +233,7 @@ impl Message {
                 "a message needs a method, a result or an error".into(),
             ));
         }
-        if msg.read.borrow_owner().len()
-            > 2 * (written_size(fields.iter().map(|(k, v)| (k, v.get()))) + 2) + LINE_SLACK
-        {
+        if msg.read.borrow_owner().len() > 2 * (written_size(fields.iter()) + 2) + LINE_SLACK {
             return Ok(msg.clone());
         }
         Ok(msg)
@@ -252,6 +249,17 @@ impl Message {
             .with_dependent_mut(|_, fields| fields.insert(top_key(name), Cow::Owned(value)));
     }
 
+    /// Set a top-level field to text the wire wrote from parts that are JSON: written out as
+    /// it is, never checked for the line (see [`ObjectText`]).
+    fn insert_written(&mut self, name: &str, text: String) {
+        let value = Value::Written {
+            text,
+            raw: Default::default(),
+        };
+        self.read
+            .with_dependent_mut(|_, fields| fields.insert(top_key(name), value));
+    }
+
     pub fn kind(&self) -> Kind {
         if self.fields().contains_key("method") {
             if self.has_id() {
@@ -265,14 +273,14 @@ impl Message {
     }
 
     fn has_id(&self) -> bool {
-        self.fields().get("id").is_some_and(|id| id.get() != "null")
+        self.fields().text("id").is_some_and(|id| id != "null")
     }
 
     /// A method with `"id": null`: neither a proper request (MCP ids are strings or numbers)
     /// nor a notification (those have no id at all).
     pub fn has_null_id(&self) -> bool {
         self.fields().contains_key("method")
-            && self.fields().get("id").is_some_and(|id| id.get() == "null")
+            && self.fields().text("id").is_some_and(|id| id == "null")
     }
 
     pub fn id(&self) -> Option<&RawValue> {
@@ -296,6 +304,11 @@ impl Message {
 
     pub fn set_field(&mut self, name: &str, value: Box<RawValue>) {
         self.insert(name, value);
+    }
+
+    /// Set a top-level field to an object written from parts (see [`ObjectText`]).
+    pub fn set_field_text(&mut self, name: &str, value: ObjectText) {
+        self.insert_written(name, value.0);
     }
 
     pub fn params(&self) -> Option<&RawValue> {
@@ -338,12 +351,9 @@ impl Message {
 
     /// Set fields of `<object>._meta` for a top-level object field (`params`, `result`).
     pub fn set_meta_fields_of(&mut self, object: &str, fields: Vec<(&str, Box<RawValue>)>) {
-        // Written from parts that are JSON already (see `with_meta_text`): the check the raw
-        // value makes cannot fail.
-        if let Some(text) = with_meta_text(self.field(object), &fields)
-            && let Ok(value) = RawValue::from_string(text)
-        {
-            self.insert(object, value);
+        // Written from parts that are JSON already (see `with_meta_text`): not checked again.
+        if let Some(text) = with_meta_text(self.field(object), &fields) {
+            self.insert_written(object, text);
         }
     }
 
@@ -443,8 +453,7 @@ impl Message {
     /// The message as one line, with some top-level fields' text replaced (a field it lacks is
     /// added at the end, as [`set_field`](Self::set_field) adds it).
     fn line_with(&self, replace: &[(&str, &str)]) -> Vec<u8> {
-        let size = written_size(self.fields().iter().map(|(k, v)| (k, v.get())))
-            + written_size(replace.iter().copied());
+        let size = written_size(self.fields().iter()) + written_size(replace.iter().copied());
         let mut out = String::with_capacity(size + 3);
         let added = replace
             .iter()
@@ -458,13 +467,44 @@ impl Message {
                     let text = replace
                         .iter()
                         .find(|(r, _)| *r == k)
-                        .map_or(v.get(), |(_, text)| *text);
+                        .map_or(v, |(_, text)| *text);
                     (k, text)
                 })
                 .chain(added),
         );
         out.push('\n');
         out.into_bytes()
+    }
+}
+
+/// An object's text written from fields whose values are JSON ([`Json`], or another
+/// `ObjectText`): JSON by how it was made, so it is not checked again for the line it goes
+/// into (serde_json makes a raw value only by checking its text: for a result rewritten on
+/// every call, one more pass over all of it).
+#[derive(Debug, Clone)]
+pub struct ObjectText(String);
+
+impl ObjectText {
+    /// `{"key":value,…}`: each key quoted as serde_json quotes it, each value as it is.
+    pub fn of(entries: &[(&str, Json<'_>)]) -> ObjectText {
+        let size = written_size(entries.iter().map(|(k, v)| (*k, v.get())));
+        let mut out = String::with_capacity(size + 2);
+        push_object(&mut out, entries.iter().map(|(k, v)| (*k, v.get())));
+        ObjectText(out)
+    }
+
+    pub fn get(&self) -> &str {
+        &self.0
+    }
+
+    /// The text as a value of an entry of another object.
+    pub fn as_json(&self) -> Json<'_> {
+        Json::written(&self.0)
+    }
+
+    /// A raw value of its own (checked, as serde_json makes every raw value).
+    pub fn into_raw(self) -> Box<RawValue> {
+        self.as_json().to_raw()
     }
 }
 
@@ -508,14 +548,14 @@ fn with_meta_text(
         return Some(text);
     }
     let parsed = match object {
-        Some(o) => Some(Object::parse(o.get())?),
+        Some(o) => Some(Object::of(o)?),
         None => None,
     };
     let entries = parsed.as_ref().map(|o| o.entries(&[])).unwrap_or_default();
     let old_meta = entries
         .iter()
         .find(|(k, _)| *k == "_meta")
-        .and_then(|(_, m)| Object::parse(m.get()));
+        .and_then(|(_, m)| m.object());
     let mut meta: Vec<(&str, &str)> = old_meta
         .as_ref()
         .map(|m| {
@@ -1129,5 +1169,27 @@ mod tests {
         let copy = Message::parse(line).unwrap().clone();
         assert_eq!(copy.read.borrow_owner().capacity(), 0);
         copy
+    }
+
+    /// A field set to written text goes into the line as it is, reads back as the same raw
+    /// value (made the first time it is asked for), and is carried by a copy; an object of
+    /// keys that need escapes is written as serde_json writes its map.
+    #[test]
+    fn a_written_field_is_written_as_it_is_and_reads_as_its_raw_value() {
+        let line = br#"{"jsonrpc":"2.0","id":7,"result":{"a":[1,{"b":"}"}],"drop":1,"k\"ey":"v"}}"#;
+        let mut msg = Message::parse(line).unwrap();
+        let result = Object::of(msg.field("result").unwrap()).unwrap();
+        let view = ObjectText::of(&result.entries(&["drop"]));
+        let expected = r#"{"a":[1,{"b":"}"}],"k\"ey":"v"}"#;
+        assert_eq!(view.get(), expected);
+        msg.set_field_text("result", view);
+        let want = format!("{{\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{expected}}}\n");
+        assert_eq!(String::from_utf8(msg.to_line()).unwrap(), want);
+        let copy = msg.clone();
+        assert_eq!(msg.field("result").unwrap().get(), expected);
+        assert_eq!(String::from_utf8(copy.to_line()).unwrap(), want);
+        assert_eq!(copy.field("result").unwrap().get(), expected);
+        let fields: Fields = serde_json::from_str(r#"{"a":[1,{"b":"}"}],"k\"ey":"v"}"#).unwrap();
+        assert_eq!(raw(&fields).get(), expected);
     }
 }

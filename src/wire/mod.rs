@@ -9,17 +9,20 @@
 use std::fmt;
 
 pub mod answer;
+#[cfg(test)]
+mod arb;
 mod control;
 mod envelope;
 mod head;
 mod object;
+mod scan;
 mod status;
 mod top_fields;
 
 pub use control::*;
 pub use envelope::*;
 pub use head::Head;
-pub use object::{Entries, Object, string_text};
+pub use object::{Json, Object, string_text};
 pub use status::*;
 
 use serde::{Deserialize, Serialize};

@@ -10,6 +10,7 @@
 //! [`Message`]): a field the router rewrites holds its new text, owned.
 
 use std::borrow::Cow;
+use std::cell::OnceCell;
 
 use indexmap::IndexMap;
 use serde_json::value::RawValue;
@@ -20,12 +21,66 @@ use super::Message;
 /// Up to this many fields, a key is found by a scan.
 const SCAN_UP_TO: usize = 32;
 
-type Large<'a> = IndexMap<Cow<'a, str>, Cow<'a, RawValue>, foldhash::fast::RandomState>;
+type Large<'a> = IndexMap<Cow<'a, str>, Value<'a>, foldhash::fast::RandomState>;
+
+/// A field's value.
+#[derive(Debug)]
+pub(super) enum Value<'a> {
+    /// A raw value: read from the line, or set.
+    Raw(Cow<'a, RawValue>),
+    /// Text the wire wrote from parts that are JSON (see `ObjectText`), written out as it is.
+    /// serde_json makes a raw value only by checking its text, so one is made the first time
+    /// the field is read as a raw value, not for the line it is written into.
+    Written {
+        text: String,
+        raw: OnceCell<Box<RawValue>>,
+    },
+}
+
+impl<'a> Value<'a> {
+    pub(super) fn text(&self) -> &str {
+        match self {
+            Value::Raw(raw) => raw.get(),
+            Value::Written { text, .. } => text,
+        }
+    }
+
+    fn raw(&self) -> &RawValue {
+        match self {
+            Value::Raw(raw) => raw,
+            Value::Written { text, raw } => raw.get_or_init(|| {
+                RawValue::from_string(text.to_string()).unwrap_or_else(|_| {
+                    debug_assert!(false, "written text is JSON: {text}");
+                    RawValue::from_string("null".into()).expect("null is JSON")
+                })
+            }),
+        }
+    }
+}
+
+impl Value<'_> {
+    /// The same value, owned.
+    pub(super) fn to_owned_value(&self) -> Value<'static> {
+        match self {
+            Value::Raw(raw) => Value::Raw(Cow::Owned(raw.clone().into_owned())),
+            Value::Written { text, raw } => Value::Written {
+                text: text.clone(),
+                raw: raw.clone(),
+            },
+        }
+    }
+}
+
+impl<'a> From<Cow<'a, RawValue>> for Value<'a> {
+    fn from(raw: Cow<'a, RawValue>) -> Value<'a> {
+        Value::Raw(raw)
+    }
+}
 
 #[derive(Debug, Default)]
 pub(super) struct TopFields<'a> {
     /// The fields while there are at most [`SCAN_UP_TO`].
-    few: Vec<(Cow<'a, str>, Cow<'a, RawValue>)>,
+    few: Vec<(Cow<'a, str>, Value<'a>)>,
     /// All of them once there are more (and `few` is empty).
     many: Option<Box<Large<'a>>>,
 }
@@ -40,7 +95,8 @@ impl<'a> TopFields<'a> {
 
     /// Set `key` to `value`: a key already there keeps its place (as a repeated key in JSON
     /// keeps its first place and its last value, and as `IndexMap::insert` does).
-    pub(super) fn insert(&mut self, key: Cow<'a, str>, value: Cow<'a, RawValue>) {
+    pub(super) fn insert(&mut self, key: Cow<'a, str>, value: impl Into<Value<'a>>) {
+        let value = value.into();
         if let Some(many) = &mut self.many {
             many.insert(key, value);
             return;
@@ -58,13 +114,22 @@ impl<'a> TopFields<'a> {
     }
 
     pub(super) fn get(&self, key: &str) -> Option<&RawValue> {
+        self.value(key).map(Value::raw)
+    }
+
+    /// A field's text, as it is written out.
+    pub(super) fn text(&self, key: &str) -> Option<&str> {
+        self.value(key).map(Value::text)
+    }
+
+    fn value(&self, key: &str) -> Option<&Value<'a>> {
         match &self.many {
-            Some(many) => many.get(key).map(|v| &**v),
+            Some(many) => many.get(key),
             None => self
                 .few
                 .iter()
                 .find(|(k, _)| same_key(k, key))
-                .map(|(_, v)| &**v),
+                .map(|(_, v)| v),
         }
     }
 
@@ -73,17 +138,27 @@ impl<'a> TopFields<'a> {
     }
 
     pub(super) fn contains_key(&self, key: &str) -> bool {
-        self.get(key).is_some()
+        self.value(key).is_some()
     }
 
     /// The fields in the order they were first written.
-    pub(super) fn iter(&self) -> impl Iterator<Item = (&str, &RawValue)> {
+    pub(super) fn values(&self) -> impl Iterator<Item = (&str, &Value<'a>)> {
         let many = self.many.iter().flat_map(|m| m.iter());
         self.few
             .iter()
             .map(|(k, v)| (k, v))
             .chain(many)
-            .map(|(k, v)| (k.as_ref(), &**v))
+            .map(|(k, v)| (k.as_ref(), v))
+    }
+
+    /// The fields in the order they were first written, each as its text.
+    pub(super) fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
+        let many = self.many.iter().flat_map(|m| m.iter());
+        self.few
+            .iter()
+            .map(|(k, v)| (k, v))
+            .chain(many)
+            .map(|(k, v)| (k.as_ref(), v.text()))
     }
 }
 
@@ -117,6 +192,7 @@ mod tests {
             assert_eq!(keys.len(), n, "n = {n}");
             assert_eq!(keys[0], "k0");
             assert_eq!(f.get("k0").unwrap().get(), "\"last\"");
+            assert_eq!(f.text("k0"), Some("\"last\""));
             assert_eq!(f.get(&format!("k{}", n - 1)).unwrap().get(), "\"end\"");
             for i in 1..n - 1 {
                 assert_eq!(f.get(&format!("k{i}")).unwrap().get(), i.to_string());
@@ -139,7 +215,7 @@ mod tests {
         for i in 0..n {
             f.insert(Cow::Owned(format!("k{i}")), raw("2"));
         }
-        assert!(f.iter().all(|(_, v)| v.get() == "2"));
+        assert!(f.iter().all(|(_, v)| v == "2"));
         assert!(
             started.elapsed() < std::time::Duration::from_secs(20),
             "{:?}",

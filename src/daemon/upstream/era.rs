@@ -15,7 +15,7 @@ use std::sync::LazyLock;
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
-use crate::wire::{self, Entries, Object, raw};
+use crate::wire::{self, Object, ObjectText, raw};
 
 pub(crate) use crate::wire::Era;
 
@@ -164,13 +164,14 @@ pub(super) fn envelope(
 /// without the fields that era does not know (`resultType` of a complete result, the cache
 /// hints). Every other byte is kept.
 pub(super) fn handshake_view(result: &RawValue) -> Box<RawValue> {
-    Object::parse(result.get())
+    Object::of(result)
         .and_then(|fields| handshake_view_of(&fields))
-        .unwrap_or_else(|| result.to_owned())
+        .map_or_else(|| result.to_owned(), ObjectText::into_raw)
 }
 
 /// [`handshake_view`] of a result already read: `None` when it has nothing to leave out.
-pub(super) fn handshake_view_of(fields: &Object) -> Option<Box<RawValue>> {
+/// Written from the result's own parts, so not checked again.
+pub(super) fn handshake_view_of(fields: &Object) -> Option<ObjectText> {
     let complete = fields
         .get("resultType")
         .is_some_and(|t| t.get() == "\"complete\"");
@@ -181,7 +182,7 @@ pub(super) fn handshake_view_of(fields: &Object) -> Option<Box<RawValue>> {
     }
     let mut changed = leave_out.iter().any(|k| fields.contains_key(k));
     // 2026-07-28 servers name themselves in every result's `_meta`; the handshake era did not.
-    let meta = fields.get("_meta").and_then(|m| Object::parse(m.get()));
+    let meta = fields.object("_meta");
     let mut new_meta = None;
     if let Some(meta) = &meta
         && meta.contains_key(META_SERVER_INFO)
@@ -191,7 +192,7 @@ pub(super) fn handshake_view_of(fields: &Object) -> Option<Box<RawValue>> {
         if kept.is_empty() {
             leave_out.push("_meta");
         } else {
-            new_meta = Some(raw(&Entries(&kept)));
+            new_meta = Some(ObjectText::of(&kept));
         }
     }
     if !changed {
@@ -201,9 +202,9 @@ pub(super) fn handshake_view_of(fields: &Object) -> Option<Box<RawValue>> {
     if let Some(m) = &new_meta
         && let Some(slot) = entries.iter_mut().find(|(k, _)| *k == "_meta")
     {
-        slot.1 = m;
+        slot.1 = m.as_json();
     }
-    Some(raw(&Entries(&entries)))
+    Some(ObjectText::of(&entries))
 }
 
 /// The envelope of a request the daemon makes for itself or a control connection (the

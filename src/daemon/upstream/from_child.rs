@@ -59,7 +59,7 @@ impl Upstream {
             let result = needed
                 .then(|| msg.field("result"))
                 .flatten()
-                .and_then(|r| Object::parse(r.get()));
+                .and_then(Object::of);
             let result = result.as_ref();
             (
                 result.is_some_and(mrtr::asks_for_input),
@@ -88,7 +88,7 @@ impl Upstream {
             }
         }
         if let Some(view) = view {
-            msg.set_field("result", view);
+            msg.set_field_text("result", view);
         }
         self.answer_origin(p, msg);
         self.pump();

@@ -108,8 +108,7 @@ impl Upstream {
                 if self.offers_coogle_tool() && req.tool == coogle_tool::TOOL_NAME =>
             {
                 let args = req
-                    .arguments
-                    .as_ref()
+                    .arguments()
                     .and_then(|a| serde_json::from_str(a.get()).ok())
                     .unwrap_or_else(|| json!({}));
                 self.coogle_call(sid, req.id, &args);

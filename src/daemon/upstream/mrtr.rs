@@ -84,7 +84,7 @@ struct InputRequest {
 /// Whether an answer is an `input_required` result.
 pub(super) fn is_input_required(msg: &Message) -> bool {
     msg.field("result")
-        .and_then(|r| Object::parse(r.get()))
+        .and_then(Object::of)
         .is_some_and(|r| asks_for_input(&r))
 }
 

@@ -10,7 +10,7 @@ use std::borrow::Cow;
 use serde_json::value::RawValue;
 
 use super::era;
-use crate::wire::{Message, Object, raw};
+use crate::wire::{Json, Message, Object, raw};
 
 /// The methods the router treats differently; everything else is forwarded as it is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,9 +74,6 @@ pub(super) struct Request {
     pub level: Option<String>,
     /// `params._meta.progressToken`, raw.
     pub progress_token: Option<Box<RawValue>>,
-    /// `tools/call`: `params.arguments`, raw (the `coogle` tool reads its own; a sign-in reads
-    /// the account, see `sign_in`).
-    pub arguments: Option<Box<RawValue>>,
     /// The 2026-07-28 envelope in `params._meta`, when the request carries one.
     pub envelope: Option<Envelope>,
 }
@@ -95,27 +92,20 @@ impl Request {
         let method = Method::of(&name);
         let id = msg.id().map(|i| i.to_owned()).unwrap_or_else(|| raw(&()));
         // `params` and its `_meta` read in place, once each; only what is kept is copied.
-        let params = msg
-            .params()
-            .and_then(|p| Object::parse(p.get()))
-            .unwrap_or_default();
-        let meta = params
-            .get("_meta")
-            .and_then(|m| Object::parse(m.get()))
-            .unwrap_or_default();
-        let progress_token = meta.get("progressToken").map(RawValue::to_owned);
+        let params = msg.params().and_then(Object::of).unwrap_or_default();
+        let meta = params.object("_meta").unwrap_or_default();
+        let progress_token = meta.get("progressToken").map(Json::to_raw);
         let envelope = meta.string(era::META_VERSION).map(|version| Envelope {
             version: version.into_owned(),
             log_level: meta.string(era::META_LOG_LEVEL).map(Cow::into_owned),
-            capabilities: meta.get(era::META_CAPABILITIES).map(RawValue::to_owned),
+            capabilities: meta.get(era::META_CAPABILITIES).map(Json::to_raw),
         });
-        let (mut tool, mut arguments) = (String::new(), None);
+        let mut tool = String::new();
         if method == Method::ToolsCall {
             tool = params
                 .string("name")
                 .map(Cow::into_owned)
                 .unwrap_or_default();
-            arguments = params.get("arguments").map(RawValue::to_owned);
         }
         let only = |m: &[Method], key: &str| {
             if m.contains(&method) {
@@ -143,10 +133,18 @@ impl Request {
             id,
             tool,
             progress_token,
-            arguments,
             envelope,
             msg,
         }
+    }
+
+    /// `tools/call`: `params.arguments`, read in place when asked for (the `coogle` tool reads
+    /// its own; a sign-in reads the account, see `sign_in`), not copied for every call.
+    pub fn arguments(&self) -> Option<Json<'_>> {
+        if self.method != Method::ToolsCall {
+            return None;
+        }
+        Json::of(self.msg.params()?).field("arguments")
     }
 
     /// A first page of `tools/list`: what a session believes the tools are.
@@ -172,7 +170,7 @@ mod tests {
         assert_eq!(r.id.get(), "\"a\"");
         assert_eq!(r.tool, "send");
         assert_eq!(
-            r.arguments.unwrap().get(),
+            r.arguments().unwrap().get(),
             r#"{"body":{"x":[1,2]},"user_google_email":"me@x.org"}"#
         );
         assert_eq!(r.progress_token.unwrap().get(), "7");
@@ -208,6 +206,6 @@ mod tests {
         );
         assert!(c.creates_task);
         let odd = classify(r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":[1]}"#);
-        assert_eq!((odd.tool.as_str(), odd.arguments.is_none()), ("", true));
+        assert_eq!((odd.tool.as_str(), odd.arguments().is_none()), ("", true));
     }
 }

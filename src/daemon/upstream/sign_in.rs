@@ -15,7 +15,9 @@ use memchr::memmem::Finder;
 
 use super::request::Request;
 use crate::config::SignInConfig;
-use crate::wire::{Message, Object};
+#[cfg(doc)]
+use crate::wire::Object;
+use crate::wire::{Json, Message};
 
 /// A sign-in the upstream asked for and the user has not completed yet.
 pub(super) struct SignIn {
@@ -70,8 +72,7 @@ impl SignIns {
         let named = how
             .account_argument
             .as_deref()
-            .zip(req.arguments.as_deref())
-            .and_then(|(name, args)| string_field(args.get(), name));
+            .and_then(|name| string_field(req.arguments()?, name));
         Some(named.unwrap_or_default())
     }
 
@@ -151,12 +152,12 @@ fn sign_in_url(marker: &Finder, msg: &Message) -> Option<String> {
     url.starts_with("http").then_some(url)
 }
 
-/// The string value of field `name` of the JSON object `raw`, read in place (see
+/// The string value of field `name` of the JSON object `args`, read in place (see
 /// [`Object`]); a repeated key counts with its last value, as the server reads it (Python's
-/// `json`, serde_json). `None` when `raw` is no object, has no such field, or its value is no
+/// `json`, serde_json). `None` when `args` is no object, has no such field, or its value is no
 /// string.
-fn string_field(raw: &str, name: &str) -> Option<String> {
-    Object::parse(raw)?.string(name).map(Cow::into_owned)
+fn string_field(args: Json<'_>, name: &str) -> Option<String> {
+    args.field(name)?.string().map(Cow::into_owned)
 }
 
 /// The tool result text for a call answered with a pending sign-in.
@@ -233,7 +234,13 @@ mod tests {
     /// as the key it spells.
     #[test]
     fn the_account_is_the_one_the_server_reads() {
-        let user = |args: &str| string_field(args, "user");
+        let user = |args: &str| {
+            let line = format!(
+                r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"t","arguments":{args}}}}}"#
+            );
+            let req = Request::classify(Message::parse(line.as_bytes()).unwrap());
+            string_field(req.arguments()?, "user")
+        };
         assert_eq!(
             user(r#"{"user":"ada","user":"bob"}"#).as_deref(),
             Some("bob")
@@ -245,7 +252,9 @@ mod tests {
         assert_eq!(user(r#"{"user":"bob","user":null}"#), None);
         assert_eq!(user(r#"{"us\u0065r":"eve"}"#).as_deref(), Some("eve"));
         assert_eq!(user(r#"{"user":"a\"b"}"#).as_deref(), Some("a\"b"));
-        assert_eq!(user(r#"{"user":"ada"} trailing"#), None);
+        assert_eq!(user(r#"["user","ada"]"#), None);
+        assert_eq!(user(r#""user""#), None);
+        assert_eq!(user(r#"{"user":{"name":"ada"}}"#), None);
     }
 
     #[test]
