@@ -58,8 +58,8 @@ pub fn definition(server: &str) -> Value {
 
 /// Append the tool to a `tools/list` result, leaving every other byte of it as it was.
 /// `None` when the result is not a tool list or already has a tool of that name.
-pub fn inject(result: &RawValue, server: &str) -> Option<Box<RawValue>> {
-    let mut fields: crate::wire::Fields = serde_json::from_str(result.get()).ok()?;
+pub fn inject(result: &str, server: &str) -> Option<Box<RawValue>> {
+    let mut fields: crate::wire::Fields = serde_json::from_str(result).ok()?;
     let mut tools: Vec<Box<RawValue>> = serde_json::from_str(fields.get("tools")?.get()).ok()?;
     #[derive(serde::Deserialize)]
     struct Named {
@@ -183,7 +183,7 @@ mod tests {
             r#"{"tools":[{"name":"a","x":1.50}],"nextCursor":"c","_meta":{"k":"é"}}"#.into(),
         )
         .unwrap();
-        let out = inject(&raw, "google").unwrap();
+        let out = inject(raw.get(), "google").unwrap();
         let text = out.get();
         assert!(
             text.starts_with(r#"{"tools":[{"name":"a","x":1.50},{"name":"coogle""#),
@@ -193,8 +193,8 @@ mod tests {
             text.ends_with(r#""nextCursor":"c","_meta":{"k":"é"}}"#),
             "{text}"
         );
-        assert!(inject(&out, "google").is_none(), "never twice");
-        assert!(inject(&RawValue::from_string("{}".into()).unwrap(), "g").is_none());
+        assert!(inject(out.get(), "google").is_none(), "never twice");
+        assert!(inject("{}", "g").is_none());
     }
 
     #[test]

@@ -302,6 +302,16 @@ impl Message {
         self.fields().get(name)
     }
 
+    /// A field's text as it is written out: for a field the wire wrote itself
+    /// ([`set_field_text`](Self::set_field_text)), without making a raw value of it.
+    pub fn field_json(&self, name: &str) -> Option<Json<'_>> {
+        self.fields().text(name).map(Json::written)
+    }
+
+    pub fn has_field(&self, name: &str) -> bool {
+        self.fields().contains_key(name)
+    }
+
     pub fn set_field(&mut self, name: &str, value: Box<RawValue>) {
         self.insert(name, value);
     }
@@ -666,11 +676,17 @@ pub fn raw<T: Serialize + ?Sized>(value: &T) -> Box<RawValue> {
 
 /// A JSON-RPC success response line.
 pub fn response_line(id: &RawValue, result: &RawValue) -> Vec<u8> {
-    let mut out = Vec::with_capacity(id.get().len() + result.get().len() + 40);
+    response_line_json(id, Json::of(result))
+}
+
+/// A JSON-RPC success response line, its result text known to be JSON.
+pub fn response_line_json(id: &RawValue, result: Json<'_>) -> Vec<u8> {
+    let result = result.get();
+    let mut out = Vec::with_capacity(id.get().len() + result.len() + 40);
     out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
     out.extend_from_slice(id.get().as_bytes());
     out.extend_from_slice(b",\"result\":");
-    out.extend_from_slice(result.get().as_bytes());
+    out.extend_from_slice(result.as_bytes());
     out.extend_from_slice(b"}\n");
     out
 }
@@ -1185,11 +1201,16 @@ mod tests {
         msg.set_field_text("result", view);
         let want = format!("{{\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{expected}}}\n");
         assert_eq!(String::from_utf8(msg.to_line()).unwrap(), want);
+        assert_eq!(msg.field_json("result").unwrap().get(), expected);
+        assert!(msg.has_field("result") && msg.kind() == Kind::Response);
+        assert!(
+            !msg.fields().made_raw("result"),
+            "written out and looked at without a raw value made"
+        );
         let copy = msg.clone();
         assert_eq!(msg.field("result").unwrap().get(), expected);
+        assert!(msg.fields().made_raw("result"));
         assert_eq!(String::from_utf8(copy.to_line()).unwrap(), want);
         assert_eq!(copy.field("result").unwrap().get(), expected);
-        let fields: Fields = serde_json::from_str(r#"{"a":[1,{"b":"}"}],"k\"ey":"v"}"#).unwrap();
-        assert_eq!(raw(&fields).get(), expected);
     }
 }

@@ -24,8 +24,9 @@ use super::Fields;
 /// Up to this many fields, a repeated key is found by a scan (see [`Object::entries`]).
 const SCAN_UP_TO: usize = 32;
 
-/// One JSON value's text, found inside text that was checked as a whole: JSON by where it
-/// came from, so it is read without being checked again. Only this module makes one.
+/// One JSON value's text, found inside text that was checked as a whole (or written by the
+/// wire from such values): JSON by where it came from, so it is read without being checked
+/// again. Only the wire makes one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Json<'a>(&'a str);
 
@@ -45,11 +46,14 @@ impl<'a> Json<'a> {
         self.0
     }
 
-    /// A raw value of its own. serde_json makes one only by checking its text, so this is one
-    /// more pass over it: for what is kept, not for what is only looked at.
+    /// A raw value of its own. serde_json makes one of text only by checking it, so this is
+    /// one more pass over it: for what is kept (a progress token, a session's capabilities),
+    /// not for what is only looked at.
     pub fn to_raw(self) -> Box<RawValue> {
-        RawValue::from_string(self.0.to_owned())
-            .unwrap_or_else(|_| RawValue::from_string("null".into()).expect("null is JSON"))
+        RawValue::from_string(self.0.to_owned()).unwrap_or_else(|_| {
+            debug_assert!(false, "Json is JSON: {}", self.0);
+            RawValue::from_string("null".into()).expect("null is JSON")
+        })
     }
 
     /// The value decoded as a JSON string (borrowed when it has no escape); `None` when it is
@@ -163,8 +167,9 @@ impl<'a> Object<'a> {
 }
 
 /// Each field of the object `text` (which is JSON: checked by whoever made it) in the order
-/// written: `None` when it is no object. Each step trusts the text's shape; a byte out of place
-/// (which JSON cannot have) ends the read with `None`, never a panic.
+/// written: `None` when it is no object, or when a key is written with an escape serde_json
+/// will not decode (a lone surrogate: see `Request::classify`). The walk trusts the text's
+/// shape (see `scan.rs`).
 fn fields<'a>(text: &'a str, mut each: impl FnMut(Cow<'a, str>, Json<'a>)) -> Option<()> {
     let b = text.as_bytes();
     let mut i = skip_space(b, 0);

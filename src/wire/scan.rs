@@ -1,7 +1,8 @@
 //! Where JSON values end in text: the steps of the walks that read a line or an object in
 //! place (`answer.rs` in the shim, `object.rs` in the daemon) without building anything. They
-//! trust the text's shape only as far as finding ends goes: a byte out of place ends a walk
-//! with `None`, never a panic, and whoever walks decides whether the text was checked.
+//! find ends; they do not check: on text that is not JSON they never panic, but may read
+//! nonsense (`{"a":tru}` has a field `a` of `tru`). Only text that was checked, or that the
+//! daemon wrote itself, is walked.
 
 /// The first byte at or after `i` that is not JSON whitespace.
 pub(super) fn skip_space(b: &[u8], mut i: usize) -> usize {

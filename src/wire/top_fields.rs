@@ -29,8 +29,9 @@ pub(super) enum Value<'a> {
     /// A raw value: read from the line, or set.
     Raw(Cow<'a, RawValue>),
     /// Text the wire wrote from parts that are JSON (see `ObjectText`), written out as it is.
-    /// serde_json makes a raw value only by checking its text, so one is made the first time
-    /// the field is read as a raw value, not for the line it is written into.
+    /// serde_json makes a raw value of text only by checking it (`RawValue::from_string`), so
+    /// one is made the first time the field is read as a raw value, not for the line it goes
+    /// into.
     Written {
         text: String,
         raw: OnceCell<Box<RawValue>>,
@@ -120,6 +121,12 @@ impl<'a> TopFields<'a> {
     /// A field's text, as it is written out.
     pub(super) fn text(&self, key: &str) -> Option<&str> {
         self.value(key).map(Value::text)
+    }
+
+    /// Whether a written field has been made a raw value (it is made only when read as one).
+    #[cfg(test)]
+    pub(super) fn made_raw(&self, key: &str) -> bool {
+        matches!(self.value(key), Some(Value::Written { raw, .. }) if raw.get().is_some())
     }
 
     fn value(&self, key: &str) -> Option<&Value<'a>> {

@@ -3,7 +3,7 @@
 //! instances by the sessions' values; a per-project child runs in its project, never another's
 //! or the daemon's directory, and instances are bounded by eviction, never by sharing; each
 //! instance has its own cache; an abandoned call's logs reach nobody; the waiting room has an
-//! upstream-wide bound.
+//! upstream-wide bound; a request whose params the router cannot read is refused, not passed on.
 
 use crate::support;
 
@@ -345,4 +345,35 @@ fn one_instances_exit_leaves_another_instances_processes_alone() {
         &[grandchild],
         Duration::from_secs(20),
     );
+}
+
+/// Regression (review of 21c9c63): a key escaped as a lone surrogate, which serde_json checks
+/// as JSON but will not decode, hid `params` (or its `_meta`, or a call's arguments) from the
+/// router, which forwarded them as they were: a `progressToken` it never rewrote reached the
+/// child and could name another session's call, as the child (Python's `json` decodes the key)
+/// reads it. Such a request is refused, once, with why; the session goes on.
+#[test]
+fn a_request_the_router_cannot_read_is_refused_and_the_session_goes_on() {
+    let env = Env::with_fake(json!({}));
+    let mut a = env.shim();
+    a.initialize();
+    let cases = [
+        r#"{"name":"echo","arguments":{"text":"x"},"\ud800":0,"_meta":{"progressToken":1}}"#,
+        r#"{"name":"echo","arguments":{"text":"x"},"_meta":{"\udfff":0,"progressToken":1}}"#,
+        r#"{"name":"echo","arguments":{"text":"x","\ud800":0}}"#,
+    ];
+    for (id, params) in (11..).zip(cases) {
+        let line =
+            format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{params}}}"#);
+        a.send_raw(format!("{line}\n").as_bytes());
+        let r = a.response(&json!(id), Duration::from_secs(20));
+        assert_eq!(r["error"]["code"], -32602, "{params}: {r}");
+        let message = r["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains("lone surrogate"), "{message}");
+    }
+    let r = a.request(
+        "tools/call",
+        json!({"name": "echo", "arguments": {"text": "after"}}),
+    );
+    assert_eq!(r["result"]["content"][0]["text"], "after", "{r}");
 }

@@ -248,7 +248,7 @@ impl Cache {
     ) -> bool {
         if is_private(&result) {
             self.tools_count = count_tools(&result);
-            self.upstream_has_coogle = coogle_tool::inject(&result, &self.upstream).is_none();
+            self.upstream_has_coogle = coogle_tool::inject(result.get(), &self.upstream).is_none();
             if self.tool_lists.shift_remove(&key).is_some() {
                 self.save();
             }
@@ -280,7 +280,7 @@ impl Cache {
         ttl: Option<Duration>,
     ) {
         self.tools_count = count_tools(&result);
-        self.upstream_has_coogle = coogle_tool::inject(&result, &self.upstream).is_none();
+        self.upstream_has_coogle = coogle_tool::inject(result.get(), &self.upstream).is_none();
         self.tool_lists.shift_remove(&key);
         self.tool_lists.insert(
             key,

@@ -16,21 +16,20 @@ use crate::daemon::child;
 use crate::daemon::coogle_tool::{self, Action};
 use crate::daemon::operations::{self, Owner, WaitOutcome, Waiter};
 use crate::daemon::stats::Outcome;
-use crate::wire::{self, Message, ToolCallParams, raw, response_line};
+use crate::wire::{self, Json, Message, ToolCallParams, raw, response_line};
 
 impl Upstream {
     pub(super) fn offers_coogle_tool(&self) -> bool {
         self.coogle_tool && !self.cache.upstream_has_coogle
     }
 
-    /// A first-page tool list as sessions see it: with the `coogle` tool when it is offered.
-    pub(super) fn tools_for_session(&self, result: &RawValue) -> Box<RawValue> {
-        if self.offers_coogle_tool()
-            && let Some(with) = coogle_tool::inject(result, &self.name)
-        {
-            return with;
+    /// A first-page tool list as sessions see it, when that differs from `result`: with the
+    /// `coogle` tool, when it is offered.
+    pub(super) fn tools_for_session(&self, result: Json<'_>) -> Option<Box<RawValue>> {
+        if !self.offers_coogle_tool() {
+            return None;
         }
-        result.to_owned()
+        coogle_tool::inject(result.get(), &self.name)
     }
 
     /// A call of the `coogle` tool, answered by the daemon.

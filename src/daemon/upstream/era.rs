@@ -162,11 +162,9 @@ pub(super) fn envelope(
 
 /// A 2026-07-28 result as a handshake-era client would have had it from a handshake-era child:
 /// without the fields that era does not know (`resultType` of a complete result, the cache
-/// hints). Every other byte is kept.
-pub(super) fn handshake_view(result: &RawValue) -> Box<RawValue> {
-    Object::of(result)
-        .and_then(|fields| handshake_view_of(&fields))
-        .map_or_else(|| result.to_owned(), ObjectText::into_raw)
+/// hints). Every other byte is kept. `None` when it has nothing to leave out.
+pub(super) fn handshake_view(result: &RawValue) -> Option<ObjectText> {
+    handshake_view_of(&Object::of(result)?)
 }
 
 /// [`handshake_view`] of a result already read: `None` when it has nothing to leave out.
@@ -292,7 +290,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(
-            handshake_view(&r).get(),
+            handshake_view(&r).unwrap().get(),
             r#"{"tools":[{"name":"a","x":1.50}]}"#
         );
         let kept = RawValue::from_string(
@@ -300,11 +298,11 @@ mod tests {
         )
         .unwrap();
         assert_eq!(
-            handshake_view(&kept).get(),
+            handshake_view(&kept).unwrap().get(),
             r#"{"content":[],"_meta":{"k":1}}"#
         );
         let ir = RawValue::from_string(r#"{"resultType":"input_required"}"#.into()).unwrap();
-        assert_eq!(handshake_view(&ir).get(), ir.get());
+        assert!(handshake_view(&ir).is_none());
     }
 
     #[test]

@@ -126,13 +126,15 @@ impl Upstream {
                     TaskRole::Lists => self.tasks.filter_list(id, &mut msg),
                     TaskRole::None => {}
                 }
+                // Read as text: a handshake view set above is not made a raw value to be read.
                 if p.first_tools_page
-                    && let Some(result) = msg.field("result")
+                    && let Some(listed) = msg
+                        .field_json("result")
+                        .and_then(|r| self.tools_for_session(r))
                 {
-                    let listed = self.tools_for_session(result);
                     msg.set_field("result", listed);
                 }
-                if p.listen.is_some() && msg.field("result").is_some() {
+                if p.listen.is_some() && msg.has_field("result") {
                     // The child ended the subscription: its result names it by the session's id.
                     msg.set_meta_fields_of("result", vec![(META_SUBSCRIPTION, client_id.clone())]);
                 }

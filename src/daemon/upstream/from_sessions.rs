@@ -29,8 +29,8 @@ use crate::daemon::coogle_tool;
 use crate::daemon::scheduler::QueueKey;
 use crate::daemon::stats::Outcome;
 use crate::wire::{
-    self, ErrorCode, Kind, Message, error_line, id_key, raw, response_error_line, response_line,
-    rpc_code,
+    self, ErrorCode, Json, Kind, Message, ObjectText, error_line, id_key, raw, response_error_line,
+    response_line, rpc_code,
 };
 
 /// The methods whose answer a 2026-07-28 child may make `input_required`.
@@ -49,7 +49,18 @@ impl Upstream {
             }
         };
         match msg.kind() {
-            Kind::Request => self.on_session_request(sid, Request::classify(msg)),
+            Kind::Request => {
+                let req = Request::classify(msg);
+                if let Some(part) = req.unreadable {
+                    let text = format!(
+                        "invalid params: {part} has a key written with an escape that is not Unicode (a lone surrogate such as \\ud800)"
+                    );
+                    let line = error_line(Some(&req.id), rpc_code::INVALID_PARAMS, &text);
+                    self.send_to_session(sid, line);
+                    return;
+                }
+                self.on_session_request(sid, req);
+            }
             Kind::Notification if msg.has_null_id() => {
                 let text = "invalid request: a request's id must be a string or a number, not null";
                 self.send_to_session(sid, error_line(None, rpc_code::INVALID_REQUEST, text));
@@ -285,15 +296,25 @@ impl Upstream {
         if req.is_first_tools_page() {
             let (cache_key, _) = self.tools_key(&origin, &req);
             if let Some(cached) = self.cache.tools(&cache_key, self.life.is_ready()) {
-                let cached = match &req.envelope {
+                let view = match &req.envelope {
                     None if self.child_era() == Some(Era::Modern) => era::handshake_view(cached),
-                    _ => cached.to_owned(),
+                    _ => None,
                 };
-                let listed = match origin {
-                    Origin::Session { .. } => self.tools_for_session(&cached),
-                    _ => cached,
-                };
-                self.reply_ok(origin, &listed);
+                let text = view.as_ref().map_or(Json::of(cached), ObjectText::as_json);
+                match origin {
+                    // A session's list is written from the text, not made a raw value first.
+                    Origin::Session { id, client_id } => {
+                        let line = match self.tools_for_session(text) {
+                            Some(listed) => response_line(&client_id, &listed),
+                            None => wire::response_line_json(&client_id, text),
+                        };
+                        self.send_to_session(id, line);
+                    }
+                    origin => {
+                        let listed = view.map_or_else(|| cached.to_owned(), ObjectText::into_raw);
+                        self.reply_ok(origin, &listed);
+                    }
+                }
                 return;
             }
         }

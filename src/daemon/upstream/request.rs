@@ -76,6 +76,9 @@ pub(super) struct Request {
     pub progress_token: Option<Box<RawValue>>,
     /// The 2026-07-28 envelope in `params._meta`, when the request carries one.
     pub envelope: Option<Envelope>,
+    /// The part of `params` the router could not read (see [`is_unreadable`]): the request is
+    /// refused, not forwarded with what the router would have read or rewritten in it unread.
+    pub unreadable: Option<&'static str>,
 }
 
 /// What a 2026-07-28 request says of its sender in `params._meta`.
@@ -92,8 +95,17 @@ impl Request {
         let method = Method::of(&name);
         let id = msg.id().map(|i| i.to_owned()).unwrap_or_else(|| raw(&()));
         // `params` and its `_meta` read in place, once each; only what is kept is copied.
-        let params = msg.params().and_then(Object::of).unwrap_or_default();
-        let meta = params.object("_meta").unwrap_or_default();
+        let read = msg.params().and_then(Object::of);
+        let mut unread = msg
+            .params()
+            .is_some_and(|p| read.is_none() && is_unreadable(Json::of(p)))
+            .then_some("params");
+        let params = read.unwrap_or_default();
+        let meta = params.object("_meta");
+        if meta.is_none() && params.get("_meta").is_some_and(is_unreadable) {
+            unread = Some("params._meta");
+        }
+        let meta = meta.unwrap_or_default();
         let progress_token = meta.get("progressToken").map(Json::to_raw);
         let envelope = meta.string(era::META_VERSION).map(|version| Envelope {
             version: version.into_owned(),
@@ -106,6 +118,13 @@ impl Request {
                 .string("name")
                 .map(Cow::into_owned)
                 .unwrap_or_default();
+            // The sign-in account is read from the arguments.
+            if params
+                .get("arguments")
+                .is_some_and(|a| a.get().contains("\\u") && is_unreadable(a))
+            {
+                unread = Some("params.arguments");
+            }
         }
         let only = |m: &[Method], key: &str| {
             if m.contains(&method) {
@@ -134,6 +153,7 @@ impl Request {
             tool,
             progress_token,
             envelope,
+            unreadable: unread,
             msg,
         }
     }
@@ -151,6 +171,14 @@ impl Request {
     pub fn is_first_tools_page(&self) -> bool {
         self.method == Method::ToolsList && !self.has_cursor
     }
+}
+
+/// An object whose fields cannot be read: serde_json checks a lone surrogate escape (`"\ud800"`)
+/// as JSON but will not decode it, so a key written with one makes its object unreadable. A
+/// child that decodes it anyway (Python's `json` does) would read fields the router did not:
+/// a `progressToken` it never rewrote would name another session's call.
+fn is_unreadable(value: Json<'_>) -> bool {
+    value.get().trim_start().starts_with('{') && value.object().is_none()
 }
 
 #[cfg(test)]
@@ -175,6 +203,50 @@ mod tests {
         );
         assert_eq!(r.progress_token.unwrap().get(), "7");
         assert!(!r.creates_task);
+    }
+
+    /// A key serde_json checks but cannot decode (a lone surrogate) makes its object unreadable
+    /// to the router, which then refuses the request rather than forward what it did not read
+    /// (a `progressToken` in a `_meta` it could not read would reach the child unrewritten).
+    /// Any other escape is read.
+    #[test]
+    fn a_key_the_router_cannot_read_is_named() {
+        let unread = |params: &str| {
+            classify(&format!(
+                r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{params}}}"#
+            ))
+            .unreadable
+        };
+        let cases = [
+            (
+                r#"{"name":"t","\ud800":0,"_meta":{"progressToken":17}}"#,
+                Some("params"),
+            ),
+            (
+                r#"{"name":"t","_meta":{"\udfff":1,"progressToken":17}}"#,
+                Some("params._meta"),
+            ),
+            (
+                r#"{"name":"t","arguments":{"user":"eve","\ud800":0}}"#,
+                Some("params.arguments"),
+            ),
+            (
+                r#"{"name":"t","arguments":{"us\u0065r":"eve","\ud83d\ude00":0}}"#,
+                None,
+            ),
+            (
+                r#"{"name":"t","arguments":["\ud800"],"_meta":{"k":"\ud800"}}"#,
+                None,
+            ),
+            (r#"[1,"\ud800"]"#, None),
+        ];
+        for (params, part) in cases {
+            assert_eq!(unread(params), part, "{params}");
+        }
+        let fine = classify(
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","_meta":{"progressT\u006fken":17}}}"#,
+        );
+        assert_eq!(fine.progress_token.unwrap().get(), "17");
     }
 
     #[test]
