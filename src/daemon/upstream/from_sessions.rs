@@ -437,7 +437,6 @@ impl Upstream {
         let listen = (req.method == Method::Listen).then(|| ListenFilter::of(&req));
         let line = req.msg.child_line(&uid.to_string(), &meta);
         drop(meta);
-        self.to_child(line);
         let account = if is_call {
             self.sign_ins.account(&req)
         } else {
@@ -472,6 +471,9 @@ impl Upstream {
                 retry,
             },
         );
+        // Written last: the child may answer at once, on this CPU or another, and the daemon
+        // then has nothing left of this request to do before it reads the answer.
+        self.to_child(line);
     }
 
     /// The envelope for a request that came without one, going to a 2026-07-28 child, added

@@ -118,10 +118,11 @@ impl Request {
                 .string("name")
                 .map(Cow::into_owned)
                 .unwrap_or_default();
-            // The sign-in account is read from the arguments.
+            // The sign-in account is read from the arguments. Only a backslash can spell what
+            // cannot be read: most arguments have none, and are not walked again.
             if params
                 .get("arguments")
-                .is_some_and(|a| a.get().contains("\\u") && is_unreadable(a))
+                .is_some_and(|a| a.get().contains('\\') && is_unreadable(a))
             {
                 unread = Some("params.arguments");
             }
