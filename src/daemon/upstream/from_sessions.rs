@@ -471,8 +471,8 @@ impl Upstream {
                 retry,
             },
         );
-        // Written last: the child may answer at once, on this CPU or another, and the daemon
-        // then has nothing left of this request to do before it reads the answer.
+        // Written last: the child may answer at once, on this CPU or another, and this
+        // request's bookkeeping is then already done.
         self.to_child(line);
     }
 
