@@ -11,6 +11,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::value::RawValue;
 
 use super::object::Json;
+use super::scan::{bytes_below, bytes_equal};
 use super::top_fields::{TopFields, Value};
 use super::{Object, string_text, to_line};
 
@@ -602,17 +603,11 @@ fn with_meta_text(
 /// to escape (nearly every key of every message). Checked eight bytes at a time: the envelope's
 /// keys are 30 to 40 bytes long, and a byte at a time was a tenth of the line's writing.
 fn is_plain(key: &str) -> bool {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGH: u64 = 0x8080_8080_8080_8080;
-    // Whether any byte of `w` is below `n` (exact for n <= 128; a borrow only ever flags a
-    // byte above one that is truly below, so "any" is never wrong).
-    let below = |w: u64, n: u8| w.wrapping_sub(ONES * u64::from(n)) & !w & HIGH != 0;
-    let has = |w: u64, b: u8| below(w ^ (ONES * u64::from(b)), 1);
     let bytes = key.as_bytes();
     let mut words = bytes.chunks_exact(8);
     for word in &mut words {
         let w = u64::from_le_bytes(word.try_into().unwrap_or([0; 8]));
-        if below(w, 0x20) || has(w, b'"') || has(w, b'\\') {
+        if bytes_below(w, 0x20) | bytes_equal(w, b'"') | bytes_equal(w, b'\\') != 0 {
             return false;
         }
     }

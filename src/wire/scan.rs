@@ -45,13 +45,19 @@ pub(super) fn string_end(b: &[u8], i: usize) -> Option<(usize, bool)> {
     }
 }
 
+const ONES: u64 = 0x0101_0101_0101_0101;
+const HIGH: u64 = 0x8080_8080_8080_8080;
+
 /// The high bit of each byte of `w` that may be `c`: its lowest is exactly the first that is
 /// (the subtraction's borrow only ever flags bytes above one that truly is `c`).
-fn bytes_equal(w: u64, c: u8) -> u64 {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGH: u64 = 0x8080_8080_8080_8080;
-    let x = w ^ (ONES * u64::from(c));
-    x.wrapping_sub(ONES) & !x & HIGH
+pub(super) fn bytes_equal(w: u64, c: u8) -> u64 {
+    bytes_below(w ^ (ONES * u64::from(c)), 1)
+}
+
+/// The high bit of each byte of `w` that may be below `n` (n <= 128): nonzero exactly when one
+/// is, and its lowest is the first (the borrow flags only bytes above one truly below).
+pub(super) fn bytes_below(w: u64, n: u8) -> u64 {
+    w.wrapping_sub(ONES * u64::from(n)) & !w & HIGH
 }
 
 /// Where the value that starts at `b[i]` ends: a string, an object or an array (to its

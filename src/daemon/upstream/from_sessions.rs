@@ -53,7 +53,7 @@ impl Upstream {
                 let req = Request::classify(msg);
                 if let Some(part) = req.unreadable {
                     let text = format!(
-                        "invalid params: {part} has a key written with an escape that is not Unicode (a lone surrogate such as \\ud800)"
+                        "invalid params: {part} has a key written with an escape that is not Unicode (a lone surrogate such as \\ud800); send it without that key"
                     );
                     let line = error_line(Some(&req.id), rpc_code::INVALID_PARAMS, &text);
                     self.send_to_session(sid, line);
