@@ -41,10 +41,11 @@ use crate::wire;
 pub(crate) type SessionId = u64;
 
 /// How often the daemon checks that its socket is still there and still its own, where the
-/// OS cannot tell it when the socket's directory changes (see `os::DirWatch`).
+/// OS cannot tell it when the socket's directory changes (see `os::PathWatch`).
 const SOCKET_CHECK: Duration = Duration::from_secs(2);
-/// How often it checks anyway where the OS tells: for what a watch of the directory cannot
-/// see (a directory above it renamed, the watch itself gone with its directory).
+/// How often it checks anyway where the OS tells: for what the watch of the path cannot see
+/// (a directory above it may not read, a symlink inside a symlink's target, the watch itself
+/// gone with its directory).
 const SOCKET_CHECK_WATCHED: Duration = Duration::from_secs(60);
 
 /// Open connections at the most: what `maxConnections` says, else what the file limit leaves
@@ -405,17 +406,18 @@ async fn serve(
     // scan reaps it and stops what was reparented with it (see `reaper`).
     let mut sigchld = signal(SignalKind::child()).map_err(DaemonError::Signals)?;
     let mut idle_check = tokio::time::interval(Duration::from_millis(250));
-    // A daemon whose socket was removed or replaced can never be reached again: stop it rather
-    // than leave it (and its child) running forever. The socket is watched, so that is seen at
-    // once and a quiet daemon does not wake to look (issue 22); where the OS cannot tell, it
-    // looks every 2 s.
-    let mut dir_watch = socket.parent().zip(socket.file_name()).and_then(|(dir, name)| {
-        os::DirWatch::new(dir, name)
+    // A daemon whose socket was removed or replaced, or whose path leads elsewhere now (a
+    // directory above renamed, a symlink on the way re-pointed, a mount over it), can never be
+    // reached again: stop it rather than leave it (and its child) running forever. The path is
+    // watched, so that is seen at once and a quiet daemon does not wake to look (issue 22);
+    // where the OS cannot tell, it looks every 2 s.
+    let mut path_watch = socket.parent().zip(socket.file_name()).and_then(|(dir, name)| {
+        os::PathWatch::new(dir, name)
             .inspect_err(|e| tracing::debug!(dir = %dir.display(), "cannot watch the socket's directory ({e}); looking every {SOCKET_CHECK:?}"))
             .ok()
             .flatten()
     });
-    let mut socket_check = tokio::time::interval(if dir_watch.is_some() {
+    let mut socket_check = tokio::time::interval(if path_watch.is_some() {
         SOCKET_CHECK_WATCHED
     } else {
         SOCKET_CHECK
@@ -437,10 +439,10 @@ async fn serve(
                 tokio::task::spawn_blocking(move || reaper.scan());
             }
             () = reaper.woken() => {}
-            changed = dir_changed(&mut dir_watch) => {
+            changed = dir_changed(&mut path_watch) => {
                 if let Err(e) = changed {
                     tracing::debug!("the socket's directory can no longer be watched ({e}); looking every {SOCKET_CHECK:?}");
-                    dir_watch = None;
+                    path_watch = None;
                     socket_check = tokio::time::interval(SOCKET_CHECK);
                 }
                 if socket_gone(socket, our_socket) {
@@ -489,7 +491,7 @@ async fn serve(
 }
 
 /// What the watch of the socket says changed; never, without one.
-async fn dir_changed(watch: &mut Option<os::DirWatch>) -> std::io::Result<()> {
+async fn dir_changed(watch: &mut Option<os::PathWatch>) -> std::io::Result<()> {
     match watch {
         Some(w) => w.changed().await,
         None => std::future::pending().await,

@@ -261,21 +261,39 @@ fn page_size() -> usize {
     }
 }
 
-/// One entry of a directory, told by inotify: its descriptor is readable while an event is
-/// pending, which is what tokio polls. Two watches: the entry itself (its link count changes
-/// when it is removed or another file is renamed over it; it is renamed away; its attributes
-/// change), and the directory, for itself only (removed, renamed). Nothing else in the
-/// directory is asked for, so a busy directory (a socket path chosen in `$HOME`, say) does not
-/// wake the reader at all.
-pub(super) struct DirSource {
+/// The path to one entry, told by inotify and the mount table; `PathWatch` says what counts.
+///
+/// inotify watches inodes, not paths, so the path is covered piece by piece, each watch asking
+/// only for what concerns the path and never for a directory's other entries, so a busy
+/// directory (`$HOME`, `/tmp`) does not wake the reader:
+/// - the entry itself: its link count changes when it is removed or another file is renamed
+///   over it (`IN_ATTRIB`), it is renamed away, or removed;
+/// - its directory and every directory above it, for itself only: removed, renamed, or its
+///   file system unmounted;
+/// - the directory holding each symlink on the way (`/var/run` → `/run`, say), for the
+///   symlink's name only: removed, replaced, renamed. Events naming other entries of that
+///   directory are read and dropped here.
+///
+/// A mount over any directory on the way changes what the path leads to without touching an
+/// inode: `/proc/self/mountinfo` is priority-readable whenever this process's mount table
+/// changes, which is rare (a mount, an unmount), and then told too.
+pub(super) struct PathSource {
     fd: AsyncFd<OwnedFd>,
+    /// A symlink's directory's watch, and the symlink's name in it.
+    named: Vec<(libc::c_int, Vec<u8>)>,
+    mounts: Option<AsyncFd<std::fs::File>>,
 }
 
-impl DirSource {
-    pub fn open(dir: &std::path::Path, name: &std::ffi::OsStr) -> io::Result<Option<DirSource>> {
-        use std::os::unix::ffi::{OsStrExt, OsStringExt};
-        let path = std::ffi::CString::new(dir.as_os_str().as_bytes())
-            .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+/// What an entry's own watch asks for, and what a directory on the way asks for itself.
+const ENTRY_EVENTS: u32 = libc::IN_ATTRIB | libc::IN_DELETE_SELF | libc::IN_MOVE_SELF;
+const DIR_SELF_EVENTS: u32 = libc::IN_DELETE_SELF | libc::IN_MOVE_SELF | libc::IN_ONLYDIR;
+/// What the directory of a symlink on the way asks for: its entries coming and going.
+const DIR_ENTRY_EVENTS: u32 =
+    libc::IN_CREATE | libc::IN_DELETE | libc::IN_MOVED_FROM | libc::IN_MOVED_TO | libc::IN_ONLYDIR;
+
+impl PathSource {
+    pub fn open(dir: &std::path::Path, name: &std::ffi::OsStr) -> io::Result<Option<PathSource>> {
+        use std::os::unix::ffi::OsStrExt;
         // SAFETY: inotify_init1 takes flags and returns a new descriptor or -1; no memory is
         // passed.
         let fd = unsafe { libc::inotify_init1(libc::IN_NONBLOCK | libc::IN_CLOEXEC) };
@@ -284,40 +302,87 @@ impl DirSource {
         }
         // SAFETY: inotify_init1 just returned this descriptor; nothing else owns it.
         let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-        let entry = std::ffi::CString::new(dir.join(name).into_os_string().into_vec())
-            .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
-        let watches = [
-            (
-                &path,
-                libc::IN_DELETE_SELF | libc::IN_MOVE_SELF | libc::IN_ONLYDIR,
-            ),
-            (
-                &entry,
-                libc::IN_ATTRIB | libc::IN_DELETE_SELF | libc::IN_MOVE_SELF | libc::IN_DONT_FOLLOW,
-            ),
-        ];
-        for (path, mask) in watches {
+        // IN_MASK_ADD: one inode watched twice (a directory above that also holds a symlink)
+        // asks for both, where a second add would otherwise replace the first's mask.
+        let add = |path: &std::path::Path, mask: u32| -> io::Result<libc::c_int> {
+            let path = std::ffi::CString::new(path.as_os_str().as_bytes())
+                .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
             // SAFETY: `path` is a NUL-terminated string that lives across the call, which only
             // reads it.
-            if unsafe { libc::inotify_add_watch(fd.as_raw_fd(), path.as_ptr(), mask) } < 0 {
-                return Err(io::Error::last_os_error());
+            match unsafe {
+                libc::inotify_add_watch(fd.as_raw_fd(), path.as_ptr(), mask | libc::IN_MASK_ADD)
+            } {
+                wd if wd >= 0 => Ok(wd),
+                _ => Err(io::Error::last_os_error()),
+            }
+        };
+        // The entry and its own directory must be watched, or nothing is.
+        add(&dir.join(name), ENTRY_EVENTS | libc::IN_DONT_FOLLOW)?;
+        add(dir, DIR_SELF_EVENTS)?;
+        // The way there, as far as this process may watch it: a directory above it cannot read
+        // (or gone meanwhile) is left to the caller's occasional look.
+        let mut named = Vec::new();
+        let dir = std::path::absolute(dir)?;
+        for above in dir.ancestors() {
+            if above != dir && above.parent().is_some() {
+                let _ = add(above, DIR_SELF_EVENTS);
+            }
+            let is_link =
+                std::fs::symlink_metadata(above).is_ok_and(|m| m.file_type().is_symlink());
+            if let (true, Some(parent), Some(link)) = (is_link, above.parent(), above.file_name())
+                && let Ok(wd) = add(parent, DIR_ENTRY_EVENTS)
+            {
+                named.push((wd, link.as_bytes().to_vec()));
             }
         }
-        Ok(Some(DirSource {
+        // A symlink's target has directories above it too: those of the path as resolved.
+        if let Ok(real) = std::fs::canonicalize(&dir) {
+            for above in real.ancestors().filter(|a| a.parent().is_some()) {
+                let _ = add(above, DIR_SELF_EVENTS);
+            }
+        }
+        let mounts = std::fs::File::open("/proc/self/mountinfo").and_then(|f| {
+            // SAFETY: the File's descriptor is open, and the same one, for as long as it
+            // lives, which is as long as the AsyncFd that owns it.
+            unsafe { AsyncFd::register_with_interest(f, Interest::PRIORITY) }
+                .map_err(io::Error::from)
+        });
+        Ok(Some(PathSource {
             // SAFETY: an OwnedFd's descriptor is open, and the same one, for as long as it
             // lives, which is as long as the AsyncFd that owns it.
             fd: unsafe { AsyncFd::register_with_interest(fd, Interest::READABLE)? },
+            named,
+            mounts: mounts.ok(),
         }))
     }
 
-    /// Resolves once events were read (all those pending): every one asked for may concern
-    /// the entry.
+    /// Resolves once something that may concern the path happened: an event on the path
+    /// (all those pending read), or the mount table changed.
     pub async fn changed(&mut self) -> io::Result<()> {
+        let PathSource { fd, named, mounts } = self;
+        tokio::select! {
+            told = Self::events(fd, named) => told,
+            told = Self::mounts_changed(mounts) => told,
+        }
+    }
+
+    async fn mounts_changed(mounts: &mut Option<AsyncFd<std::fs::File>>) -> io::Result<()> {
+        let Some(mounts) = mounts else {
+            return std::future::pending().await;
+        };
+        // The kernel says "changed" once per change, when polled: the readiness is cleared
+        // here and comes back with the next mount or unmount.
+        let mut guard = mounts.ready(Interest::PRIORITY).await?;
+        guard.clear_ready();
+        Ok(())
+    }
+
+    async fn events(fd: &AsyncFd<OwnedFd>, named: &[(libc::c_int, Vec<u8>)]) -> io::Result<()> {
         // Room for many events with names (each is 16 bytes and a name of up to 255).
         let mut buf = [0u8; 4096];
         loop {
-            let mut guard = self.fd.readable().await?;
-            let mut read_any = false;
+            let mut guard = fd.readable().await?;
+            let mut told = false;
             loop {
                 // SAFETY: read writes at most `buf.len()` bytes into `buf`, a live local.
                 let n = unsafe {
@@ -330,8 +395,8 @@ impl DirSource {
                 if n == 0 {
                     return Err(io::Error::from(io::ErrorKind::UnexpectedEof));
                 }
-                if n > 0 {
-                    read_any = true;
+                if let Ok(n) = usize::try_from(n) {
+                    told |= inotify_events_concern(&buf[..n], named);
                     continue;
                 }
                 let e = io::Error::last_os_error();
@@ -344,11 +409,35 @@ impl DirSource {
                     _ => return Err(e),
                 }
             }
-            if read_any {
+            if told {
                 return Ok(());
             }
         }
     }
+}
+
+/// Whether any of the inotify events read into `buf` concerns the path: every event without a
+/// name does (one of the path's own inodes moved, went, changed its links, was unmounted, or
+/// its watch ended; or events were lost), and one with a name only where it names a watched
+/// symlink in that watch's directory.
+fn inotify_events_concern(buf: &[u8], named: &[(libc::c_int, Vec<u8>)]) -> bool {
+    const HEADER: usize = 16;
+    let mut at = 0;
+    while let Some(header) = buf.get(at..at + HEADER) {
+        let word =
+            |i: usize| u32::from_ne_bytes([header[i], header[i + 1], header[i + 2], header[i + 3]]);
+        let (wd, mask, len) = (word(0) as libc::c_int, word(4), word(12) as usize);
+        let name = buf.get(at + HEADER..at + HEADER + len).unwrap_or_default();
+        let name = &name[..name.iter().position(|&b| b == 0).unwrap_or(name.len())];
+        if name.is_empty()
+            || mask & libc::IN_Q_OVERFLOW != 0
+            || named.iter().any(|(w, n)| *w == wd && n == name)
+        {
+            return true;
+        }
+        at += HEADER + len;
+    }
+    false
 }
 
 /// A process's exit, told by a pidfd: it refers to that process and no other, whatever

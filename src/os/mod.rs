@@ -12,7 +12,7 @@
 use std::io;
 use std::path::PathBuf;
 
-mod dir_watch;
+mod path_watch;
 mod unix;
 mod watch;
 
@@ -24,7 +24,7 @@ mod watch;
 )]
 mod platform;
 
-pub use dir_watch::DirWatch;
+pub use path_watch::PathWatch;
 pub use unix::{
     FdKind, Want, adopt_inherited_fd, fd_kind, password_file_only, raise_open_files,
     register_socket, restore_terminal, restore_terminal_on_interrupt, set_cloexec,

@@ -411,13 +411,15 @@ fn a_peer_of_another_uid_is_refused_even_if_the_socket_is_reachable() {
 
 #[test]
 fn a_daemon_whose_socket_is_removed_stops_with_its_child() {
-    stops_with_its_child_once_its_socket(|env| std::fs::remove_file(&env.socket).unwrap());
+    stops_with_its_child_once_its_socket(Env::with_fake(json!({})), |env| {
+        std::fs::remove_file(&env.socket).unwrap()
+    });
 }
 
 /// Another socket renamed onto the daemon's path: nobody can reach this daemon again either.
 #[test]
 fn a_daemon_whose_socket_is_replaced_stops_with_its_child() {
-    stops_with_its_child_once_its_socket(|env| {
+    stops_with_its_child_once_its_socket(Env::with_fake(json!({})), |env| {
         let other = env.path("other.sock");
         // Bound, then left: only the file matters.
         drop(std::os::unix::net::UnixListener::bind(&other).unwrap());
@@ -425,10 +427,35 @@ fn a_daemon_whose_socket_is_replaced_stops_with_its_child() {
     });
 }
 
+/// A directory two above the socket renamed: the socket is no longer where anyone looks.
+#[test]
+fn a_daemon_whose_socket_directory_above_is_renamed_stops_with_its_child() {
+    let mut env = Env::with_fake(json!({}));
+    std::fs::create_dir(env.path("above")).unwrap();
+    env.socket = env.path("above/run/coogle.sock");
+    stops_with_its_child_once_its_socket(env, |env| {
+        std::fs::rename(env.path("above"), env.path("moved")).unwrap()
+    });
+}
+
+/// A symlink on the way to the socket re-pointed: the path leads to another directory.
+#[test]
+fn a_daemon_whose_socket_path_symlink_is_repointed_stops_with_its_child() {
+    let mut env = Env::with_fake(json!({}));
+    for d in ["one", "two"] {
+        std::fs::create_dir(env.path(d)).unwrap();
+    }
+    std::os::unix::fs::symlink(env.path("one"), env.path("link")).unwrap();
+    env.socket = env.path("link/run/coogle.sock");
+    stops_with_its_child_once_its_socket(env, |env| {
+        std::os::unix::fs::symlink(env.path("two"), env.path("link.new")).unwrap();
+        std::fs::rename(env.path("link.new"), env.path("link")).unwrap();
+    });
+}
+
 /// The daemon is told at once by the OS, where it can be (looking for itself where it is told,
 /// it would look once a minute: past the 20 s this waits), and leaves a replacement alone.
-fn stops_with_its_child_once_its_socket(change: impl FnOnce(&Env)) {
-    let env = Env::with_fake(json!({}));
+fn stops_with_its_child_once_its_socket(env: Env, change: impl FnOnce(&Env)) {
     let mut d = env.daemon();
     let status = env.wait_upstream_ready();
     let child = status["upstreams"][0]["pid"].as_u64().unwrap() as u32;
@@ -443,6 +470,48 @@ fn stops_with_its_child_once_its_socket(change: impl FnOnce(&Env)) {
         left.filter(|i| *i != ours),
         "a replacement is left where it is"
     );
+}
+
+/// A file system mounted over the socket's directory, in the daemon's own mount namespace (so
+/// nothing else on the machine sees it): the path leads into the new file system, where there
+/// is no socket. Told by the mount table, at once.
+#[test]
+fn a_daemon_whose_socket_directory_is_mounted_over_stops_with_its_child() {
+    if !can_run_as_another_user() {
+        return;
+    }
+    let env = Env::with_fake(json!({}));
+    let mut serve = env.sealed("/usr/bin/unshare");
+    serve.args([
+        "-m",
+        "--propagation",
+        "private",
+        COOGLE,
+        "serve",
+        "--log-stderr",
+    ]);
+    let mut d = env.daemon_of(serve);
+    let status = env.wait_upstream_ready();
+    let child = status["upstreams"][0]["pid"].as_u64().unwrap() as u32;
+    let run = env.socket.parent().unwrap();
+    let mounted = std::process::Command::new("/usr/bin/nsenter")
+        .args([
+            "--target",
+            &d.pid().to_string(),
+            "--mount",
+            "mount",
+            "-t",
+            "tmpfs",
+            "tmpfs",
+        ])
+        .arg(run)
+        .status()
+        .unwrap();
+    assert!(mounted.success());
+    let (code, err) = d.wait_exit();
+    assert_eq!(code, Some(0), "{err}");
+    assert!(err.contains("the socket was removed or replaced"), "{err}");
+    assert!(!pid_alive(child));
 }
 
 /// Regression: stopping a daemon with live sessions polled a finished session writer again

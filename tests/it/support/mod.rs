@@ -221,9 +221,15 @@ impl Env {
 
     /// Start `coogle serve` and wait until it answers.
     pub fn daemon(&self) -> Daemon {
-        let child = self
-            .cmd()
-            .args(["serve", "--log-stderr"])
+        let mut serve = self.cmd();
+        serve.args(["serve", "--log-stderr"]);
+        self.daemon_of(serve)
+    }
+
+    /// Start a daemon as `serve` says (`coogle serve` under another program, say) and wait
+    /// until it answers.
+    pub fn daemon_of(&self, mut serve: Command) -> Daemon {
+        let child = serve
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()

@@ -1,0 +1,169 @@
+//! Being told when a path may no longer lead to the entry it led to: the entry removed,
+//! replaced or renamed away; its directory or any directory above it removed or renamed; a
+//! symlink on the way removed or re-pointed; a file system mounted over the way. The daemon
+//! watches its socket's path this way, so a quiet daemon need not look every few seconds, and
+//! a socket nobody can reach any more is seen at once (Linux: inotify and the mount table).
+//! Where the OS cannot tell, [`PathWatch::new`] says so and the caller keeps looking now and
+//! then.
+
+use std::ffi::OsStr;
+use std::io;
+use std::path::Path;
+
+#[cfg(target_os = "linux")]
+use super::platform::PathSource;
+
+/// The path to one entry, watched. Made and awaited inside a tokio runtime.
+pub struct PathWatch(PathSource);
+
+/// Not watched on macOS yet (a kqueue's `EVFILT_VNODE` could), nor elsewhere: never made, the
+/// caller polls.
+#[cfg(not(target_os = "linux"))]
+enum PathSource {}
+
+#[cfg(not(target_os = "linux"))]
+impl PathSource {
+    fn open(_dir: &Path, _name: &OsStr) -> io::Result<Option<PathSource>> {
+        Ok(None)
+    }
+
+    async fn changed(&mut self) -> io::Result<()> {
+        match *self {}
+    }
+}
+
+impl PathWatch {
+    /// Watch the path to the entry `name` of `dir`. `Ok(None)` where this OS cannot tell (the
+    /// caller polls instead). An error where the entry or its directory cannot be watched; a
+    /// directory above that cannot be (not readable) is left out, and so is what lies beyond a
+    /// symlink's target's own symlinks: the caller's occasional look still covers those.
+    pub fn new(dir: &Path, name: &OsStr) -> io::Result<Option<PathWatch>> {
+        Ok(PathSource::open(dir, name)?.map(PathWatch))
+    }
+
+    /// Resolves once the path may lead elsewhere since the last call (what changed is for the
+    /// caller to look at); other entries of the directories on the way coming and going do
+    /// not resolve it, and mounts anywhere do. After the entry or a directory on the way is
+    /// gone, it may never resolve again.
+    pub async fn changed(&mut self) -> io::Result<()> {
+        self.0.changed().await
+    }
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    async fn changed(w: &mut PathWatch) -> bool {
+        tokio::time::timeout(Duration::from_millis(200), w.changed())
+            .await
+            .is_ok_and(|r| r.is_ok())
+    }
+
+    /// The entry removed, replaced or renamed away is told, once for all that happened
+    /// meanwhile, and so is its directory removed; a write to it, other entries coming and
+    /// going, and quiet are not.
+    #[tokio::test]
+    async fn the_entry_going_is_told_and_nothing_else() {
+        let dir = tempfile::tempdir().unwrap();
+        let (f, g) = (dir.path().join("f"), dir.path().join("g"));
+        let watch = || {
+            PathWatch::new(dir.path(), OsStr::new("f"))
+                .unwrap()
+                .expect("inotify")
+        };
+        std::fs::write(&f, "a").unwrap();
+        let mut w = watch();
+        assert!(!changed(&mut w).await, "quiet");
+        std::fs::write(&f, "more").unwrap();
+        assert!(!changed(&mut w).await, "a write to it");
+        for i in 0..1000 {
+            let other = dir.path().join(format!("other-{i}"));
+            std::fs::write(&other, "").unwrap();
+            std::fs::remove_file(&other).unwrap();
+        }
+        assert!(!changed(&mut w).await, "other entries");
+        std::fs::remove_file(&f).unwrap();
+        assert!(changed(&mut w).await, "removed");
+        std::fs::write(&f, "b").unwrap();
+        let mut w = watch();
+        std::fs::write(&g, "c").unwrap();
+        std::fs::rename(&g, &f).unwrap();
+        assert!(changed(&mut w).await, "replaced");
+        let mut w = watch();
+        std::fs::rename(&f, &g).unwrap();
+        std::fs::rename(&g, &f).unwrap();
+        assert!(changed(&mut w).await, "renamed away and back");
+        assert!(!changed(&mut w).await, "told once for all of it");
+        drop(dir);
+        assert!(changed(&mut w).await, "the directory removed");
+    }
+
+    /// The way to the entry: a directory above it renamed or removed, a symlink on the way
+    /// re-pointed or removed, a directory above the symlink's target renamed. Entries coming
+    /// and going beside the symlink and beside the directories above are not told.
+    #[tokio::test]
+    async fn the_way_to_the_entry_changing_is_told_and_nothing_beside_it() {
+        let root = tempfile::tempdir().unwrap();
+        let at = |p: &str| root.path().join(p);
+        for d in ["top/mid/run", "targets/one/run", "targets/two/run"] {
+            std::fs::create_dir_all(at(d)).unwrap();
+        }
+        for f in ["top/mid/run/s", "targets/one/run/s", "targets/two/run/s"] {
+            std::fs::write(at(f), "").unwrap();
+        }
+        let watch = |dir: &str| {
+            PathWatch::new(&at(dir), OsStr::new("s"))
+                .unwrap()
+                .expect("inotify")
+        };
+        let busy = |dir: &str| {
+            for i in 0..200 {
+                let other = at(dir).join(format!("other-{i}"));
+                std::fs::write(&other, "").unwrap();
+                std::fs::remove_file(&other).unwrap();
+            }
+        };
+
+        let mut w = watch("top/mid/run");
+        busy("top");
+        busy("top/mid");
+        assert!(
+            !changed(&mut w).await,
+            "other entries of the directories above"
+        );
+        std::fs::rename(at("top"), at("top2")).unwrap();
+        assert!(changed(&mut w).await, "a directory two above renamed");
+        std::fs::rename(at("top2"), at("top")).unwrap();
+        let mut w = watch("top/mid/run");
+        std::fs::rename(at("top/mid"), at("mid-elsewhere")).unwrap();
+        assert!(changed(&mut w).await, "the directory above moved out");
+
+        // A symlink on the way: `via/link/run/s`, where `link` → `targets/one`.
+        std::fs::create_dir(at("via")).unwrap();
+        std::os::unix::fs::symlink(at("targets/one"), at("via/link")).unwrap();
+        let mut w = watch("via/link/run");
+        busy("via");
+        assert!(!changed(&mut w).await, "other entries beside the symlink");
+        std::os::unix::fs::symlink(at("targets/two"), at("via/link.new")).unwrap();
+        std::fs::rename(at("via/link.new"), at("via/link")).unwrap();
+        assert!(changed(&mut w).await, "the symlink re-pointed");
+        let mut w = watch("via/link/run");
+        std::fs::remove_file(at("via/link")).unwrap();
+        assert!(changed(&mut w).await, "the symlink removed");
+        std::os::unix::fs::symlink(at("targets/two"), at("via/link")).unwrap();
+        let mut w = watch("via/link/run");
+        std::fs::rename(at("via"), at("via2")).unwrap();
+        assert!(
+            changed(&mut w).await,
+            "the directory above the symlink renamed"
+        );
+        let mut w = watch("via2/link/run");
+        std::fs::rename(at("targets"), at("targets-moved")).unwrap();
+        assert!(
+            changed(&mut w).await,
+            "a directory above the symlink's target renamed"
+        );
+    }
+}
