@@ -417,11 +417,15 @@ async fn read_stdout(
             _ = gate.wait_for(|g| *g) => {}
         }
     }
+    // Made once, not per line: a fresh wait registers with the watch and leaves it again on
+    // every line (two locks of its waiter list), which the child's every answer paid.
+    let stopped = stop.wait_for(|s| *s);
+    tokio::pin!(stopped);
     loop {
         // Reading a line is cancel-safe: what was read stays in `buf` or in the buffer.
         let read = tokio::select! {
             biased;
-            _ = stop.wait_for(|s| *s) => None,
+            _ = &mut stopped => None,
             read = wire::read_line_capped(&mut r, &mut buf, max_line) => Some(read),
         };
         let Some(read) = read else {
