@@ -44,9 +44,12 @@ pub(crate) type SessionId = u64;
 /// OS cannot tell it when the socket's directory changes (see `os::PathWatch`).
 const SOCKET_CHECK: Duration = Duration::from_secs(2);
 /// How often it checks anyway where the OS tells: for what the watch of the path cannot see
-/// (a directory above it may not read, a symlink inside a symlink's target, the watch itself
-/// gone with its directory).
+/// (a directory on the way it may not read, more symlinks than the OS follows, a watch past
+/// the OS's limit).
 const SOCKET_CHECK_WATCHED: Duration = Duration::from_secs(60);
+/// How long a socket the watch saw go may take to be back (a path swapped in two steps)
+/// before the daemon stops.
+const SOCKET_GONE_GRACE: Duration = Duration::from_millis(250);
 
 /// Open connections at the most: what `maxConnections` says, else what the file limit leaves
 /// room for (each child takes a few descriptors, and the log, lock and listener some), up to
@@ -411,12 +414,7 @@ async fn serve(
     // reached again: stop it rather than leave it (and its child) running forever. The path is
     // watched, so that is seen at once and a quiet daemon does not wake to look (issue 22);
     // where the OS cannot tell, it looks every 2 s.
-    let mut path_watch = socket.parent().zip(socket.file_name()).and_then(|(dir, name)| {
-        os::PathWatch::new(dir, name)
-            .inspect_err(|e| tracing::debug!(dir = %dir.display(), "cannot watch the socket's directory ({e}); looking every {SOCKET_CHECK:?}"))
-            .ok()
-            .flatten()
-    });
+    let mut path_watch = watch_socket(socket);
     let mut socket_check = tokio::time::interval(if path_watch.is_some() {
         SOCKET_CHECK_WATCHED
     } else {
@@ -441,12 +439,20 @@ async fn serve(
             () = reaper.woken() => {}
             changed = dir_changed(&mut path_watch) => {
                 if let Err(e) = changed {
-                    tracing::debug!("the socket's directory can no longer be watched ({e}); looking every {SOCKET_CHECK:?}");
-                    path_watch = None;
-                    socket_check = tokio::time::interval(SOCKET_CHECK);
+                    tracing::debug!("the watch of the socket's path failed ({e}); watching it anew");
+                }
+                // A path swapped in two steps (a directory moved away, a symlink put in its
+                // place) is gone for a moment: look again before giving up on it.
+                if socket_lost(our_socket, socket_identity(socket)) {
+                    tokio::time::sleep(SOCKET_GONE_GRACE).await;
                 }
                 if socket_gone(socket, our_socket) {
                     return Ok(End::Stop);
+                }
+                // Still reachable, maybe by another way (a symlink now on it): watch that way.
+                path_watch = watch_socket(socket);
+                if path_watch.is_none() {
+                    socket_check = tokio::time::interval(SOCKET_CHECK);
                 }
             }
             _ = sigchld.recv() => {
@@ -488,6 +494,20 @@ async fn serve(
             _ = sigint.recv() => { tracing::info!("SIGINT: shutting down"); return Ok(End::Stop) }
         }
     }
+}
+
+/// The watch of the socket's path (see `os::PathWatch`), or `None` where the OS cannot tell
+/// (the caller then looks every [`SOCKET_CHECK`]).
+fn watch_socket(socket: &Path) -> Option<os::PathWatch> {
+    let (dir, name) = socket.parent().zip(socket.file_name())?;
+    let watch = os::PathWatch::new(dir, name)
+        .inspect_err(|e| tracing::debug!(dir = %dir.display(), "cannot watch the socket's path ({e}); looking every {SOCKET_CHECK:?}"))
+        .ok()
+        .flatten()?;
+    if !watch.left_out().is_empty() {
+        tracing::debug!(left_out = ?watch.left_out(), "parts of the socket's path cannot be watched; looking at them every {SOCKET_CHECK_WATCHED:?}");
+    }
+    Some(watch)
 }
 
 /// What the watch of the socket says changed; never, without one.

@@ -263,37 +263,39 @@ fn page_size() -> usize {
 
 /// The path to one entry, told by inotify and the mount table; `PathWatch` says what counts.
 ///
-/// inotify watches inodes, not paths, so the path is covered piece by piece, each watch asking
-/// only for what concerns the path and never for a directory's other entries, so a busy
-/// directory (`$HOME`, `/tmp`) does not wake the reader:
-/// - the entry itself: its link count changes when it is removed or another file is renamed
-///   over it (`IN_ATTRIB`), it is renamed away, or removed;
-/// - its directory and every directory above it, for itself only: removed, renamed, or its
-///   file system unmounted;
-/// - the directory holding each symlink on the way (`/var/run` → `/run`, say), for the
-///   symlink's name only: removed, replaced, renamed. Events naming other entries of that
-///   directory are read and dropped here.
+/// inotify watches inodes, not paths, so the path is followed as the kernel resolves it, one
+/// name at a time, and each inode met is watched for itself only, never for a directory's
+/// other entries, so a busy directory (`$HOME`, `/tmp`) does not wake the reader:
+/// - the entry: its link count changes when it is removed or another file is renamed over it
+///   (`IN_ATTRIB`), it is renamed away, or removed;
+/// - each directory reached, the entry's own and every one above it: removed, renamed, or
+///   its file system unmounted;
+/// - each symlink met on the way (`/var/run` → `/run`, and any in its target), not followed:
+///   the same as the entry, so re-pointing it (a new link renamed over it, `ln -sfn`) or
+///   removing it is told, while its directory's other entries are not.
 ///
 /// A mount over any directory on the way changes what the path leads to without touching an
 /// inode: `/proc/self/mountinfo` is priority-readable whenever this process's mount table
 /// changes, which is rare (a mount, an unmount), and then told too.
 pub(super) struct PathSource {
     fd: AsyncFd<OwnedFd>,
-    /// A symlink's directory's watch, and the symlink's name in it.
-    named: Vec<(libc::c_int, Vec<u8>)>,
     mounts: Option<AsyncFd<std::fs::File>>,
+    left_out: Vec<std::path::PathBuf>,
 }
 
-/// What an entry's own watch asks for, and what a directory on the way asks for itself.
-const ENTRY_EVENTS: u32 = libc::IN_ATTRIB | libc::IN_DELETE_SELF | libc::IN_MOVE_SELF;
-const DIR_SELF_EVENTS: u32 = libc::IN_DELETE_SELF | libc::IN_MOVE_SELF | libc::IN_ONLYDIR;
-/// What the directory of a symlink on the way asks for: its entries coming and going.
-const DIR_ENTRY_EVENTS: u32 =
-    libc::IN_CREATE | libc::IN_DELETE | libc::IN_MOVED_FROM | libc::IN_MOVED_TO | libc::IN_ONLYDIR;
+/// What the entry and each symlink on the way ask for, and what each directory asks for itself.
+const ENTRY_EVENTS: u32 =
+    libc::IN_ATTRIB | libc::IN_DELETE_SELF | libc::IN_MOVE_SELF | libc::IN_DONT_FOLLOW;
+const DIR_EVENTS: u32 = libc::IN_DELETE_SELF | libc::IN_MOVE_SELF | libc::IN_ONLYDIR;
+/// As the kernel: a path whose resolution meets more symlinks than this leads nowhere.
+const MAX_SYMLINKS: usize = 40;
 
 impl PathSource {
-    pub fn open(dir: &std::path::Path, name: &std::ffi::OsStr) -> io::Result<Option<PathSource>> {
-        use std::os::unix::ffi::OsStrExt;
+    pub fn open(
+        dir: &std::path::Path,
+        name: &std::ffi::OsStr,
+        mount_table: bool,
+    ) -> io::Result<Option<PathSource>> {
         // SAFETY: inotify_init1 takes flags and returns a new descriptor or -1; no memory is
         // passed.
         let fd = unsafe { libc::inotify_init1(libc::IN_NONBLOCK | libc::IN_CLOEXEC) };
@@ -302,66 +304,48 @@ impl PathSource {
         }
         // SAFETY: inotify_init1 just returned this descriptor; nothing else owns it.
         let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-        // IN_MASK_ADD: one inode watched twice (a directory above that also holds a symlink)
-        // asks for both, where a second add would otherwise replace the first's mask.
-        let add = |path: &std::path::Path, mask: u32| -> io::Result<libc::c_int> {
-            let path = std::ffi::CString::new(path.as_os_str().as_bytes())
-                .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
-            // SAFETY: `path` is a NUL-terminated string that lives across the call, which only
-            // reads it.
-            match unsafe {
-                libc::inotify_add_watch(fd.as_raw_fd(), path.as_ptr(), mask | libc::IN_MASK_ADD)
-            } {
-                wd if wd >= 0 => Ok(wd),
-                _ => Err(io::Error::last_os_error()),
-            }
-        };
+        let add = |path: &std::path::Path, mask: u32| inotify_add(&fd, path, mask);
         // The entry and its own directory must be watched, or nothing is.
-        add(&dir.join(name), ENTRY_EVENTS | libc::IN_DONT_FOLLOW)?;
-        add(dir, DIR_SELF_EVENTS)?;
-        // The way there, as far as this process may watch it: a directory above it cannot read
-        // (or gone meanwhile) is left to the caller's occasional look.
-        let mut named = Vec::new();
-        let dir = std::path::absolute(dir)?;
-        for above in dir.ancestors() {
-            if above != dir && above.parent().is_some() {
-                let _ = add(above, DIR_SELF_EVENTS);
-            }
-            let is_link =
-                std::fs::symlink_metadata(above).is_ok_and(|m| m.file_type().is_symlink());
-            if let (true, Some(parent), Some(link)) = (is_link, above.parent(), above.file_name())
-                && let Ok(wd) = add(parent, DIR_ENTRY_EVENTS)
-            {
-                named.push((wd, link.as_bytes().to_vec()));
+        add(&dir.join(name), ENTRY_EVENTS)?;
+        add(dir, DIR_EVENTS)?;
+        let mut left_out = Vec::new();
+        for (path, mask) in the_way(&std::path::absolute(dir)?) {
+            if add(&path, mask).is_err() {
+                // Not readable by this user, or past inotify's limit: the caller's occasional
+                // look covers it.
+                left_out.push(path);
             }
         }
-        // A symlink's target has directories above it too: those of the path as resolved.
-        if let Ok(real) = std::fs::canonicalize(&dir) {
-            for above in real.ancestors().filter(|a| a.parent().is_some()) {
-                let _ = add(above, DIR_SELF_EVENTS);
-            }
-        }
-        let mounts = std::fs::File::open("/proc/self/mountinfo").and_then(|f| {
-            // SAFETY: the File's descriptor is open, and the same one, for as long as it
-            // lives, which is as long as the AsyncFd that owns it.
-            unsafe { AsyncFd::register_with_interest(f, Interest::PRIORITY) }
-                .map_err(io::Error::from)
-        });
+        let mounts = mount_table
+            .then(|| {
+                std::fs::File::open("/proc/self/mountinfo").and_then(|f| {
+                    // SAFETY: the File's descriptor is open, and the same one, for as long as
+                    // it lives, which is as long as the AsyncFd that owns it.
+                    unsafe { AsyncFd::register_with_interest(f, Interest::PRIORITY) }
+                        .map_err(io::Error::from)
+                })
+            })
+            .transpose();
         Ok(Some(PathSource {
             // SAFETY: an OwnedFd's descriptor is open, and the same one, for as long as it
             // lives, which is as long as the AsyncFd that owns it.
             fd: unsafe { AsyncFd::register_with_interest(fd, Interest::READABLE)? },
-            named,
-            mounts: mounts.ok(),
+            mounts: mounts.ok().flatten(),
+            left_out,
         }))
+    }
+
+    /// What could not be watched on the way (the caller's occasional look covers it).
+    pub fn left_out(&self) -> &[std::path::PathBuf] {
+        &self.left_out
     }
 
     /// Resolves once something that may concern the path happened: an event on the path
     /// (all those pending read), or the mount table changed.
     pub async fn changed(&mut self) -> io::Result<()> {
-        let PathSource { fd, named, mounts } = self;
+        let PathSource { fd, mounts, .. } = self;
         tokio::select! {
-            told = Self::events(fd, named) => told,
+            told = Self::events(fd) => told,
             told = Self::mounts_changed(mounts) => told,
         }
     }
@@ -377,12 +361,13 @@ impl PathSource {
         Ok(())
     }
 
-    async fn events(fd: &AsyncFd<OwnedFd>, named: &[(libc::c_int, Vec<u8>)]) -> io::Result<()> {
+    /// Every event asked for concerns the path: read them all, then say so.
+    async fn events(fd: &AsyncFd<OwnedFd>) -> io::Result<()> {
         // Room for many events with names (each is 16 bytes and a name of up to 255).
         let mut buf = [0u8; 4096];
         loop {
             let mut guard = fd.readable().await?;
-            let mut told = false;
+            let mut read_any = false;
             loop {
                 // SAFETY: read writes at most `buf.len()` bytes into `buf`, a live local.
                 let n = unsafe {
@@ -395,8 +380,8 @@ impl PathSource {
                 if n == 0 {
                     return Err(io::Error::from(io::ErrorKind::UnexpectedEof));
                 }
-                if let Ok(n) = usize::try_from(n) {
-                    told |= inotify_events_concern(&buf[..n], named);
+                if n > 0 {
+                    read_any = true;
                     continue;
                 }
                 let e = io::Error::last_os_error();
@@ -409,35 +394,79 @@ impl PathSource {
                     _ => return Err(e),
                 }
             }
-            if told {
+            if read_any {
                 return Ok(());
             }
         }
     }
 }
 
-/// Whether any of the inotify events read into `buf` concerns the path: every event without a
-/// name does (one of the path's own inodes moved, went, changed its links, was unmounted, or
-/// its watch ended; or events were lost), and one with a name only where it names a watched
-/// symlink in that watch's directory.
-fn inotify_events_concern(buf: &[u8], named: &[(libc::c_int, Vec<u8>)]) -> bool {
-    const HEADER: usize = 16;
-    let mut at = 0;
-    while let Some(header) = buf.get(at..at + HEADER) {
-        let word =
-            |i: usize| u32::from_ne_bytes([header[i], header[i + 1], header[i + 2], header[i + 3]]);
-        let (wd, mask, len) = (word(0) as libc::c_int, word(4), word(12) as usize);
-        let name = buf.get(at + HEADER..at + HEADER + len).unwrap_or_default();
-        let name = &name[..name.iter().position(|&b| b == 0).unwrap_or(name.len())];
-        if name.is_empty()
-            || mask & libc::IN_Q_OVERFLOW != 0
-            || named.iter().any(|(w, n)| *w == wd && n == name)
-        {
-            return true;
-        }
-        at += HEADER + len;
+/// Watch `path` for `mask`, added to what its inode is already watched for (one inode met twice
+/// on the way asks for both, where a second add would otherwise replace the first's mask).
+fn inotify_add(fd: &OwnedFd, path: &std::path::Path, mask: u32) -> io::Result<libc::c_int> {
+    use std::os::unix::ffi::OsStrExt;
+    let path = std::ffi::CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    // SAFETY: `path` is a NUL-terminated string that lives across the call, which only reads
+    // it.
+    match unsafe {
+        libc::inotify_add_watch(fd.as_raw_fd(), path.as_ptr(), mask | libc::IN_MASK_ADD)
+    } {
+        wd if wd >= 0 => Ok(wd),
+        _ => Err(io::Error::last_os_error()),
     }
-    false
+}
+
+/// What to watch on the way to the absolute directory `dir`, resolved as the kernel does, one
+/// name at a time: each directory reached (but `/`, which cannot move) and each symlink met,
+/// itself, with the symlink's target resolved in its place (a relative one from the directory
+/// holding it). Stops where the way does not go on (a name missing, too many symlinks).
+fn the_way(dir: &std::path::Path) -> Vec<(std::path::PathBuf, u32)> {
+    use std::collections::VecDeque;
+    use std::path::{Component, PathBuf};
+    let names = |p: &std::path::Path| -> Vec<PathBuf> {
+        p.components()
+            .map(|c| PathBuf::from(c.as_os_str()))
+            .collect()
+    };
+    let mut to_go: VecDeque<PathBuf> = names(dir).into();
+    let mut at = PathBuf::from("/");
+    let mut watch = Vec::new();
+    let mut links = 0;
+    while let Some(name) = to_go.pop_front() {
+        match name.components().next() {
+            Some(Component::RootDir) => at = PathBuf::from("/"),
+            // `at` is resolved, so its parent is what `..` leads to.
+            Some(Component::ParentDir) => {
+                at.pop();
+            }
+            Some(Component::Normal(n)) => {
+                let next = at.join(n);
+                match std::fs::symlink_metadata(&next) {
+                    Ok(m) if m.file_type().is_symlink() => {
+                        links += 1;
+                        let Ok(target) = std::fs::read_link(&next) else {
+                            break;
+                        };
+                        watch.push((next, ENTRY_EVENTS));
+                        if links > MAX_SYMLINKS {
+                            break;
+                        }
+                        for part in names(&target).into_iter().rev() {
+                            to_go.push_front(part);
+                        }
+                    }
+                    Ok(m) if m.is_dir() => {
+                        watch.push((next.clone(), DIR_EVENTS));
+                        at = next;
+                    }
+                    _ => break,
+                }
+            }
+            _ => {}
+        }
+    }
+    watch
 }
 
 /// A process's exit, told by a pidfd: it refers to that process and no other, whatever

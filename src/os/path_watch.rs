@@ -23,8 +23,12 @@ enum PathSource {}
 
 #[cfg(not(target_os = "linux"))]
 impl PathSource {
-    fn open(_dir: &Path, _name: &OsStr) -> io::Result<Option<PathSource>> {
+    fn open(_dir: &Path, _name: &OsStr, _mount_table: bool) -> io::Result<Option<PathSource>> {
         Ok(None)
+    }
+
+    fn left_out(&self) -> &[std::path::PathBuf] {
+        match *self {}
     }
 
     async fn changed(&mut self) -> io::Result<()> {
@@ -38,7 +42,20 @@ impl PathWatch {
     /// directory above that cannot be (not readable) is left out, and so is what lies beyond a
     /// symlink's target's own symlinks: the caller's occasional look still covers those.
     pub fn new(dir: &Path, name: &OsStr) -> io::Result<Option<PathWatch>> {
-        Ok(PathSource::open(dir, name)?.map(PathWatch))
+        Ok(PathSource::open(dir, name, true)?.map(PathWatch))
+    }
+
+    /// The same without the mount table: for tests, which must not be woken by whatever mounts
+    /// the machine makes meanwhile.
+    #[cfg(test)]
+    fn without_mounts(dir: &Path, name: &OsStr) -> io::Result<Option<PathWatch>> {
+        Ok(PathSource::open(dir, name, false)?.map(PathWatch))
+    }
+
+    /// The directories and symlinks on the way that could not be watched (not readable by this
+    /// user, or past the OS's limit of watches): only the caller's occasional look sees them.
+    pub fn left_out(&self) -> &[std::path::PathBuf] {
+        self.0.left_out()
     }
 
     /// Resolves once the path may lead elsewhere since the last call (what changed is for the
@@ -69,7 +86,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let (f, g) = (dir.path().join("f"), dir.path().join("g"));
         let watch = || {
-            PathWatch::new(dir.path(), OsStr::new("f"))
+            PathWatch::without_mounts(dir.path(), OsStr::new("f"))
                 .unwrap()
                 .expect("inotify")
         };
@@ -100,9 +117,10 @@ mod tests {
         assert!(changed(&mut w).await, "the directory removed");
     }
 
-    /// The way to the entry: a directory above it renamed or removed, a symlink on the way
-    /// re-pointed or removed, a directory above the symlink's target renamed. Entries coming
-    /// and going beside the symlink and beside the directories above are not told.
+    /// The way to the entry: its own directory or one above renamed, a symlink on the way
+    /// (absolute, relative, or met inside another's target) re-pointed or removed, a directory
+    /// above a symlink or above its target renamed. Entries coming and going beside each
+    /// directory and each symlink on the way are not told.
     #[tokio::test]
     async fn the_way_to_the_entry_changing_is_told_and_nothing_beside_it() {
         let root = tempfile::tempdir().unwrap();
@@ -114,7 +132,7 @@ mod tests {
             std::fs::write(at(f), "").unwrap();
         }
         let watch = |dir: &str| {
-            PathWatch::new(&at(dir), OsStr::new("s"))
+            PathWatch::without_mounts(&at(dir), OsStr::new("s"))
                 .unwrap()
                 .expect("inotify")
         };
@@ -125,14 +143,24 @@ mod tests {
                 std::fs::remove_file(&other).unwrap();
             }
         };
+        let link = |target: &str, name: &str| {
+            let new = at(&format!("{name}.new"));
+            std::os::unix::fs::symlink(target, &new).unwrap();
+            std::fs::rename(&new, at(name)).unwrap();
+        };
 
         let mut w = watch("top/mid/run");
         busy("top");
         busy("top/mid");
+        busy("top/mid/run");
         assert!(
             !changed(&mut w).await,
-            "other entries of the directories above"
+            "other entries of the directories on the way"
         );
+        std::fs::rename(at("top/mid/run"), at("top/mid/run2")).unwrap();
+        assert!(changed(&mut w).await, "its own directory renamed");
+        std::fs::rename(at("top/mid/run2"), at("top/mid/run")).unwrap();
+        let mut w = watch("top/mid/run");
         std::fs::rename(at("top"), at("top2")).unwrap();
         assert!(changed(&mut w).await, "a directory two above renamed");
         std::fs::rename(at("top2"), at("top")).unwrap();
@@ -142,28 +170,38 @@ mod tests {
 
         // A symlink on the way: `via/link/run/s`, where `link` → `targets/one`.
         std::fs::create_dir(at("via")).unwrap();
-        std::os::unix::fs::symlink(at("targets/one"), at("via/link")).unwrap();
+        link(at("targets/one").to_str().unwrap(), "via/link");
         let mut w = watch("via/link/run");
         busy("via");
         assert!(!changed(&mut w).await, "other entries beside the symlink");
-        std::os::unix::fs::symlink(at("targets/two"), at("via/link.new")).unwrap();
-        std::fs::rename(at("via/link.new"), at("via/link")).unwrap();
+        link(at("targets/two").to_str().unwrap(), "via/link");
         assert!(changed(&mut w).await, "the symlink re-pointed");
         let mut w = watch("via/link/run");
         std::fs::remove_file(at("via/link")).unwrap();
         assert!(changed(&mut w).await, "the symlink removed");
-        std::os::unix::fs::symlink(at("targets/two"), at("via/link")).unwrap();
+        link("../targets/two", "via/link");
         let mut w = watch("via/link/run");
         std::fs::rename(at("via"), at("via2")).unwrap();
         assert!(
             changed(&mut w).await,
-            "the directory above the symlink renamed"
+            "the directory above a relative symlink renamed"
         );
-        let mut w = watch("via2/link/run");
+        std::fs::rename(at("via2"), at("via")).unwrap();
+        let mut w = watch("via/link/run");
         std::fs::rename(at("targets"), at("targets-moved")).unwrap();
         assert!(
             changed(&mut w).await,
             "a directory above the symlink's target renamed"
         );
+        std::fs::rename(at("targets-moved"), at("targets")).unwrap();
+
+        // A symlink inside a symlink's target: `via/link` → `current` → `targets/one`.
+        link("current", "via/link");
+        link("../targets/one", "via/current");
+        let mut w = watch("via/link/run");
+        busy("via");
+        assert!(!changed(&mut w).await, "quiet beside two symlinks");
+        link("../targets/two", "via/current");
+        assert!(changed(&mut w).await, "the inner symlink re-pointed");
     }
 }

@@ -453,6 +453,32 @@ fn a_daemon_whose_socket_path_symlink_is_repointed_stops_with_its_child() {
     });
 }
 
+/// A directory on the way moved aside and a symlink to it put in its place (two steps, as a
+/// deploy does): the socket is gone for a moment only, and the daemon stays. It then watches
+/// the new way: the symlink re-pointed later is seen at once.
+#[test]
+fn a_daemon_whose_socket_path_is_swapped_for_a_symlink_stays_and_watches_the_new_way() {
+    let mut env = Env::with_fake(json!({}));
+    std::fs::create_dir(env.path("app")).unwrap();
+    std::fs::create_dir(env.path("app-v2")).unwrap();
+    env.socket = env.path("app/run/coogle.sock");
+    let mut d = env.daemon();
+    std::fs::rename(env.path("app"), env.path("app-v1")).unwrap();
+    // Long enough for the daemon to wake and see no socket, well inside its grace.
+    std::thread::sleep(Duration::from_millis(50));
+    std::os::unix::fs::symlink(env.path("app-v1"), env.path("app")).unwrap();
+    std::thread::sleep(Duration::from_secs(1));
+    assert_eq!(
+        control(&env.socket, "ping", Value::Null).unwrap()["pong"],
+        true,
+        "the daemon stays once its socket is back"
+    );
+    std::os::unix::fs::symlink(env.path("app-v2"), env.path("app.new")).unwrap();
+    std::fs::rename(env.path("app.new"), env.path("app")).unwrap();
+    let (code, err) = d.wait_exit();
+    assert_eq!(code, Some(0), "{err}");
+}
+
 /// The daemon is told at once by the OS, where it can be (looking for itself where it is told,
 /// it would look once a minute: past the 20 s this waits), and leaves a replacement alone.
 fn stops_with_its_child_once_its_socket(env: Env, change: impl FnOnce(&Env)) {
