@@ -18,6 +18,7 @@ mod reaper;
 mod registry;
 mod scheduler;
 mod session_socket;
+mod socket_watch;
 mod stats;
 mod upstream;
 
@@ -33,23 +34,11 @@ use tokio::net::UnixListener;
 use tokio::sync::watch;
 
 use crate::config::Config;
-use crate::os;
 use crate::paths::{self, RuntimePaths};
 use crate::wire;
 
 /// A session's number, unique for the daemon's life.
 pub(crate) type SessionId = u64;
-
-/// How often the daemon checks that its socket is still there and still its own, where the
-/// OS cannot tell it when the socket's directory changes (see `os::PathWatch`).
-const SOCKET_CHECK: Duration = Duration::from_secs(2);
-/// How often it checks anyway where the OS tells: for what the watch of the path cannot see
-/// (a directory on the way it may not read, more symlinks than the OS follows, a watch past
-/// the OS's limit).
-const SOCKET_CHECK_WATCHED: Duration = Duration::from_secs(60);
-/// How long a socket the watch saw go may take to be back (a path swapped in two steps)
-/// before the daemon stops.
-const SOCKET_GONE_GRACE: Duration = Duration::from_millis(250);
 
 /// Open connections at the most: what `maxConnections` says, else what the file limit leaves
 /// room for (each child takes a few descriptors, and the log, lock and listener some), up to
@@ -291,7 +280,7 @@ pub async fn run(
         )),
     });
     tracing::info!(socket = %rt.socket.display(), pid = std::process::id(), version = wire::VERSION, "coogle daemon listening");
-    let our_socket = socket_identity(&rt.socket);
+    let our_socket = socket_watch::socket_identity(&rt.socket);
     let end = serve(&shared, &listener, &rt.socket, our_socket, stop_rx, &reaper).await?;
 
     // Stop accepting first, so no new session lands on a daemon that is going away. Handing
@@ -300,7 +289,7 @@ pub async fn run(
     let kept = match end {
         End::Stop => {
             drop(listener);
-            if socket_identity(&rt.socket) == our_socket {
+            if socket_watch::socket_identity(&rt.socket) == our_socket {
                 let _ = std::fs::remove_file(&rt.socket);
             }
             None
@@ -398,7 +387,7 @@ async fn serve(
     shared: &Arc<Shared>,
     listener: &UnixListener,
     socket: &Path,
-    our_socket: Option<(u64, u64)>,
+    our_socket: Option<socket_watch::Identity>,
     mut stop_rx: watch::Receiver<bool>,
     reaper: &Arc<reaper::Reaper>,
 ) -> Result<End, DaemonError> {
@@ -412,19 +401,8 @@ async fn serve(
     // A daemon whose socket was removed or replaced, or whose path leads elsewhere now (a
     // directory above renamed, a symlink on the way re-pointed, a mount over it), can never be
     // reached again: stop it rather than leave it (and its child) running forever. The path is
-    // watched, so that is seen at once and a quiet daemon does not wake to look (issue 22);
-    // where the OS cannot tell, it looks every 2 s.
-    let mut path_watch = watch_socket(socket);
-    let mut socket_check = tokio::time::interval(if path_watch.is_some() {
-        SOCKET_CHECK_WATCHED
-    } else {
-        SOCKET_CHECK
-    });
-    // The first tick, at once: what changed before the watch was made is seen now.
-    socket_check.tick().await;
-    if socket_gone(socket, our_socket) {
-        return Ok(End::Stop);
-    }
+    // watched, so that is seen at once and a quiet daemon does not wake to look (issue 22).
+    let mut socket_watch = socket_watch::SocketWatch::new(socket, our_socket);
     // Who lives below each child, seen now and then (see `reaper`), and only while one lives:
     // a child started while the loop waits wakes it (`woken`), and the ticks missed while none
     // lived are not made up in a burst.
@@ -437,33 +415,11 @@ async fn serve(
                 tokio::task::spawn_blocking(move || reaper.scan());
             }
             () = reaper.woken() => {}
-            changed = dir_changed(&mut path_watch) => {
-                if let Err(e) = changed {
-                    tracing::debug!("the watch of the socket's path failed ({e}); watching it anew");
-                }
-                // A path swapped in two steps (a directory moved away, a symlink put in its
-                // place) is gone for a moment: look again before giving up on it.
-                if socket_lost(our_socket, socket_identity(socket)) {
-                    tokio::time::sleep(SOCKET_GONE_GRACE).await;
-                }
-                if socket_gone(socket, our_socket) {
-                    return Ok(End::Stop);
-                }
-                // Still reachable, maybe by another way (a symlink now on it): watch that way.
-                path_watch = watch_socket(socket);
-                if path_watch.is_none() {
-                    socket_check = tokio::time::interval(SOCKET_CHECK);
-                }
-            }
+            () = socket_watch.lost() => return Ok(End::Stop),
             _ = sigchld.recv() => {
                 if !reaper.watching() {
                     let reaper = reaper.clone();
                     tokio::task::spawn_blocking(move || reaper.scan());
-                }
-            }
-            _ = socket_check.tick() => {
-                if socket_gone(socket, our_socket) {
-                    return Ok(End::Stop);
                 }
             }
             _ = idle_check.tick(), if shared.handover.pending() => {
@@ -494,52 +450,6 @@ async fn serve(
             _ = sigint.recv() => { tracing::info!("SIGINT: shutting down"); return Ok(End::Stop) }
         }
     }
-}
-
-/// The watch of the socket's path (see `os::PathWatch`), or `None` where the OS cannot tell
-/// (the caller then looks every [`SOCKET_CHECK`]).
-fn watch_socket(socket: &Path) -> Option<os::PathWatch> {
-    let (dir, name) = socket.parent().zip(socket.file_name())?;
-    let watch = os::PathWatch::new(dir, name)
-        .inspect_err(|e| tracing::debug!(dir = %dir.display(), "cannot watch the socket's path ({e}); looking every {SOCKET_CHECK:?}"))
-        .ok()
-        .flatten()?;
-    if !watch.left_out().is_empty() {
-        tracing::debug!(left_out = ?watch.left_out(), "parts of the socket's path cannot be watched; looking at them every {SOCKET_CHECK_WATCHED:?}");
-    }
-    Some(watch)
-}
-
-/// What the watch of the socket says changed; never, without one.
-async fn dir_changed(watch: &mut Option<os::PathWatch>) -> std::io::Result<()> {
-    match watch {
-        Some(w) => w.changed().await,
-        None => std::future::pending().await,
-    }
-}
-
-/// Whether the socket is gone or not ours any more (see [`socket_lost`]), said in the log.
-fn socket_gone(socket: &Path, ours: Option<(u64, u64)>) -> bool {
-    let gone = socket_lost(ours, socket_identity(socket));
-    if gone {
-        tracing::warn!(socket = %socket.display(), "the socket was removed or replaced; shutting down");
-    }
-    gone
-}
-
-/// True when the socket file is gone or is not ours any more. Ours being unknown (`None`: the
-/// file vanished between bind and the first look, its directory deleted under a starting
-/// daemon) counts as gone, or such a daemon would run unreachable forever.
-fn socket_lost(ours: Option<(u64, u64)>, now: Option<(u64, u64)>) -> bool {
-    now.is_none() || now != ours
-}
-
-/// The (device, inode) of the socket file, to tell ours from a replacement.
-fn socket_identity(path: &Path) -> Option<(u64, u64)> {
-    use std::os::unix::fs::MetadataExt;
-    std::fs::symlink_metadata(path)
-        .ok()
-        .map(|m| (m.dev(), m.ino()))
 }
 
 /// How long one upstream has to let go of its child once asked.
@@ -604,20 +514,5 @@ async fn futures_join_all<F: std::future::Future<Output = ()>>(futs: impl Iterat
     }
     for f in set {
         f.await;
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Regression: a daemon whose socket directory was deleted right after it bound (a test
-    /// ending just as a shim started it) compared `None` with `None` and never stopped.
-    #[test]
-    fn a_socket_never_seen_counts_as_lost() {
-        assert!(socket_lost(None, None));
-        assert!(socket_lost(Some((1, 2)), None));
-        assert!(socket_lost(Some((1, 2)), Some((1, 3))));
-        assert!(!socket_lost(Some((1, 2)), Some((1, 2))));
     }
 }

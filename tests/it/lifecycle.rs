@@ -486,10 +486,23 @@ fn stops_with_its_child_once_its_socket(env: Env, change: impl FnOnce(&Env)) {
     let status = env.wait_upstream_ready();
     let child = status["upstreams"][0]["pid"].as_u64().unwrap() as u32;
     let ours = std::fs::symlink_metadata(&env.socket).unwrap().ino();
+    let changed = std::time::Instant::now();
     change(&env);
     let left = std::fs::symlink_metadata(&env.socket).map(|m| m.ino()).ok();
-    let (code, _) = d.wait_exit();
+    let (code, err) = d.wait_exit();
     assert_eq!(code, Some(0));
+    // Told, not found by a look (every 2 s where the path cannot be watched): the grace of
+    // 250 ms and then some.
+    assert!(
+        changed.elapsed() < Duration::from_millis(1500),
+        "stopped {:?} after the change",
+        changed.elapsed()
+    );
+    let before = err.split("the socket is not where it was").next().unwrap();
+    assert!(
+        !before.contains("looking every"),
+        "the whole way was watched until the change: {err}"
+    );
     assert!(!pid_alive(child));
     assert_eq!(
         std::fs::symlink_metadata(&env.socket).map(|m| m.ino()).ok(),
@@ -520,6 +533,7 @@ fn a_daemon_whose_socket_directory_is_mounted_over_stops_with_its_child() {
     let status = env.wait_upstream_ready();
     let child = status["upstreams"][0]["pid"].as_u64().unwrap() as u32;
     let run = env.socket.parent().unwrap();
+    let changed = std::time::Instant::now();
     let mounted = std::process::Command::new("/usr/bin/nsenter")
         .args([
             "--target",
@@ -537,6 +551,14 @@ fn a_daemon_whose_socket_directory_is_mounted_over_stops_with_its_child() {
     let (code, err) = d.wait_exit();
     assert_eq!(code, Some(0), "{err}");
     assert!(err.contains("the socket was removed or replaced"), "{err}");
+    // Told by the mount table, not found by a look every 2 s.
+    assert!(
+        changed.elapsed() < Duration::from_millis(1500),
+        "stopped {:?} after the mount",
+        changed.elapsed()
+    );
+    let before = err.split("the socket is not where it was").next().unwrap();
+    assert!(!before.contains("looking every"), "{err}");
     assert!(!pid_alive(child));
 }
 
