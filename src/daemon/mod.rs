@@ -401,7 +401,8 @@ async fn serve(
     // A daemon whose socket was removed or replaced, or whose path leads elsewhere now (a
     // directory above renamed, a symlink on the way re-pointed, a mount over it), can never be
     // reached again: stop it rather than leave it (and its child) running forever. The path is
-    // watched, so that is seen at once and a quiet daemon does not wake to look (issue 22).
+    // watched, so that is seen at once and a quiet daemon wakes to look only once a minute
+    // (issue 22); where the OS cannot tell, it looks every 2 s.
     let mut socket_watch = socket_watch::SocketWatch::new(socket, our_socket);
     // Who lives below each child, seen now and then (see `reaper`), and only while one lives:
     // a child started while the loop waits wakes it (`woken`), and the ticks missed while none

@@ -31,7 +31,31 @@ pub(super) struct SocketWatch {
     look_every: Duration,
     /// When a socket seen gone is given up on, unless it is back by then.
     gone_at: Option<Instant>,
-    look_now: bool,
+    /// Why the next look is made, if one is due: said in the log when the socket is found gone.
+    look_now: Option<Why>,
+}
+
+/// What made a look.
+#[derive(Clone, Copy, Debug)]
+enum Why {
+    Start,
+    /// The OS said the way changed.
+    Told,
+    /// The look every [`LOOK`] or [`LOOK_WATCHED`].
+    Now,
+    /// The end of the grace.
+    Grace,
+}
+
+impl Why {
+    fn words(self) -> &'static str {
+        match self {
+            Why::Start => "at start",
+            Why::Told => "told by the OS",
+            Why::Now => "looked now and then",
+            Why::Grace => "after the grace",
+        }
+    }
 }
 
 impl SocketWatch {
@@ -44,7 +68,7 @@ impl SocketWatch {
             look: tokio::time::interval(LOOK),
             look_every: Duration::ZERO,
             gone_at: None,
-            look_now: true,
+            look_now: Some(Why::Start),
         }
     }
 
@@ -52,56 +76,64 @@ impl SocketWatch {
     /// [`GRACE`] later. Cancel-safe: what it learnt is kept for the next call.
     pub(super) async fn lost(&mut self) {
         loop {
-            if std::mem::take(&mut self.look_now) && self.look() {
+            if let Some(why) = self.look_now.take()
+                && self.look(why)
+            {
                 tracing::warn!(socket = %self.socket.display(), "the socket was removed or replaced, or its path leads elsewhere; shutting down");
                 return;
             }
             let gone_at = self.gone_at;
-            tokio::select! {
+            self.look_now = Some(tokio::select! {
                 changed = changed(&mut self.watch) => {
                     if let Err(e) = changed {
                         tracing::debug!("the watch of the socket's path failed ({e}); watching it anew");
                     }
+                    Why::Told
                 }
-                _ = self.look.tick() => {}
-                () = until(gone_at) => {}
-            }
-            self.look_now = true;
+                _ = self.look.tick() => Why::Now,
+                () = until(gone_at) => Why::Grace,
+            });
         }
     }
 
     /// Watch the way again, then look: a change after the look is the new watch's to tell
     /// (looking first would leave a change made between the two unseen). True once the socket
     /// is lost for good.
-    fn look(&mut self) -> bool {
+    fn look(&mut self, why: Why) -> bool {
         // The old watch goes first: where the OS allows one watch at a time, the new one needs
         // its place.
         self.watch = None;
         let watched = watch_socket(&self.socket);
         let lost = socket_lost(self.ours, socket_identity(&self.socket));
-        // Said only while the socket is there: once it is gone, its path cannot be watched.
-        match &watched {
-            Err(e) if !lost => {
-                tracing::debug!(socket = %self.socket.display(), "cannot watch the socket's path ({e}); looking every {LOOK:?}")
-            }
-            Ok(None) if !lost => {
-                tracing::debug!("this OS cannot watch the socket's path; looking every {LOOK:?}")
-            }
-            Ok(Some(w)) if !w.left_out().is_empty() => {
-                tracing::debug!(left_out = ?w.left_out(), "parts of the socket's path cannot be watched; looking every {LOOK:?}")
-            }
-            _ => {}
-        }
-        self.watch = watched.ok().flatten();
-        let every = match &self.watch {
-            Some(w) if w.left_out().is_empty() => LOOK_WATCHED,
+        let every = match &watched {
+            Ok(Some(w)) if w.left_out().is_empty() => LOOK_WATCHED,
             _ => LOOK,
         };
         if every != self.look_every {
-            // From now, not at once: a look was just made.
+            // Said when the cadence changes, not at every look; and only while the socket is
+            // there (once it is gone, its path cannot be watched).
+            match &watched {
+                Err(e) if !lost => {
+                    tracing::debug!(socket = %self.socket.display(), "cannot watch the socket's path ({e}); looking every {LOOK:?}")
+                }
+                Ok(None) if !lost => {
+                    tracing::debug!(
+                        "this OS cannot watch the socket's path; looking every {LOOK:?}"
+                    )
+                }
+                Ok(Some(w)) if !w.left_out().is_empty() => {
+                    tracing::debug!(left_out = ?w.left_out(), "parts of the socket's path cannot be watched; looking every {LOOK:?}")
+                }
+                _ => {}
+            }
+            // From now, not at once: a look was just made. A daemon stopped for a while looks
+            // once when it runs again, not once per look it missed.
             self.look = tokio::time::interval_at(Instant::now() + every, every);
+            self.look
+                .set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             self.look_every = every;
         }
+        self.watch = watched.ok().flatten();
         if !lost {
             self.gone_at = None;
             return false;
@@ -110,7 +142,7 @@ impl SocketWatch {
         match self.gone_at {
             Some(at) => at <= now,
             None => {
-                tracing::debug!(socket = %self.socket.display(), "the socket is not where it was; looking again in {GRACE:?}");
+                tracing::debug!(socket = %self.socket.display(), "the socket is not where it was ({}); looking again in {GRACE:?}", why.words());
                 self.gone_at = Some(now + GRACE);
                 false
             }

@@ -47,7 +47,7 @@ impl PathWatch {
 
     /// The same without the mount table: for tests, which must not be woken by whatever mounts
     /// the machine makes meanwhile.
-    #[cfg(test)]
+    #[cfg(all(test, target_os = "linux"))]
     fn without_mounts(dir: &Path, name: &OsStr) -> io::Result<Option<PathWatch>> {
         Ok(PathSource::open(dir, name, false)?.map(PathWatch))
     }

@@ -491,18 +491,15 @@ fn stops_with_its_child_once_its_socket(env: Env, change: impl FnOnce(&Env)) {
     let left = std::fs::symlink_metadata(&env.socket).map(|m| m.ino()).ok();
     let (code, err) = d.wait_exit();
     assert_eq!(code, Some(0));
-    // Told, not found by a look (every 2 s where the path cannot be watched): the grace of
-    // 250 ms and then some.
-    assert!(
-        changed.elapsed() < Duration::from_millis(1500),
-        "stopped {:?} after the change",
-        changed.elapsed()
-    );
-    let before = err.split("the socket is not where it was").next().unwrap();
-    assert!(
-        !before.contains("looking every"),
-        "the whole way was watched until the change: {err}"
-    );
+    // Told by the OS on Linux, not found by a look (every 2 s where the path cannot be
+    // watched, as on macOS); a bound on the time as a sanity check only.
+    if cfg!(target_os = "linux") {
+        assert!(
+            err.contains("the socket is not where it was (told by the OS)"),
+            "{err}"
+        );
+        assert!(changed.elapsed() < Duration::from_secs(5));
+    }
     assert!(!pid_alive(child));
     assert_eq!(
         std::fs::symlink_metadata(&env.socket).map(|m| m.ino()).ok(),
@@ -553,12 +550,10 @@ fn a_daemon_whose_socket_directory_is_mounted_over_stops_with_its_child() {
     assert!(err.contains("the socket was removed or replaced"), "{err}");
     // Told by the mount table, not found by a look every 2 s.
     assert!(
-        changed.elapsed() < Duration::from_millis(1500),
-        "stopped {:?} after the mount",
-        changed.elapsed()
+        err.contains("the socket is not where it was (told by the OS)"),
+        "{err}"
     );
-    let before = err.split("the socket is not where it was").next().unwrap();
-    assert!(!before.contains("looking every"), "{err}");
+    assert!(changed.elapsed() < Duration::from_secs(5));
     assert!(!pid_alive(child));
 }
 
