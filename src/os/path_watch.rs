@@ -72,6 +72,14 @@ mod tests {
     use super::*;
     use std::time::Duration;
 
+    /// `dir` renamed is told; it is then put back.
+    async fn told_when_renamed(mut w: PathWatch, dir: &Path, what: &str) {
+        let aside = dir.with_extension("aside");
+        std::fs::rename(dir, &aside).unwrap();
+        assert!(changed(&mut w).await, "{what}");
+        std::fs::rename(&aside, dir).unwrap();
+    }
+
     async fn changed(w: &mut PathWatch) -> bool {
         tokio::time::timeout(Duration::from_millis(200), w.changed())
             .await
@@ -157,13 +165,10 @@ mod tests {
             !changed(&mut w).await,
             "other entries of the directories on the way"
         );
-        std::fs::rename(at("top/mid/run"), at("top/mid/run2")).unwrap();
-        assert!(changed(&mut w).await, "its own directory renamed");
-        std::fs::rename(at("top/mid/run2"), at("top/mid/run")).unwrap();
-        let mut w = watch("top/mid/run");
-        std::fs::rename(at("top"), at("top2")).unwrap();
-        assert!(changed(&mut w).await, "a directory two above renamed");
-        std::fs::rename(at("top2"), at("top")).unwrap();
+        let w = watch("top/mid/run");
+        told_when_renamed(w, &at("top/mid/run"), "its own directory renamed").await;
+        let w = watch("top/mid/run");
+        told_when_renamed(w, &at("top"), "a directory two above renamed").await;
         let mut w = watch("top/mid/run");
         std::fs::rename(at("top/mid"), at("mid-elsewhere")).unwrap();
         assert!(changed(&mut w).await, "the directory above moved out");
@@ -180,20 +185,12 @@ mod tests {
         std::fs::remove_file(at("via/link")).unwrap();
         assert!(changed(&mut w).await, "the symlink removed");
         link("../targets/two", "via/link");
-        let mut w = watch("via/link/run");
-        std::fs::rename(at("via"), at("via2")).unwrap();
-        assert!(
-            changed(&mut w).await,
-            "the directory above a relative symlink renamed"
-        );
-        std::fs::rename(at("via2"), at("via")).unwrap();
-        let mut w = watch("via/link/run");
-        std::fs::rename(at("targets"), at("targets-moved")).unwrap();
-        assert!(
-            changed(&mut w).await,
-            "a directory above the symlink's target renamed"
-        );
-        std::fs::rename(at("targets-moved"), at("targets")).unwrap();
+        let w = watch("via/link/run");
+        let what = "the directory above a relative symlink renamed";
+        told_when_renamed(w, &at("via"), what).await;
+        let w = watch("via/link/run");
+        let what = "a directory above the symlink's target renamed";
+        told_when_renamed(w, &at("targets"), what).await;
 
         // A symlink inside a symlink's target: `via/link` → `current` → `targets/one`.
         link("current", "via/link");
