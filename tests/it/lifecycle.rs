@@ -513,7 +513,7 @@ fn stops_with_its_child_once_its_socket(env: Env, change: impl FnOnce(&Env)) {
 /// is no socket. Told by the mount table, at once.
 #[test]
 fn a_daemon_whose_socket_directory_is_mounted_over_stops_with_its_child() {
-    if !can_run_as_another_user() {
+    if !can_enter_its_mount_namespace() {
         return;
     }
     let env = Env::with_fake(json!({}));

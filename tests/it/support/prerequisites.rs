@@ -87,6 +87,16 @@ pub fn can_run_as_another_user() -> bool {
     )
 }
 
+/// [`can_run_as_another_user`], and `nsenter` to act inside the mount namespace a test's
+/// process made for itself (see [`prerequisite`]).
+pub fn can_enter_its_mount_namespace() -> bool {
+    can_run_as_another_user()
+        && prerequisite(
+            Path::new("/usr/bin/nsenter").exists(),
+            "needs /usr/bin/nsenter (util-linux, beside unshare)",
+        )
+}
+
 /// Claude Code's binary for the tests that need the real client: `COOGLE_TEST_CLAUDE`, else
 /// `claude` on PATH (see [`prerequisite`]).
 pub fn claude_cli() -> Option<PathBuf> {
