@@ -5,6 +5,7 @@
 #   RUNS=3 CALLS=500 scripts/bench.sh   # quicker
 #   BASE=../old/target/release/coogle scripts/bench.sh   # also an older build, side by side
 #   FLEET=0 scripts/bench.sh            # without the 5 sessions × 6 real servers headline
+#   SDK=0 scripts/bench.sh              # without the Python SDK client's view (scripts/sdk_latency.py)
 #   RESULTS_OUT=r.jsonl scripts/bench.sh   # keep the raw measurements (scripts/bench_report.py)
 #
 # Everything runs in a temporary HOME with its own daemons on private Unix sockets. Prints a
@@ -149,6 +150,13 @@ if [[ ${SKIP_FLOOR:-0} != 1 ]] && command -v socat >/dev/null; then
   DAEMONS+=($!)
   for _ in $(seq 1 100); do [[ -S $FLOOR_SOCKET ]] && break; sleep 0.05; done
   FLOOR="socat STDIO UNIX-CONNECT:$FLOOR_SOCKET"
+  # socat's EXEC talks to its child over a socketpair; coogle's daemon uses pipes, as a
+  # client does. The same relay over pipes (a few µs quicker here) is the stricter floor.
+  FLOOR_PIPES_SOCKET=$WORK/floor-pipes.sock
+  socat "UNIX-LISTEN:$FLOOR_PIPES_SOCKET,fork" "EXEC:$FAKE,pipes" 2>"$WORK/floor-pipes.log" &
+  DAEMONS+=($!)
+  for _ in $(seq 1 100); do [[ -S $FLOOR_PIPES_SOCKET ]] && break; sleep 0.05; done
+  FLOOR_PIPES="socat STDIO UNIX-CONNECT:$FLOOR_PIPES_SOCKET"
 else
   echo "socat is not installed (apt-get install socat); the floor row (a two-hop relay with no multiplexing) is skipped" >&2
 fi
@@ -165,6 +173,10 @@ if [[ ${ONE_CPU:-1} != 0 && -n $FLOOR ]] && command -v taskset >/dev/null; then
   $ONE_CPU_PIN socat "UNIX-LISTEN:$FLOOR1_SOCKET,fork" "EXEC:$FAKE" 2>"$WORK/floor1.log" &
   DAEMONS+=($!)
   for _ in $(seq 1 100); do [[ -S $FLOOR1_SOCKET ]] && break; sleep 0.05; done
+  FLOOR1_PIPES_SOCKET=$WORK/floor1-pipes.sock
+  $ONE_CPU_PIN socat "UNIX-LISTEN:$FLOOR1_PIPES_SOCKET,fork" "EXEC:$FAKE,pipes" 2>"$WORK/floor1-pipes.log" &
+  DAEMONS+=($!)
+  for _ in $(seq 1 100); do [[ -S $FLOOR1_PIPES_SOCKET ]] && break; sleep 0.05; done
 fi
 
 # A fake child that takes seconds to start, for a cold daemon's session start (the tools cache
@@ -193,6 +205,8 @@ for _ in $(seq 1 "$RUNS"); do
   if [[ -n $FLOOR ]]; then
     # shellcheck disable=SC2086
     record floor-fake "$("$BENCH" latency "$CALLS" -- $FLOOR)"
+    # shellcheck disable=SC2086
+    record floor-pipes-fake "$("$BENCH" latency "$CALLS" -- $FLOOR_PIPES)"
   fi
   # The daemon alone (mcp_bench speaks to its socket, no shim): the shim's share is the rest.
   record daemon-fake "$("$BENCH" latency "$CALLS" -- "unix:$WORK/fake/s.sock")"
@@ -214,12 +228,42 @@ for _ in $(seq 1 "$RUNS"); do
     record direct-fake-1cpu "$($ONE_CPU_PIN "$BENCH" latency "$CALLS" -- "$FAKE")"
     # shellcheck disable=SC2086
     record floor-fake-1cpu "$($ONE_CPU_PIN "$BENCH" latency "$CALLS" -- socat STDIO "UNIX-CONNECT:$FLOOR1_SOCKET")"
+    # shellcheck disable=SC2086
+    record floor-pipes-fake-1cpu "$($ONE_CPU_PIN "$BENCH" latency "$CALLS" -- socat STDIO "UNIX-CONNECT:$FLOOR1_PIPES_SOCKET")"
     # shellcheck disable=SC2046,SC2086
     record coogle-fake-1cpu "$($ONE_CPU_PIN "$BENCH" latency "$CALLS" -- $(shim fake1cpu))"
     # shellcheck disable=SC2086
     record daemon-fake-1cpu "$($ONE_CPU_PIN "$BENCH" latency "$CALLS" -- "unix:$WORK/fake1cpu/s.sock")"
   fi
 done
+
+# As a client sees it, the way issue 22 measured its goal: the official Python SDK (`mcp`)
+# making serial tools/calls of server-everything's echo, directly, through the floor (both
+# kinds) and through coogle, interleaved. Every way starts from a fresh node (coogle's child is
+# restarted before each of its runs: a child that lives on would be JIT-warm where the others'
+# are not, and read quicker for that alone), then SDK_WARMUP calls bring each to the same
+# compiled state before timing. SDK=0 skips it.
+if [[ ${SDK:-1} != 0 && -n $EVERYTHING && -n $FLOOR ]] && python3 -c 'import mcp' 2>/dev/null; then
+  SDK_CALLS=${SDK_CALLS:-1000}
+  SDK_WARMUP=${SDK_WARMUP:-3000}
+  for kind in socketpair pipes; do
+    opt=""; [[ $kind == pipes ]] && opt=",pipes"
+    socat "UNIX-LISTEN:$WORK/floor-everything-$kind.sock,fork" "EXEC:$EVERYTHING stdio$opt" 2>/dev/null &
+    DAEMONS+=($!)
+    for _ in $(seq 1 100); do [[ -S $WORK/floor-everything-$kind.sock ]] && break; sleep 0.05; done
+  done
+  sdk() { python3 scripts/sdk_latency.py "$SDK_CALLS" --warmup "$SDK_WARMUP" -- "$@" 2>>"$WORK/sdk.log"; }
+  echo "as a client sees it: the Python SDK, $RUNS runs × $SDK_CALLS calls of server-everything" >&2
+  for _ in $(seq 1 "$RUNS"); do
+    record sdk-direct "$(sdk "$EVERYTHING" stdio)"
+    record sdk-floor "$(sdk socat STDIO "UNIX-CONNECT:$WORK/floor-everything-socketpair.sock")"
+    record sdk-floor-pipes "$(sdk socat STDIO "UNIX-CONNECT:$WORK/floor-everything-pipes.sock")"
+    COOGLE_CONFIG=$WORK/everything/config.json COOGLE_SOCKET=$WORK/everything/s.sock \
+      "$COOGLE" restart --server everything >/dev/null
+    # shellcheck disable=SC2046
+    record sdk-coogle "$(sdk $(shim everything) --server everything)"
+  done
+fi
 
 echo "new session → tools/list" >&2
 # shellcheck disable=SC2046

@@ -8,9 +8,27 @@ import json, statistics, sys, platform, os, subprocess
 path, runs, calls, tp_calls = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
 rows = [json.loads(l) for l in open(path)]
 def by(label): return [r for r in rows if r["label"] == label]
+def sdk_version():
+    try:
+        from importlib.metadata import version
+        return version("mcp")
+    except Exception:
+        return "?"
 def med(label, key): 
     v = [r[key] for r in by(label)]
     return statistics.median(v) if v else None
+within5 = lambda x, y: "met" if x <= y * 1.05 else "not met"
+def short_table(ways, direct, floor):
+    """p50, p99, over direct and against the floor, for each (name, label) that was measured."""
+    d, f = med(direct, "p50_us"), med(floor, "p50_us")
+    print("| way | p50 | p99 | p50 over direct | p50 against the floor |")
+    print("| --- | ---: | ---: | ---: | ---: |")
+    for name, label in ways:
+        if not by(label): continue
+        p50, p99 = med(label, "p50_us"), med(label, "p99_us")
+        over = "–" if label == direct else f"{p50 - d:+.0f} µs"
+        against = "–" if label in (direct, floor) else f"{(p50 / f - 1) * 100:+.0f}% ({p50 - f:+.0f} µs)"
+        print(f"| {name} | {p50:.0f} µs | {p99:.0f} µs | {over} | {against} |")
 cpu = next((l.split(":",1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
 load = open("/proc/loadavg").read().split()[:3]
 print(f"Machine: {cpu}, {os.cpu_count()} cores, Linux {platform.release()}; medians of {runs} runs, {calls} sequential calls per latency run; load average when the report was written {' '.join(load)} (1, 5, 15 min).\n")
@@ -61,6 +79,7 @@ for label, mc in (("tp-mc1", 1), ("tp-mc8", 8)):
 # socat hops with no multiplexing (the least an out-of-process hop costs here).
 ways = [("direct (the client starts the child)", "direct-fake"),
         ("floor: two `socat` hops, no multiplexing", "floor-fake"),
+        ("floor over pipes to the child (`EXEC:…,pipes`, as coogle's daemon)", "floor-pipes-fake"),
         ("coogle (`coogle mcp` → daemon → child)", "coogle-fake"),
         ("coogle's daemon alone (the bench on its socket, no shim)", "daemon-fake"),
         (f"rmcp-mux {os.environ.get('PEER_VERSION') or ''} (proxy → daemon → child)".replace("  ", " "), "peer-fake"),
@@ -82,28 +101,42 @@ if by("floor-fake"):
         lowf = "–" if label in ("direct-fake", "floor-fake") else f"{(low(label) / fl - 1) * 100:+.0f}%"
         print(f"| {name} | {p50:.0f} µs | {p99:.0f} µs | {over} | {floor} | {low(label):.0f} µs | {lowf} |")
     c, cl = med("coogle-fake", "p50_us"), low("coogle-fake")
-    verdict = lambda x, y: "met" if x <= y * 1.05 else "not met"
-    print(f"\nGoal: coogle's p50 within 5% of the floor: medians {(c / f - 1) * 100:+.1f}% ({verdict(c, f)}), "
-          f"quietest runs {(cl / fl - 1) * 100:+.1f}% ({verdict(cl, fl)}); "
+    print(f"\nGoal: coogle's p50 within 5% of the floor: medians {(c / f - 1) * 100:+.1f}% ({within5(c, f)}), "
+          f"quietest runs {(cl / fl - 1) * 100:+.1f}% ({within5(cl, fl)}); "
           f"the floor adds {f - d:.0f} µs to direct, coogle {c - d:.0f} µs.")
+    if by("floor-pipes-fake"):
+        fp = med("floor-pipes-fake", "p50_us")
+        print(f"Against the floor over pipes: {(c / fp - 1) * 100:+.1f}% ({within5(c, fp)}).")
     if by("floor-fake-1cpu"):
         # Every process of each way on one CPU (taskset -c 0): no cross-CPU wake-up, so what
         # is left is each hop's own work; these runs repeat to the microsecond.
-        d1, f1 = med("direct-fake-1cpu", "p50_us"), med("floor-fake-1cpu", "p50_us")
+        f1 = med("floor-fake-1cpu", "p50_us")
         print(f"\nThe same, every process on one CPU (`taskset -c 0`), medians of {runs} runs:\n")
-        print("| way | p50 | p99 | p50 over direct | p50 against the floor |")
-        print("| --- | ---: | ---: | ---: | ---: |")
-        for name, label in ways[:4]:
-            label = label + "-1cpu"
-            if not by(label): continue
-            p50, p99 = med(label, "p50_us"), med(label, "p99_us")
-            over = "–" if label == "direct-fake-1cpu" else f"{p50 - d1:+.0f} µs"
-            floor = "–" if label in ("direct-fake-1cpu", "floor-fake-1cpu") else f"{(p50 / f1 - 1) * 100:+.0f}% ({p50 - f1:+.0f} µs)"
-            print(f"| {name} | {p50:.0f} µs | {p99:.0f} µs | {over} | {floor} |")
+        short_table([(name, label + "-1cpu") for name, label in ways[:5]], "direct-fake-1cpu", "floor-fake-1cpu")
         c1 = med("coogle-fake-1cpu", "p50_us")
-        print(f"\nGoal on one CPU: coogle's p50 {(c1 / f1 - 1) * 100:+.1f}% against the floor ({verdict(c1, f1)}).")
+        line = f"\nGoal on one CPU: coogle's p50 {(c1 / f1 - 1) * 100:+.1f}% against the floor ({within5(c1, f1)})"
+        if by("floor-pipes-fake-1cpu"):
+            fp1 = med("floor-pipes-fake-1cpu", "p50_us")
+            line += f", {(c1 / fp1 - 1) * 100:+.1f}% against the floor over pipes ({within5(c1, fp1)})"
+        print(line + ".")
 else:
     print("\n(no floor row: socat is not installed)")
+if by("sdk-coogle"):
+    # Issue 22's own measure: a real client's per-call work is part of what a user waits for.
+    sf = med("sdk-floor", "p50_us")
+    print(f"\nAs a client sees it: the official Python SDK (`mcp` {sdk_version()}) making serial `tools/call`s of server-everything's echo, {runs} interleaved runs (scripts/sdk_latency.py), medians:\n")
+    short_table([("direct (the client starts server-everything)", "sdk-direct"),
+                 ("floor: two `socat` hops", "sdk-floor"),
+                 ("floor over pipes to the child", "sdk-floor-pipes"),
+                 ("coogle (`coogle mcp` → daemon → child)", "sdk-coogle")], "sdk-direct", "sdk-floor")
+    sc = med("sdk-coogle", "p50_us")
+    line = f"\nGoal, measured as issue 22 measured it: coogle's p50 {(sc / sf - 1) * 100:+.1f}% against the floor ({within5(sc, sf)})"
+    if by("sdk-floor-pipes"):
+        sp = med("sdk-floor-pipes", "p50_us")
+        line += f", {(sc / sp - 1) * 100:+.1f}% against the floor over pipes ({within5(sc, sp)})"
+    sd = med("sdk-direct", "p50_us")
+    line += f"; coogle adds {sc - sd:.0f} µs to direct, the floor {sf - sd:.0f}"
+    print(line + f"; in each run, coogle against that run's floor: {', '.join(f'{(c / f - 1) * 100:+.0f}%' for c, f in zip([r['p50_us'] for r in by('sdk-coogle')], [r['p50_us'] for r in by('sdk-floor')]))}.")
 if by("peer-fake"):
     peer = f"rmcp-mux {os.environ.get('PEER_VERSION') or ''}".strip()
     print(f"\nSide by side with a peer that also shares one child among sessions: {peer} (crates.io), its daemon in front of the same fake child, one `rmcp-mux-proxy` per session.\n")
