@@ -18,6 +18,8 @@ cd "$(dirname "$0")/.."
 
 RUNS=${RUNS:-5}
 CALLS=${CALLS:-2000}
+# The SDK's runs spread by a fifth of their value here: more of them than of the rest.
+SDK_RUNS=${SDK_RUNS:-15}
 TP_CALLS=${TP_CALLS:-1000}
 
 cargo build --release --quiet --bins --example fake_mcp --example mcp_bench
@@ -193,12 +195,13 @@ stop_daemon() { # NAME: stop it and wait until its socket is gone
 # RESULTS_OUT=FILE keeps the raw measurements (one JSON line each) after the run.
 RESULTS=${RESULTS_OUT:-$WORK/results.jsonl}
 : > "$RESULTS"
+RUN=0 # which latency run a row belongs to: the report pairs the ways run by run
 record() { # label json
-  python3 -c 'import json,sys; d=json.loads(sys.argv[2]); d["label"]=sys.argv[1]; print(json.dumps(d))' "$1" "$2" >> "$RESULTS"
+  python3 -c 'import json,sys; d=json.loads(sys.argv[2]); d["label"]=sys.argv[1]; d["run"]=int(sys.argv[3]); print(json.dumps(d))' "$1" "$2" "$RUN" >> "$RESULTS"
 }
 
 echo "latency: $RUNS runs × $CALLS sequential calls each" >&2
-for _ in $(seq 1 "$RUNS"); do
+for RUN in $(seq 1 "$RUNS"); do
   record direct-fake "$("$BENCH" latency "$CALLS" -- "$FAKE")"
   # shellcheck disable=SC2046
   record coogle-fake "$("$BENCH" latency "$CALLS" -- $(shim fake))"
@@ -236,6 +239,7 @@ for _ in $(seq 1 "$RUNS"); do
     record daemon-fake-1cpu "$($ONE_CPU_PIN "$BENCH" latency "$CALLS" -- "unix:$WORK/fake1cpu/s.sock")"
   fi
 done
+RUN=0
 
 # As a client sees it, the way issue 22 measured its goal: the official Python SDK (`mcp`)
 # making serial tools/calls of server-everything's echo, directly, through the floor (both
@@ -243,26 +247,58 @@ done
 # restarted before each of its runs: a child that lives on would be JIT-warm where the others'
 # are not, and read quicker for that alone), then SDK_WARMUP calls bring each to the same
 # compiled state before timing. SDK=0 skips it.
-if [[ ${SDK:-1} != 0 && -n $EVERYTHING && -n $FLOOR ]] && python3 -c 'import mcp' 2>/dev/null; then
+SDK_LOG=${SDK_LOG:-/tmp/coogle-bench-sdk.log}
+if [[ ${SDK:-1} == 0 ]]; then
+  :
+elif [[ -z $EVERYTHING || -z $FLOOR ]]; then
+  echo "the Python SDK's view needs server-everything and socat; skipped" >&2
+elif ! python3 -c 'import mcp, sys; from mcp import Client; from importlib.metadata import version; sys.exit(version("mcp").split(".")[0] != "2")' 2>/dev/null; then
+  echo "the Python SDK's view needs the mcp 2.x SDK (pip install mcp==2.3.0); skipped" >&2
+else
   SDK_CALLS=${SDK_CALLS:-1000}
   SDK_WARMUP=${SDK_WARMUP:-3000}
   for kind in socketpair pipes; do
     opt=""; [[ $kind == pipes ]] && opt=",pipes"
-    socat "UNIX-LISTEN:$WORK/floor-everything-$kind.sock,fork" "EXEC:$EVERYTHING stdio$opt" 2>/dev/null &
+    socat "UNIX-LISTEN:$WORK/floor-everything-$kind.sock,fork" "EXEC:$EVERYTHING stdio$opt" 2>"$WORK/floor-everything-$kind.log" &
     DAEMONS+=($!)
     for _ in $(seq 1 100); do [[ -S $WORK/floor-everything-$kind.sock ]] && break; sleep 0.05; done
   done
-  sdk() { python3 scripts/sdk_latency.py "$SDK_CALLS" --warmup "$SDK_WARMUP" -- "$@" 2>>"$WORK/sdk.log"; }
-  echo "as a client sees it: the Python SDK, $RUNS runs × $SDK_CALLS calls of server-everything" >&2
-  for _ in $(seq 1 "$RUNS"); do
-    record sdk-direct "$(sdk "$EVERYTHING" stdio)"
-    record sdk-floor "$(sdk socat STDIO "UNIX-CONNECT:$WORK/floor-everything-socketpair.sock")"
-    record sdk-floor-pipes "$(sdk socat STDIO "UNIX-CONNECT:$WORK/floor-everything-pipes.sock")"
-    COOGLE_CONFIG=$WORK/everything/config.json COOGLE_SOCKET=$WORK/everything/s.sock \
-      "$COOGLE" restart --server everything >/dev/null
-    # shellcheck disable=SC2046
-    record sdk-coogle "$(sdk $(shim everything) --server everything)"
+  : > "$SDK_LOG"
+  # sdk LABEL COMMAND...: one run recorded, or (a failure, a hang) said with the log's tail and
+  # left out; the bench goes on.
+  sdk() {
+    local label=$1 out; shift
+    if out=$(timeout 600 python3 scripts/sdk_latency.py "$SDK_CALLS" --warmup "$SDK_WARMUP" -- "$@" 2>>"$SDK_LOG"); then
+      record "$label" "$out"
+    else
+      echo "$label failed; the end of $SDK_LOG:" >&2
+      tail -5 "$SDK_LOG" >&2
+    fi
+  }
+  sdk_way() {
+    case $1 in
+      direct) sdk sdk-direct "$EVERYTHING" stdio ;;
+      floor) sdk sdk-floor socat STDIO "UNIX-CONNECT:$WORK/floor-everything-socketpair.sock" ;;
+      floor-pipes) sdk sdk-floor-pipes socat STDIO "UNIX-CONNECT:$WORK/floor-everything-pipes.sock" ;;
+      coogle)
+        local restarted now
+        restarted=$(COOGLE_CONFIG=$WORK/everything/config.json COOGLE_SOCKET=$WORK/everything/s.sock \
+          "$COOGLE" restart --server everything | sed -n 's/.*(pid \([0-9]*\)).*/\1/p')
+        # shellcheck disable=SC2046
+        sdk sdk-coogle $(shim everything) --server everything
+        now=$(status_json everything | python3 -c 'import json,sys; print(json.load(sys.stdin)["upstreams"][0]["pid"])')
+        [[ $restarted == "$now" ]] || echo "warning: coogle's run may have met a child other than the one restarted ($restarted, now $now)" >&2 ;;
+    esac
+  }
+  echo "as a client sees it: the Python SDK, $SDK_RUNS runs × $SDK_CALLS calls of server-everything" >&2
+  # Each run starts with the next way, so no way is always first or always last.
+  ways=(direct floor floor-pipes coogle)
+  for RUN in $(seq 1 "$SDK_RUNS"); do
+    for k in 0 1 2 3; do
+      sdk_way "${ways[$(( (RUN + k) % 4 ))]}"
+    done
   done
+  RUN=0
 fi
 
 echo "new session → tools/list" >&2

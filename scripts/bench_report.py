@@ -4,7 +4,7 @@
     scripts/bench_report.py RESULTS.jsonl RUNS CALLS TP_CALLS
 
 Separate from the run so a kept RESULTS_OUT file can be rendered again."""
-import json, statistics, sys, platform, os, subprocess
+import json, math, statistics, sys, platform, os, subprocess
 path, runs, calls, tp_calls = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
 rows = [json.loads(l) for l in open(path)]
 def by(label): return [r for r in rows if r["label"] == label]
@@ -17,9 +17,32 @@ def sdk_version():
 def med(label, key): 
     v = [r[key] for r in by(label)]
     return statistics.median(v) if v else None
-within5 = lambda x, y: "met" if x <= y * 1.05 else "not met"
+# t for a two-sided 95% interval, by degrees of freedom.
+T95 = {1: 12.71, 2: 4.30, 3: 3.18, 4: 2.78, 5: 2.57, 6: 2.45, 7: 2.36, 8: 2.31, 9: 2.26,
+       10: 2.23, 11: 2.20, 12: 2.18, 13: 2.16, 14: 2.14, 15: 2.13, 20: 2.09, 30: 2.04}
+def runs_of(label):
+    """{run: p50} of a way; rows written before runs were numbered pair by their order."""
+    return {r.get("run", i): r["p50_us"] for i, r in enumerate(by(label))}
+def against(way, floor):
+    """Way's p50 against the floor's, paired run by run (whole runs here land in slow and quick
+    modes, so two medians of unpaired runs can differ by more than the goal on noise alone):
+    the mean ratio with its 95% interval, and a verdict only when the interval allows one."""
+    a, b = runs_of(way), runs_of(floor)
+    logs = [math.log(a[k] / b[k]) for k in sorted(set(a) & set(b))]
+    n = len(logs)
+    if n == 0:
+        return "no paired runs"
+    mean = statistics.mean(logs)
+    half = T95.get(n - 1, T95[min((d for d in T95 if d >= n - 1), default=30)]) * statistics.stdev(logs) / math.sqrt(n) if n > 1 else math.inf
+    lo, hi = math.exp(mean - half) - 1, math.exp(mean + half) - 1
+    verdict = "met" if hi <= 0.05 else "not met" if lo > 0.05 else "inconclusive"
+    interval = f"95% interval {lo * 100:+.1f} to {hi * 100:+.1f}%" if n > 1 else "one run, no interval"
+    return f"{(math.exp(mean) - 1) * 100:+.1f}% ({interval}, {n} paired runs): {verdict}"
 def short_table(ways, direct, floor):
     """p50, p99, over direct and against the floor, for each (name, label) that was measured."""
+    if not (by(direct) and by(floor)):
+        print(f"(no table: {direct} or {floor} was not measured)")
+        return
     d, f = med(direct, "p50_us"), med(floor, "p50_us")
     print("| way | p50 | p99 | p50 over direct | p50 against the floor |")
     print("| --- | ---: | ---: | ---: | ---: |")
@@ -101,42 +124,45 @@ if by("floor-fake"):
         lowf = "–" if label in ("direct-fake", "floor-fake") else f"{(low(label) / fl - 1) * 100:+.0f}%"
         print(f"| {name} | {p50:.0f} µs | {p99:.0f} µs | {over} | {floor} | {low(label):.0f} µs | {lowf} |")
     c, cl = med("coogle-fake", "p50_us"), low("coogle-fake")
-    print(f"\nGoal: coogle's p50 within 5% of the floor: medians {(c / f - 1) * 100:+.1f}% ({within5(c, f)}), "
-          f"quietest runs {(cl / fl - 1) * 100:+.1f}% ({within5(cl, fl)}); "
+    print(f"\nGoal: coogle's p50 within 5% of the floor, run by run: {against('coogle-fake', 'floor-fake')}; "
+          f"medians {(c / f - 1) * 100:+.1f}%, quietest runs {(cl / fl - 1) * 100:+.1f}%; "
           f"the floor adds {f - d:.0f} µs to direct, coogle {c - d:.0f} µs.")
     if by("floor-pipes-fake"):
-        fp = med("floor-pipes-fake", "p50_us")
-        print(f"Against the floor over pipes: {(c / fp - 1) * 100:+.1f}% ({within5(c, fp)}).")
+        print(f"Against the floor over pipes: {against('coogle-fake', 'floor-pipes-fake')}; "
+              f"coogle's daemon alone against it: {against('daemon-fake', 'floor-pipes-fake')}.")
     if by("floor-fake-1cpu"):
         # Every process of each way on one CPU (taskset -c 0): no cross-CPU wake-up, so what
         # is left is each hop's own work; these runs repeat to the microsecond.
         f1 = med("floor-fake-1cpu", "p50_us")
         print(f"\nThe same, every process on one CPU (`taskset -c 0`), medians of {runs} runs:\n")
         short_table([(name, label + "-1cpu") for name, label in ways[:5]], "direct-fake-1cpu", "floor-fake-1cpu")
-        c1 = med("coogle-fake-1cpu", "p50_us")
-        line = f"\nGoal on one CPU: coogle's p50 {(c1 / f1 - 1) * 100:+.1f}% against the floor ({within5(c1, f1)})"
+        line = f"\nGoal on one CPU, run by run: {against('coogle-fake-1cpu', 'floor-fake-1cpu')}"
         if by("floor-pipes-fake-1cpu"):
-            fp1 = med("floor-pipes-fake-1cpu", "p50_us")
-            line += f", {(c1 / fp1 - 1) * 100:+.1f}% against the floor over pipes ({within5(c1, fp1)})"
+            line += f"; against the floor over pipes {against('coogle-fake-1cpu', 'floor-pipes-fake-1cpu')}"
         print(line + ".")
 else:
     print("\n(no floor row: socat is not installed)")
-if by("sdk-coogle"):
+if by("sdk-coogle") and by("sdk-floor") and by("sdk-direct"):
     # Issue 22's own measure: a real client's per-call work is part of what a user waits for.
-    sf = med("sdk-floor", "p50_us")
-    print(f"\nAs a client sees it: the official Python SDK (`mcp` {sdk_version()}) making serial `tools/call`s of server-everything's echo, {runs} interleaved runs (scripts/sdk_latency.py), medians:\n")
+    sdk = by("sdk-coogle")[0]
+    eras = sorted({r.get("era") for l in ("sdk-direct", "sdk-floor", "sdk-floor-pipes", "sdk-coogle") for r in by(l)})
+    n = len(by("sdk-coogle"))
+    print(f"\nAs a client sees it: the official Python SDK (`mcp` {sdk.get('mcp', '?')}) making serial `tools/call`s of server-everything's echo, "
+          f"{n} runs of {sdk['calls']} calls after {sdk.get('warmup', '?')} of warm-up, every way from a fresh node, the order rotated each run "
+          f"(scripts/sdk_latency.py); the sessions' era: {', '.join(map(str, eras))}{' (not the same for every way!)' if len(eras) > 1 else ''}. Medians:\n")
     short_table([("direct (the client starts server-everything)", "sdk-direct"),
                  ("floor: two `socat` hops", "sdk-floor"),
                  ("floor over pipes to the child", "sdk-floor-pipes"),
                  ("coogle (`coogle mcp` → daemon → child)", "sdk-coogle")], "sdk-direct", "sdk-floor")
-    sc = med("sdk-coogle", "p50_us")
-    line = f"\nGoal, measured as issue 22 measured it: coogle's p50 {(sc / sf - 1) * 100:+.1f}% against the floor ({within5(sc, sf)})"
-    if by("sdk-floor-pipes"):
-        sp = med("sdk-floor-pipes", "p50_us")
-        line += f", {(sc / sp - 1) * 100:+.1f}% against the floor over pipes ({within5(sc, sp)})"
-    sd = med("sdk-direct", "p50_us")
-    line += f"; coogle adds {sc - sd:.0f} µs to direct, the floor {sf - sd:.0f}"
-    print(line + f"; in each run, coogle against that run's floor: {', '.join(f'{(c / f - 1) * 100:+.0f}%' for c, f in zip([r['p50_us'] for r in by('sdk-coogle')], [r['p50_us'] for r in by('sdk-floor')]))}.")
+    added = lambda way: sorted(runs_of(way)[k] - runs_of("sdk-direct")[k] for k in set(runs_of(way)) & set(runs_of("sdk-direct")))
+    spread = lambda xs: f"{statistics.median(xs):.0f} µs (runs {xs[0]:.0f} to {xs[-1]:.0f})" if xs else "–"
+    print(f"\nAdded to direct, run by run: coogle {spread(added('sdk-coogle'))}, the floor {spread(added('sdk-floor'))}"
+          + (f", the floor over pipes {spread(added('sdk-floor-pipes'))}" if by("sdk-floor-pipes") else "") + ".")
+    print(f"Goal, measured as issue 22 measured it: coogle against the floor {against('sdk-coogle', 'sdk-floor')}"
+          + (f"; against the floor over pipes {against('sdk-coogle', 'sdk-floor-pipes')}" if by("sdk-floor-pipes") else "") + ".")
+    halves = [r["p50_first_half_us"] / r["p50_second_half_us"] - 1 for l in ("sdk-direct", "sdk-floor", "sdk-floor-pipes", "sdk-coogle") for r in by(l) if "p50_first_half_us" in r]
+    if halves:
+        print(f"Warm-up check: each run's first half of timed calls against its second, p50: {statistics.median(halves) * 100:+.1f}% (median of {len(halves)} runs).")
 if by("peer-fake"):
     peer = f"rmcp-mux {os.environ.get('PEER_VERSION') or ''}".strip()
     print(f"\nSide by side with a peer that also shares one child among sessions: {peer} (crates.io), its daemon in front of the same fake child, one `rmcp-mux-proxy` per session.\n")

@@ -5,16 +5,20 @@ stdio server, then makes CALLS serial `tools/call`s of TOOL and times each.
     scripts/sdk_latency.py CALLS [--mode auto|legacy|2026-07-28] [--tool echo]
                            [--args '{"message":"bench"}'] -- COMMAND [ARGS...]
 
-Prints one JSON object, as `mcp_bench latency` does: {"calls", "p50_us", "p99_us", "era"}.
+Prints one JSON object, as `mcp_bench latency` does: {"calls", "p50_us", "p99_us", ...}, with
+the era the session ended in, the SDK's version, and each half's p50 (a warm-up too short
+shows as a first half slower than the second).
 scripts/bench.sh runs it against server-everything directly, through the socat floor and
 through coogle: the way issue 22 measured the goal (a client's own work is part of each call,
 so a hop's cost is read against what a user waits for, not only against a Rust loop)."""
 import argparse
 import asyncio
 import json
+import math
 import os
 import sys
 import time
+from importlib.metadata import version
 
 from mcp import Client, StdioServerParameters
 
@@ -40,7 +44,8 @@ def parse():
 
 
 def percentile(sorted_ns, q):
-    i = min(len(sorted_ns) - 1, int(round(q / 100 * (len(sorted_ns) - 1))))
+    # As examples/mcp_bench.rs rounds (half away from zero; Python's round() goes to even).
+    i = min(len(sorted_ns) - 1, math.floor(q / 100 * (len(sorted_ns) - 1) + 0.5))
     return sorted_ns[i] / 1000
 
 
@@ -59,12 +64,19 @@ async def run(a):
             samples.append(time.perf_counter_ns() - t)
             if r.is_error:
                 raise SystemExit(f"the call failed: {r}")
+        # Whether the warm-up sufficed: the timed calls' halves should read alike.
+        half = len(samples) // 2
+        first, second = sorted(samples[:half]), sorted(samples[half:])
         samples.sort()
         return {
             "calls": a.calls,
+            "warmup": warmup,
             "p50_us": percentile(samples, 50),
             "p99_us": percentile(samples, 99),
+            "p50_first_half_us": percentile(first, 50),
+            "p50_second_half_us": percentile(second, 50),
             "era": c.protocol_version,
+            "mcp": version("mcp"),
         }
 
 
