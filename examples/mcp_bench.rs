@@ -11,7 +11,8 @@
 //!                                                 and PSS of them and of the given PIDs
 //! ```
 //! Each prints one JSON object on stdout. A CMD of `unix:SOCKET` talks to a coogle daemon's
-//! socket directly (hello, then MCP), to tell the daemon's cost from the shim's.
+//! socket directly (hello, then MCP), to tell the daemon's cost from the shim's; `raw:SOCKET`
+//! talks MCP to any socket at once (one `socat` listener: the one-hop floor beside it).
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -29,16 +30,19 @@ struct Server {
 
 impl Server {
     fn spawn(cmd: &[String]) -> Server {
-        if let Some(socket) = cmd[0].strip_prefix("unix:") {
+        let socket = cmd[0].strip_prefix("unix:").map(|s| (s, true));
+        if let Some((socket, hello)) = socket.or(cmd[0].strip_prefix("raw:").map(|s| (s, false))) {
             let stream = std::os::unix::net::UnixStream::connect(socket)
                 .unwrap_or_else(|e| panic!("could not connect to {socket}: {e}"));
             let mut w = stream.try_clone().unwrap();
-            w.write_all(b"{\"coogle\":1,\"mode\":\"mcp\",\"version\":\"bench\"}\n")
-                .unwrap();
             let mut stdout: BufReader<Box<dyn Read + Send>> = BufReader::new(Box::new(stream));
-            let mut hello = String::new();
-            stdout.read_line(&mut hello).unwrap();
-            assert!(hello.contains("\"ok\":true"), "hello refused: {hello}");
+            if hello {
+                w.write_all(b"{\"coogle\":1,\"mode\":\"mcp\",\"version\":\"bench\"}\n")
+                    .unwrap();
+                let mut reply = String::new();
+                stdout.read_line(&mut reply).unwrap();
+                assert!(reply.contains("\"ok\":true"), "hello refused: {reply}");
+            }
             return Server {
                 child: None,
                 stdin: Box::new(w),

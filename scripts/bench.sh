@@ -159,6 +159,9 @@ if [[ ${SKIP_FLOOR:-0} != 1 ]] && command -v socat >/dev/null; then
   DAEMONS+=($!)
   for _ in $(seq 1 100); do [[ -S $FLOOR_PIPES_SOCKET ]] && break; sleep 0.05; done
   FLOOR_PIPES="socat STDIO UNIX-CONNECT:$FLOOR_PIPES_SOCKET"
+  # The same listener, reached by the bench on its socket (`raw:`): one hop, beside coogle's
+  # daemon alone (the bench on the daemon's socket), so the daemon's hop is read against a
+  # socat hop and the shim's against the other.
 else
   echo "socat is not installed (apt-get install socat); the floor row (a two-hop relay with no multiplexing) is skipped" >&2
 fi
@@ -210,6 +213,7 @@ for RUN in $(seq 1 "$RUNS"); do
     record floor-fake "$("$BENCH" latency "$CALLS" -- $FLOOR)"
     # shellcheck disable=SC2086
     record floor-pipes-fake "$("$BENCH" latency "$CALLS" -- $FLOOR_PIPES)"
+    record hop-fake "$("$BENCH" latency "$CALLS" -- "raw:$FLOOR_PIPES_SOCKET")"
   fi
   # The daemon alone (mcp_bench speaks to its socket, no shim): the shim's share is the rest.
   record daemon-fake "$("$BENCH" latency "$CALLS" -- "unix:$WORK/fake/s.sock")"
@@ -233,6 +237,8 @@ for RUN in $(seq 1 "$RUNS"); do
     record floor-fake-1cpu "$($ONE_CPU_PIN "$BENCH" latency "$CALLS" -- socat STDIO "UNIX-CONNECT:$FLOOR1_SOCKET")"
     # shellcheck disable=SC2086
     record floor-pipes-fake-1cpu "$($ONE_CPU_PIN "$BENCH" latency "$CALLS" -- socat STDIO "UNIX-CONNECT:$FLOOR1_PIPES_SOCKET")"
+    # shellcheck disable=SC2086
+    record hop-fake-1cpu "$($ONE_CPU_PIN "$BENCH" latency "$CALLS" -- "raw:$FLOOR1_PIPES_SOCKET")"
     # shellcheck disable=SC2046,SC2086
     record coogle-fake-1cpu "$($ONE_CPU_PIN "$BENCH" latency "$CALLS" -- $(shim fake1cpu))"
     # shellcheck disable=SC2086

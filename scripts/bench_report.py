@@ -105,6 +105,7 @@ ways = [("direct (the client starts the child)", "direct-fake"),
         ("floor over pipes to the child (`EXEC:…,pipes`, as coogle's daemon)", "floor-pipes-fake"),
         ("coogle (`coogle mcp` → daemon → child)", "coogle-fake"),
         ("coogle's daemon alone (the bench on its socket, no shim)", "daemon-fake"),
+        ("one `socat` hop (the bench on the pipes floor's listener, no client `socat`)", "hop-fake"),
         (f"rmcp-mux {os.environ.get('PEER_VERSION') or ''} (proxy → daemon → child)".replace("  ", " "), "peer-fake"),
         (f"previous build, {os.environ.get('BASE_VERSION') or 'BASE'} (`coogle mcp` → daemon → child)", "base-fake")]
 if by("floor-fake"):
@@ -128,17 +129,24 @@ if by("floor-fake"):
           f"medians {(c / f - 1) * 100:+.1f}%, quietest runs {(cl / fl - 1) * 100:+.1f}%; "
           f"the floor adds {f - d:.0f} µs to direct, coogle {c - d:.0f} µs.")
     if by("floor-pipes-fake"):
-        print(f"Against the floor over pipes: {against('coogle-fake', 'floor-pipes-fake')}; "
-              f"coogle's daemon alone against it: {against('daemon-fake', 'floor-pipes-fake')}.")
+        print(f"Against the floor over pipes: {against('coogle-fake', 'floor-pipes-fake')}.")
+    if by("hop-fake"):
+        # One hop against one hop: the daemon's against a listening socat's.
+        print(f"Hop by hop: coogle's daemon alone against one `socat` hop: {against('daemon-fake', 'hop-fake')}, "
+              f"{med('daemon-fake', 'p50_us') - med('hop-fake', 'p50_us'):+.0f} µs; the shim's hop (coogle less the daemon alone) "
+              f"{c - med('daemon-fake', 'p50_us'):.0f} µs against the client `socat`'s (the floor over pipes less one hop) "
+              f"{med('floor-pipes-fake', 'p50_us') - med('hop-fake', 'p50_us'):.0f} µs.")
     if by("floor-fake-1cpu"):
         # Every process of each way on one CPU (taskset -c 0): no cross-CPU wake-up, so what
         # is left is each hop's own work; these runs repeat to the microsecond.
         f1 = med("floor-fake-1cpu", "p50_us")
         print(f"\nThe same, every process on one CPU (`taskset -c 0`), medians of {runs} runs:\n")
-        short_table([(name, label + "-1cpu") for name, label in ways[:5]], "direct-fake-1cpu", "floor-fake-1cpu")
+        short_table([(name, label + "-1cpu") for name, label in ways[:6]], "direct-fake-1cpu", "floor-fake-1cpu")
         line = f"\nGoal on one CPU, run by run: {against('coogle-fake-1cpu', 'floor-fake-1cpu')}"
         if by("floor-pipes-fake-1cpu"):
             line += f"; against the floor over pipes {against('coogle-fake-1cpu', 'floor-pipes-fake-1cpu')}"
+        if by("hop-fake-1cpu"):
+            line += f"; the daemon alone against one `socat` hop {against('daemon-fake-1cpu', 'hop-fake-1cpu')}"
         print(line + ".")
 else:
     print("\n(no floor row: socat is not installed)")
