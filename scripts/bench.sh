@@ -203,47 +203,42 @@ record() { # label json
   python3 -c 'import json,sys; d=json.loads(sys.argv[2]); d["label"]=sys.argv[1]; d["run"]=int(sys.argv[3]); print(json.dumps(d))' "$1" "$2" "$RUN" >> "$RESULTS"
 }
 
-echo "latency: $RUNS runs × $CALLS sequential calls each" >&2
+# latency_way NAME: one run of one way, recorded under NAME.
+latency_way() {
+  # shellcheck disable=SC2046,SC2086
+  case $1 in
+    direct-fake) record "$1" "$("$BENCH" latency "$CALLS" -- "$FAKE")" ;;
+    coogle-fake) record "$1" "$("$BENCH" latency "$CALLS" -- $(shim fake))" ;;
+    floor-fake) record "$1" "$("$BENCH" latency "$CALLS" -- $FLOOR)" ;;
+    floor-pipes-fake) record "$1" "$("$BENCH" latency "$CALLS" -- $FLOOR_PIPES)" ;;
+    hop-fake) record "$1" "$("$BENCH" latency "$CALLS" -- "raw:$FLOOR_PIPES_SOCKET")" ;;
+    # The daemon alone (mcp_bench speaks to its socket, no shim): the shim's share is the rest.
+    daemon-fake) record "$1" "$("$BENCH" latency "$CALLS" -- "unix:$WORK/fake/s.sock")" ;;
+    direct-everything) record "$1" "$("$BENCH" latency "$CALLS" -- "$EVERYTHING" stdio)" ;;
+    coogle-everything) record "$1" "$("$BENCH" latency "$CALLS" -- $(shim everything) --server everything)" ;;
+    peer-fake) record "$1" "$("$BENCH" latency "$CALLS" -- $PEER)" ;;
+    base-fake) record "$1" "$("$BENCH" latency "$CALLS" -- $(base_shim))" ;;
+    direct-fake-1cpu) record "$1" "$($ONE_CPU_PIN "$BENCH" latency "$CALLS" -- "$FAKE")" ;;
+    floor-fake-1cpu) record "$1" "$($ONE_CPU_PIN "$BENCH" latency "$CALLS" -- socat STDIO "UNIX-CONNECT:$FLOOR1_SOCKET")" ;;
+    floor-pipes-fake-1cpu) record "$1" "$($ONE_CPU_PIN "$BENCH" latency "$CALLS" -- socat STDIO "UNIX-CONNECT:$FLOOR1_PIPES_SOCKET")" ;;
+    hop-fake-1cpu) record "$1" "$($ONE_CPU_PIN "$BENCH" latency "$CALLS" -- "raw:$FLOOR1_PIPES_SOCKET")" ;;
+    coogle-fake-1cpu) record "$1" "$($ONE_CPU_PIN "$BENCH" latency "$CALLS" -- $(shim fake1cpu))" ;;
+    daemon-fake-1cpu) record "$1" "$($ONE_CPU_PIN "$BENCH" latency "$CALLS" -- "unix:$WORK/fake1cpu/s.sock")" ;;
+  esac
+}
+LATENCY_WAYS=(direct-fake coogle-fake daemon-fake)
+[[ -n $FLOOR ]] && LATENCY_WAYS+=(floor-fake floor-pipes-fake hop-fake)
+[[ -n $EVERYTHING ]] && LATENCY_WAYS+=(direct-everything coogle-everything)
+[[ -n $PEER ]] && LATENCY_WAYS+=(peer-fake)
+[[ -n ${BASE:-} ]] && LATENCY_WAYS+=(base-fake)
+[[ -n $ONE_CPU_PIN ]] && LATENCY_WAYS+=(direct-fake-1cpu floor-fake-1cpu floor-pipes-fake-1cpu hop-fake-1cpu coogle-fake-1cpu daemon-fake-1cpu)
+echo "latency: $RUNS runs × $CALLS sequential calls each, ${#LATENCY_WAYS[@]} ways" >&2
+# Each run starts one way further along the list, so no way always follows the same one (the
+# report pairs the ways run by run; a fixed order would pair each with the same neighbour).
 for RUN in $(seq 1 "$RUNS"); do
-  record direct-fake "$("$BENCH" latency "$CALLS" -- "$FAKE")"
-  # shellcheck disable=SC2046
-  record coogle-fake "$("$BENCH" latency "$CALLS" -- $(shim fake))"
-  if [[ -n $FLOOR ]]; then
-    # shellcheck disable=SC2086
-    record floor-fake "$("$BENCH" latency "$CALLS" -- $FLOOR)"
-    # shellcheck disable=SC2086
-    record floor-pipes-fake "$("$BENCH" latency "$CALLS" -- $FLOOR_PIPES)"
-    record hop-fake "$("$BENCH" latency "$CALLS" -- "raw:$FLOOR_PIPES_SOCKET")"
-  fi
-  # The daemon alone (mcp_bench speaks to its socket, no shim): the shim's share is the rest.
-  record daemon-fake "$("$BENCH" latency "$CALLS" -- "unix:$WORK/fake/s.sock")"
-  if [[ -n $EVERYTHING ]]; then
-    record direct-everything "$("$BENCH" latency "$CALLS" -- "$EVERYTHING" stdio)"
-    # shellcheck disable=SC2046
-    record coogle-everything "$("$BENCH" latency "$CALLS" -- $(shim everything) --server everything)"
-  fi
-  if [[ -n $PEER ]]; then
-    # shellcheck disable=SC2086
-    record peer-fake "$("$BENCH" latency "$CALLS" -- $PEER)"
-  fi
-  if [[ -n ${BASE:-} ]]; then
-    # shellcheck disable=SC2046
-    record base-fake "$("$BENCH" latency "$CALLS" -- $(base_shim))"
-  fi
-  if [[ -n $ONE_CPU_PIN ]]; then
-    # shellcheck disable=SC2086
-    record direct-fake-1cpu "$($ONE_CPU_PIN "$BENCH" latency "$CALLS" -- "$FAKE")"
-    # shellcheck disable=SC2086
-    record floor-fake-1cpu "$($ONE_CPU_PIN "$BENCH" latency "$CALLS" -- socat STDIO "UNIX-CONNECT:$FLOOR1_SOCKET")"
-    # shellcheck disable=SC2086
-    record floor-pipes-fake-1cpu "$($ONE_CPU_PIN "$BENCH" latency "$CALLS" -- socat STDIO "UNIX-CONNECT:$FLOOR1_PIPES_SOCKET")"
-    # shellcheck disable=SC2086
-    record hop-fake-1cpu "$($ONE_CPU_PIN "$BENCH" latency "$CALLS" -- "raw:$FLOOR1_PIPES_SOCKET")"
-    # shellcheck disable=SC2046,SC2086
-    record coogle-fake-1cpu "$($ONE_CPU_PIN "$BENCH" latency "$CALLS" -- $(shim fake1cpu))"
-    # shellcheck disable=SC2086
-    record daemon-fake-1cpu "$($ONE_CPU_PIN "$BENCH" latency "$CALLS" -- "unix:$WORK/fake1cpu/s.sock")"
-  fi
+  for k in $(seq 0 $(( ${#LATENCY_WAYS[@]} - 1 ))); do
+    latency_way "${LATENCY_WAYS[$(( (RUN + k) % ${#LATENCY_WAYS[@]} ))]}"
+  done
 done
 RUN=0
 
