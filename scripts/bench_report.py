@@ -8,12 +8,6 @@ import json, math, statistics, sys, platform, os, subprocess
 path, runs, calls, tp_calls = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
 rows = [json.loads(l) for l in open(path)]
 def by(label): return [r for r in rows if r["label"] == label]
-def sdk_version():
-    try:
-        from importlib.metadata import version
-        return version("mcp")
-    except Exception:
-        return "?"
 def med(label, key): 
     v = [r[key] for r in by(label)]
     return statistics.median(v) if v else None
@@ -33,7 +27,10 @@ def against(way, floor):
     if n == 0:
         return "no paired runs"
     mean = statistics.mean(logs)
-    half = T95.get(n - 1, T95[min((d for d in T95 if d >= n - 1), default=30)]) * statistics.stdev(logs) / math.sqrt(n) if n > 1 else math.inf
+    # Between the table's rows, the row below (fewer degrees of freedom: a larger t, a wider
+    # interval), so a verdict is never surer than the runs allow.
+    t = T95[max(d for d in T95 if d <= n - 1)] if n > 1 else math.inf
+    half = t * statistics.stdev(logs) / math.sqrt(n) if n > 1 else math.inf
     lo, hi = math.exp(mean - half) - 1, math.exp(mean + half) - 1
     verdict = "met" if hi <= 0.05 else "not met" if lo > 0.05 else "inconclusive"
     interval = f"95% interval {lo * 100:+.1f} to {hi * 100:+.1f}%" if n > 1 else "one run, no interval"
