@@ -146,6 +146,7 @@ fi
 # that forks a fresh fake child per connection; nothing reads the messages. Measured in this
 # run, so coogle's per-call cost is read against what two process hops cost on this machine.
 FLOOR=""
+NO_FLOOR=""
 if [[ ${SKIP_FLOOR:-0} != 1 ]] && command -v socat >/dev/null; then
   FLOOR_SOCKET=$WORK/floor.sock
   socat "UNIX-LISTEN:$FLOOR_SOCKET,fork" "EXEC:$FAKE" 2>"$WORK/floor.log" &
@@ -162,8 +163,12 @@ if [[ ${SKIP_FLOOR:-0} != 1 ]] && command -v socat >/dev/null; then
   # The same listener, reached by the bench on its socket (`raw:`): one hop, beside coogle's
   # daemon alone (the bench on the daemon's socket), so the daemon's hop is read against a
   # socat hop and the shim's against the other.
+elif [[ ${SKIP_FLOOR:-0} == 1 ]]; then
+  NO_FLOOR="SKIP_FLOOR=1 was set"
+  echo "$NO_FLOOR; the floor row (a two-hop relay with no multiplexing) is skipped" >&2
 else
-  echo "socat is not installed (apt-get install socat); the floor row (a two-hop relay with no multiplexing) is skipped" >&2
+  NO_FLOOR="socat is not installed"
+  echo "$NO_FLOOR (apt-get install socat); the floor row (a two-hop relay with no multiplexing) is skipped" >&2
 fi
 
 # The same ways again with every process on one CPU (ONE_CPU=0 skips it). On a VM, a relay's
@@ -428,7 +433,7 @@ for n in 1 4 10; do
   fi
 done
 
-SLOW_MS=$SLOW_MS PEER_VERSION=${PEER_VERSION:-} BASE_VERSION=${BASE_VERSION:-} python3 scripts/bench_report.py "$RESULTS" "$RUNS" "$CALLS" "$TP_CALLS"
+NO_FLOOR=$NO_FLOOR SLOW_MS=$SLOW_MS PEER_VERSION=${PEER_VERSION:-} BASE_VERSION=${BASE_VERSION:-} python3 scripts/bench_report.py "$RESULTS" "$RUNS" "$CALLS" "$TP_CALLS"
 
 # The headline of sharing every stdio server: SESSIONS sessions × the six real servers of the
 # issue (those installed), direct and through one daemon. FLEET=0 skips it.

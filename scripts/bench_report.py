@@ -146,7 +146,7 @@ if by("floor-fake"):
             line += f"; the daemon alone against one `socat` hop {against('daemon-fake-1cpu', 'hop-fake-1cpu')}"
         print(line + ".")
 else:
-    print("\n(no floor row: socat is not installed)")
+    print(f"\n(no floor row: {os.environ.get('NO_FLOOR') or 'none was measured'})")
 if by("sdk-coogle") and by("sdk-floor") and by("sdk-direct"):
     # Issue 22's own measure: a real client's per-call work is part of what a user waits for.
     sdk = by("sdk-coogle")[0]

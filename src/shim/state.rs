@@ -9,7 +9,7 @@ use foldhash::{HashMap, HashMapExt};
 use serde_json::value::RawValue;
 
 use crate::wire::answer::{self, Daemon};
-use crate::wire::{self, Head, Kind, Message, id_key, id_key_of, rpc_code};
+use crate::wire::{self, Head, Json, Kind, Message, id_key, id_key_of, rpc_code};
 
 use super::{KEEP_LINE_BUFFER, refusal, reuse, write_client};
 
@@ -123,14 +123,14 @@ impl State {
                     let is_tools_list = method == "tools/list" && !has_cursor(msg.params());
                     self.next_seq += 1;
                     let entry = InFlight {
-                        id: id.to_owned(),
+                        id: id.to_raw(),
                         is_call,
                         is_tools_list,
                         sent: false,
                         line: Vec::new(),
                         seq: self.next_seq,
                     };
-                    let key = id_key(id);
+                    let key = id_key_of(id.get());
                     self.in_flight.insert(key.clone(), entry);
                     return Some(key);
                 }
@@ -175,7 +175,7 @@ impl State {
             Some(Daemon::Other) => return true,
             None => match Head::parse(line) {
                 Ok(msg) if msg.kind() == Kind::Response => match msg.id() {
-                    Some(id) => id_key(id),
+                    Some(id) => id_key_of(id.get()),
                     None => return true,
                 },
                 _ => return true,
@@ -412,10 +412,10 @@ pub(super) fn write_some(w: &mut UnixStream, bytes: &[u8]) -> std::io::Result<us
 }
 
 /// Whether a request's params name a `cursor` (a later page of a list).
-fn has_cursor(params: Option<&RawValue>) -> bool {
+fn has_cursor(params: Option<Json<'_>>) -> bool {
     params
-        .and_then(|p| serde_json::from_str::<serde_json::Value>(p.get()).ok())
-        .is_some_and(|p| p.get("cursor").is_some())
+        .and_then(Json::object)
+        .is_some_and(|p| p.contains_key("cursor"))
 }
 
 #[cfg(test)]

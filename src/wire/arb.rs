@@ -30,3 +30,18 @@ pub(super) fn value(names: &'static [&'static str]) -> impl Strategy<Value = Val
 pub(super) fn key(names: &'static [&'static str]) -> impl Strategy<Value = String> {
     prop_oneof![prop::sample::select(names).prop_map(str::to_string), ".*",]
 }
+
+/// `bytes` with one byte changed (`edit` 0), dropped (1) or added (2) at `at`, or as it is
+/// (3): what the checks of a line are held to serde_json on.
+pub(super) fn damage(mut bytes: Vec<u8>, at: prop::sample::Index, edit: u8, byte: u8) -> Vec<u8> {
+    let i = at.index(bytes.len() + 1);
+    match edit {
+        0 if i < bytes.len() => bytes[i] = byte,
+        1 if i < bytes.len() => {
+            bytes.remove(i);
+        }
+        2 => bytes.insert(i, byte),
+        _ => {}
+    }
+    bytes
+}

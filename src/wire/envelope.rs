@@ -10,10 +10,11 @@ use serde::de::{MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::value::RawValue;
 
+use super::check;
 use super::object::Json;
 use super::scan::{bytes_below, bytes_equal};
+use super::to_line;
 use super::top_fields::{TopFields, Value};
-use super::{Object, string_text, to_line};
 
 /// JSON-RPC error codes the daemon uses itself.
 pub mod rpc_code {
@@ -141,6 +142,29 @@ impl<'de> Deserialize<'de> for TopKey<'de> {
     }
 }
 
+/// A message's fields read by serde_json (with [`TopFieldsVisitor`]).
+fn serde_fields(text: &str) -> Result<TopFields<'_>, EnvelopeError> {
+    let mut de = serde_json::Deserializer::from_str(text);
+    de.deserialize_map(TopFieldsVisitor)
+        .and_then(|f| de.end().map(|()| f))
+        .map_err(|e| EnvelopeError::Parse(e.to_string()))
+}
+
+/// A message's fields as [`serde_fields`] reads them, found by the wire's own check (see
+/// `check.rs`): `None` for any text it does not take whole, which serde_json then reads. Each
+/// value is kept as the text it checked, not made a raw value (that would check it again).
+fn checked_fields(text: &str) -> Option<TopFields<'_>> {
+    let mut fields = TopFields::with_capacity(6);
+    check::object_fields(text, |key, value| {
+        let value = Value::Written {
+            text: Cow::Borrowed(value),
+            raw: Default::default(),
+        };
+        fields.insert(key, value);
+    })?;
+    Some(fields)
+}
+
 /// What a message is, by the JSON-RPC rules.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -213,16 +237,14 @@ impl Message {
             text.shrink_to_fit();
         }
         let read = Read::try_new(text, |text| {
-            let mut de = serde_json::Deserializer::from_str(text);
-            de.deserialize_map(TopFieldsVisitor)
-                .and_then(|f| de.end().map(|()| f))
-                .map_err(|e| EnvelopeError::Parse(e.to_string()))
+            // Text the wire's own check does not take, serde_json reads: it says what is wrong.
+            checked_fields(text).map_or_else(|| serde_fields(text), Ok)
         })?;
         let msg = Message { read };
         let fields = msg.fields();
         if fields
-            .get("method")
-            .is_some_and(|m| string_text(m).is_none())
+            .text("method")
+            .is_some_and(|m| Json::written(m).string().is_none())
         {
             return Err(EnvelopeError::Invalid("method must be a string".into()));
         }
@@ -254,7 +276,7 @@ impl Message {
     /// it is, never checked for the line (see [`ObjectText`]).
     fn insert_written(&mut self, name: &str, text: String) {
         let value = Value::Written {
-            text,
+            text: Cow::Owned(text),
             raw: Default::default(),
         };
         self.read
@@ -293,9 +315,8 @@ impl Message {
     }
 
     pub fn method(&self) -> Option<String> {
-        self.fields()
-            .get("method")
-            .and_then(string_text)
+        self.field_json("method")
+            .and_then(Json::string)
             .map(Cow::into_owned)
     }
 
@@ -363,7 +384,7 @@ impl Message {
     /// Set fields of `<object>._meta` for a top-level object field (`params`, `result`).
     pub fn set_meta_fields_of(&mut self, object: &str, fields: Vec<(&str, Box<RawValue>)>) {
         // Written from parts that are JSON already (see `with_meta_text`): not checked again.
-        if let Some(text) = with_meta_text(self.field(object), &fields) {
+        if let Some(text) = with_meta_text(self.field_json(object), &fields) {
             self.insert_written(object, text);
         }
     }
@@ -451,7 +472,7 @@ impl Message {
     pub fn child_line(&self, id: &str, meta: &[(&str, impl Borrow<RawValue>)]) -> Vec<u8> {
         let params = match meta.is_empty() {
             true => None,
-            false => with_meta_text(self.field("params"), meta),
+            false => with_meta_text(self.field_json("params"), meta),
         };
         // `params` before `id`: a field the message lacks is added at the end in this order,
         // as setting `_meta` and then the id added them.
@@ -552,14 +573,14 @@ fn push_object<'v>(out: &mut String, entries: impl Iterator<Item = (&'v str, &'v
 /// written as their maps would write them (a repeated key once, at its first place, with its
 /// last value). `None` when nothing changes: a field that is not an object.
 fn with_meta_text(
-    object: Option<&RawValue>,
+    object: Option<Json<'_>>,
     fields: &[(&str, impl Borrow<RawValue>)],
 ) -> Option<String> {
     if let Some(text) = object.and_then(|o| splice_meta_text(o, fields)) {
         return Some(text);
     }
     let parsed = match object {
-        Some(o) => Some(Object::of(o)?),
+        Some(o) => Some(o.object()?),
         None => None,
     };
     let entries = parsed.as_ref().map(|o| o.entries(&[])).unwrap_or_default();
@@ -624,7 +645,7 @@ fn is_plain(key: &str) -> bool {
 /// once. Everything else of `object` stays as the client wrote it, byte for byte: a key it gave
 /// twice stays twice, as the child would have had it from the client directly (the map kept
 /// one). `None` means: use the map.
-fn splice_meta_text(object: &RawValue, fields: &[(&str, impl Borrow<RawValue>)]) -> Option<String> {
+fn splice_meta_text(object: Json<'_>, fields: &[(&str, impl Borrow<RawValue>)]) -> Option<String> {
     let text = object.get().trim();
     let inner = text.strip_prefix('{')?.strip_suffix('}')?;
     if text.contains("_meta") || text.contains("\\u") {
@@ -784,6 +805,65 @@ fn all_digits(b: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    const NAMES: [&str; 6] = ["jsonrpc", "id", "method", "params", "result", "error"];
+
+    /// A message's fields as (key, text) pairs, in order.
+    fn pairs(fields: &TopFields<'_>) -> Vec<(String, String)> {
+        fields
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(3000))]
+
+        /// The wire's own check reads exactly the lines serde_json reads, into the same fields
+        /// (repeated keys, escaped keys, whitespace, damaged lines): a line it takes that
+        /// serde_json would refuse would reach a child unchecked.
+        #[test]
+        fn the_wires_check_reads_what_serde_json_reads(
+            fields in prop::collection::vec(
+                (crate::wire::arb::key(&NAMES), crate::wire::arb::value(&NAMES)), 0..6),
+            repeat in any::<bool>(),
+            spaced in any::<bool>(),
+            at in any::<prop::sample::Index>(),
+            edit in 0u8..4,
+            byte in prop::sample::select(b"\"\\{}[],: \t\r\x01nt0-e.u".to_vec()),
+        ) {
+            let sep = if spaced { " , " } else { "," };
+            let mut items: Vec<String> = fields
+                .iter()
+                .map(|(k, v)| format!("{}:{}", serde_json::to_string(k).unwrap(), v))
+                .collect();
+            if repeat && let Some(first) = items.first().cloned() {
+                items.push(first.replace(':', ": "));
+            }
+            let line = format!("{{{}}}", items.join(sep)).into_bytes();
+            let bytes = crate::wire::arb::damage(line, at, edit, byte);
+            if let Ok(text) = String::from_utf8(bytes) {
+                let checked = checked_fields(&text).map(|f| pairs(&f));
+                let serde = serde_fields(&text).ok().map(|f| pairs(&f));
+                prop_assert_eq!(checked, serde, "{:?}", text);
+            }
+        }
+    }
+
+    /// A key written with an escape is decoded as serde_json decodes it; one that is a lone
+    /// surrogate is left to serde_json, which refuses the line and says why.
+    #[test]
+    fn escaped_keys_are_read_as_serde_json_reads_them() {
+        let ok = r#"{"\u006d\u0065thod":"a","id":1,"x\"y":2}"#;
+        let fields = checked_fields(ok).expect("taken");
+        assert_eq!(pairs(&fields), pairs(&serde_fields(ok).unwrap()));
+        assert_eq!(fields.text("method"), Some(r#""a""#));
+        let lone = r#"{"\ud800":1,"method":"a"}"#;
+        assert!(checked_fields(lone).is_none());
+        let err = Message::parse(lone.as_bytes()).unwrap_err().to_string();
+        assert!(err.starts_with("parse error: "), "{err}");
+    }
 
     /// The word-at-a-time check agrees with serde_json on every byte at every place of a word.
     #[test]
@@ -814,7 +894,7 @@ mod tests {
     /// text when it could be, else the object and its `_meta` parsed into maps and written back.
     fn set_meta_by_maps(msg: &mut Message, fields: Vec<(&str, Box<RawValue>)>) {
         if let Some(spliced) = msg
-            .field("params")
+            .field_json("params")
             .and_then(|o| splice_meta_text(o, &fields))
             .and_then(|text| RawValue::from_string(text).ok())
         {
@@ -1122,7 +1202,7 @@ mod tests {
         let mut msg = Message::parse_owned(line.to_vec()).unwrap();
         let owner = msg.read.borrow_owner().as_bytes().as_ptr_range();
         let in_line =
-            |m: &Message, name: &str| owner.contains(&m.field(name).unwrap().get().as_ptr());
+            |m: &Message, name: &str| owner.contains(&m.field_json(name).unwrap().get().as_ptr());
         for name in ["jsonrpc", "id", "method", "params", "xy"] {
             assert!(in_line(&msg, name), "{name}");
         }
@@ -1189,7 +1269,7 @@ mod tests {
     fn a_written_field_is_written_as_it_is_and_reads_as_its_raw_value() {
         let line = br#"{"jsonrpc":"2.0","id":7,"result":{"a":[1,{"b":"}"}],"drop":1,"k\"ey":"v"}}"#;
         let mut msg = Message::parse(line).unwrap();
-        let result = Object::of(msg.field("result").unwrap()).unwrap();
+        let result = msg.field_json("result").unwrap().object().unwrap();
         let view = ObjectText::of(&result.entries(&["drop"]));
         let expected = r#"{"a":[1,{"b":"}"}],"k\"ey":"v"}"#;
         assert_eq!(view.get(), expected);

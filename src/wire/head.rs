@@ -8,19 +8,17 @@
 use std::borrow::Cow;
 use std::fmt;
 
+use super::{EnvelopeError, Json, Kind, Message};
 use serde::Deserialize;
 use serde::de::{IgnoredAny, MapAccess, Visitor};
-use serde_json::value::RawValue;
-
-use super::{EnvelopeError, Kind, Message};
 
 /// The top-level fields the shim routes by, borrowed from one line.
 #[derive(Debug, Default)]
 pub struct Head<'a> {
-    id: Option<&'a RawValue>,
+    id: Option<Json<'a>>,
     method: Option<Cow<'a, str>>,
-    params: Option<&'a RawValue>,
-    result: Option<&'a RawValue>,
+    params: Option<Json<'a>>,
+    result: Option<Json<'a>>,
 }
 
 impl<'a> Head<'a> {
@@ -28,15 +26,19 @@ impl<'a> Head<'a> {
     pub fn parse(line: &'a [u8]) -> Result<Head<'a>, EnvelopeError> {
         let text = std::str::from_utf8(line)
             .map_err(|e| EnvelopeError::Parse(format!("not UTF-8: {e}")))?;
-        let fields: RawFields<'a> = match serde_json::from_str(text) {
-            Ok(fields) => fields,
-            // Anything else (an array, a number, not JSON): Message says which, with its words.
-            Err(_) => return Err(Message::parse(line).err().unwrap_or_else(not_object)),
+        // The wire's own check reads it (see `check.rs`); what that does not take, serde_json
+        // reads, and anything else (an array, a number, not JSON) Message says, in its words.
+        let fields = match checked(text) {
+            Some(fields) => fields,
+            None => match serde_json::from_str::<RawFields<'a>>(text) {
+                Ok(fields) => fields,
+                Err(_) => return Err(Message::parse(line).err().unwrap_or_else(not_object)),
+            },
         };
         let method = match fields.method {
             None => None,
             Some(raw) => Some(
-                super::string_text(raw)
+                raw.string()
                     .ok_or_else(|| EnvelopeError::Invalid("method must be a string".into()))?,
             ),
         };
@@ -62,7 +64,7 @@ impl<'a> Head<'a> {
         }
     }
 
-    pub fn id(&self) -> Option<&'a RawValue> {
+    pub fn id(&self) -> Option<Json<'a>> {
         self.id
     }
 
@@ -70,13 +72,30 @@ impl<'a> Head<'a> {
         self.method.as_deref()
     }
 
-    pub fn params(&self) -> Option<&'a RawValue> {
+    pub fn params(&self) -> Option<Json<'a>> {
         self.params
     }
 
-    pub fn result(&self) -> Option<&'a RawValue> {
+    pub fn result(&self) -> Option<Json<'a>> {
         self.result
     }
+}
+
+/// The routing fields found by the wire's own check; `None` for text it does not take whole.
+fn checked(text: &str) -> Option<RawFields<'_>> {
+    let mut fields = RawFields::default();
+    super::check::object_fields(text, |key, value| {
+        let value = Some(Json::written(value));
+        match &*key {
+            "id" => fields.id = value,
+            "method" => fields.method = value,
+            "params" => fields.params = value,
+            "result" => fields.result = value,
+            "error" => fields.has_error = true,
+            _ => {}
+        }
+    })?;
+    Some(fields)
 }
 
 fn not_object() -> EnvelopeError {
@@ -86,10 +105,10 @@ fn not_object() -> EnvelopeError {
 /// The top-level object as its routing fields, each the last of its key.
 #[derive(Default)]
 struct RawFields<'a> {
-    id: Option<&'a RawValue>,
-    method: Option<&'a RawValue>,
-    params: Option<&'a RawValue>,
-    result: Option<&'a RawValue>,
+    id: Option<Json<'a>>,
+    method: Option<Json<'a>>,
+    params: Option<Json<'a>>,
+    result: Option<Json<'a>>,
     has_error: bool,
 }
 
@@ -112,10 +131,10 @@ impl<'de> Visitor<'de> for FieldsVisitor {
         let mut fields = RawFields::default();
         while let Some(key) = map.next_key::<Key>()? {
             match key {
-                Key::Id => fields.id = Some(map.next_value()?),
-                Key::Method => fields.method = Some(map.next_value()?),
-                Key::Params => fields.params = Some(map.next_value()?),
-                Key::Result => fields.result = Some(map.next_value()?),
+                Key::Id => fields.id = Some(Json::of(map.next_value()?)),
+                Key::Method => fields.method = Some(Json::of(map.next_value()?)),
+                Key::Params => fields.params = Some(Json::of(map.next_value()?)),
+                Key::Result => fields.result = Some(Json::of(map.next_value()?)),
                 Key::Error => {
                     map.next_value::<IgnoredAny>()?;
                     fields.has_error = true;
@@ -165,6 +184,47 @@ impl<'de> Deserialize<'de> for Key {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::value::RawValue;
+
+    fn texts(f: &RawFields<'_>) -> [Option<String>; 5] {
+        let t = |j: Option<Json<'_>>| j.map(|j| j.get().to_string());
+        [
+            t(f.id),
+            t(f.method),
+            t(f.params),
+            t(f.result),
+            f.has_error.then(String::new),
+        ]
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
+
+        /// The check's routing fields are serde_json's, for any line and any damaged line.
+        #[test]
+        fn checked_fields_are_serde_jsons(
+            fields in proptest::collection::vec(
+                (crate::wire::arb::key(&["id", "method", "params", "result", "error"]),
+                 crate::wire::arb::value(&["id", "method"])), 0..6),
+            at in proptest::prelude::any::<proptest::sample::Index>(),
+            edit in 0u8..4,
+            byte in proptest::sample::select(b"\"\\{}[],: \x01n0-".to_vec()),
+        ) {
+            let items: Vec<String> = fields
+                .iter()
+                .map(|(k, v)| format!("{}:{}", serde_json::to_string(k).unwrap(), v))
+                .collect();
+            let bytes = crate::wire::arb::damage(format!("{{{}}}", items.join(",")).into_bytes(), at, edit, byte);
+            if let Ok(text) = String::from_utf8(bytes) {
+                let serde = serde_json::from_str::<RawFields<'_>>(&text).ok();
+                proptest::prop_assert_eq!(
+                    checked(&text).map(|f| texts(&f)),
+                    serde.map(|f| texts(&f)),
+                    "{:?}", text
+                );
+            }
+        }
+    }
 
     /// Head reads every line as Message does: the same lines refused, the same kind, id,
     /// method, params and result.
@@ -202,19 +262,15 @@ mod tests {
             match (head, msg) {
                 (Ok(h), Ok(m)) => {
                     assert_eq!(h.kind(), m.kind(), "{line}");
-                    assert_eq!(
-                        h.id().map(RawValue::get),
-                        m.id().map(RawValue::get),
-                        "{line}"
-                    );
+                    assert_eq!(h.id().map(Json::get), m.id().map(RawValue::get), "{line}");
                     assert_eq!(h.method().map(str::to_string), m.method(), "{line}");
                     assert_eq!(
-                        h.params().map(RawValue::get),
+                        h.params().map(Json::get),
                         m.params().map(RawValue::get),
                         "{line}"
                     );
                     assert_eq!(
-                        h.result().map(RawValue::get),
+                        h.result().map(Json::get),
                         m.field("result").map(RawValue::get),
                         "{line}"
                     );

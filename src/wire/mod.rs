@@ -11,6 +11,7 @@ use std::fmt;
 pub mod answer;
 #[cfg(test)]
 mod arb;
+mod check;
 mod control;
 mod envelope;
 mod head;

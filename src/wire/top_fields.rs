@@ -28,12 +28,12 @@ type Large<'a> = IndexMap<Cow<'a, str>, Value<'a>, foldhash::fast::RandomState>;
 pub(super) enum Value<'a> {
     /// A raw value: read from the line, or set.
     Raw(Cow<'a, RawValue>),
-    /// Text the wire wrote from parts that are JSON (see `ObjectText`), written out as it is.
-    /// serde_json makes a raw value of text only by checking it (`RawValue::from_string`), so
-    /// one is made the first time the field is read as a raw value, not for the line it goes
-    /// into.
+    /// Text known to be JSON: read from the line by the wire's own check (`check.rs`), or
+    /// written by the wire from parts that are JSON (see `ObjectText`), and written out as it
+    /// is. serde_json makes a raw value of text only by checking it (`RawValue::from_string`),
+    /// so one is made the first time the field is read as a raw value, not for every line.
     Written {
-        text: String,
+        text: Cow<'a, str>,
         raw: OnceCell<Box<RawValue>>,
     },
 }
@@ -65,7 +65,7 @@ impl Value<'_> {
         match self {
             Value::Raw(raw) => Value::Raw(Cow::Owned(raw.clone().into_owned())),
             Value::Written { text, raw } => Value::Written {
-                text: text.clone(),
+                text: Cow::Owned(text.clone().into_owned()),
                 raw: raw.clone(),
             },
         }

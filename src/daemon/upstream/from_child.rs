@@ -14,8 +14,8 @@ use super::{Internal, Origin, Upstream, log_level, mrtr};
 use crate::daemon::SessionId;
 use crate::daemon::stats::Outcome;
 use crate::wire::{
-    self, ErrorCode, Kind, Message, Object, WireError, error_line, id_key, raw, response_line,
-    rpc_code,
+    self, ErrorCode, Json, Kind, Message, Object, WireError, error_line, id_key, raw,
+    response_line, rpc_code,
 };
 
 impl Upstream {
@@ -30,7 +30,7 @@ impl Upstream {
         match msg.kind() {
             Kind::Response => {
                 let uid = msg
-                    .id()
+                    .field_json("id")
                     .and_then(|id| serde_json::from_str::<u64>(id.get()).ok());
                 let Some(p) = uid.and_then(|u| self.inflight.remove(u)) else {
                     if let Some(uid) = uid {
@@ -57,9 +57,9 @@ impl Upstream {
         let (input_required, is_error, view) = {
             let needed = p.retry.is_some() || p.is_call || p.handshake_view;
             let result = needed
-                .then(|| msg.field("result"))
+                .then(|| msg.field_json("result"))
                 .flatten()
-                .and_then(Object::of);
+                .and_then(Json::object);
             let result = result.as_ref();
             (
                 result.is_some_and(mrtr::asks_for_input),
@@ -79,10 +79,10 @@ impl Upstream {
             self.account_call(&p, &msg, is_error, latency);
         }
         if let Some((key, caps)) = p.tools_key.take()
-            && let Some(result) = msg.field("result")
+            && let Some(result) = msg.field_json("result")
         {
             let live_refresh = matches!(p.origin, Origin::Internal(Internal::ToolsList));
-            if self.cache.set_tools(key, caps, result.to_owned()) {
+            if self.cache.set_tools(key, caps, result.to_raw()) {
                 // The daemon's own look found a change sessions may not have heard of.
                 self.announce_tools_changed(live_refresh);
             }

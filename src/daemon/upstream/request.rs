@@ -10,7 +10,7 @@ use std::borrow::Cow;
 use serde_json::value::RawValue;
 
 use super::era;
-use crate::wire::{Json, Message, Object, raw};
+use crate::wire::{Json, Message, raw};
 
 /// The methods the router treats differently; everything else is forwarded as it is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -93,12 +93,15 @@ impl Request {
     pub fn classify(msg: Message) -> Request {
         let name = msg.method().unwrap_or_default();
         let method = Method::of(&name);
-        let id = msg.id().map(|i| i.to_owned()).unwrap_or_else(|| raw(&()));
+        let id = msg
+            .field_json("id")
+            .map(Json::to_raw)
+            .unwrap_or_else(|| raw(&()));
         // `params` and its `_meta` read in place, once each; only what is kept is copied.
-        let read = msg.params().and_then(Object::of);
-        let mut unread = msg
-            .params()
-            .is_some_and(|p| read.is_none() && is_unreadable(Json::of(p)))
+        let params = msg.field_json("params");
+        let read = params.and_then(Json::object);
+        let mut unread = params
+            .is_some_and(|p| read.is_none() && is_unreadable(p))
             .then_some("params");
         let params = read.unwrap_or_default();
         let meta = params.object("_meta");
@@ -165,7 +168,7 @@ impl Request {
         if self.method != Method::ToolsCall {
             return None;
         }
-        Json::of(self.msg.params()?).field("arguments")
+        self.msg.field_json("params")?.field("arguments")
     }
 
     /// A first page of `tools/list`: what a session believes the tools are.

@@ -141,7 +141,10 @@ fn sign_in_url(marker: &Finder, msg: &Message) -> Option<String> {
     if marker.needle().is_empty() {
         return None;
     }
-    let text = msg.field("result").or_else(|| msg.field("error"))?.get();
+    let text = msg
+        .field_json("result")
+        .or_else(|| msg.field_json("error"))?
+        .get();
     // The marker is text, so where it ends is a character boundary.
     let start = marker.find(text.as_bytes())? + marker.needle().len();
     let url: String = text[start..]
