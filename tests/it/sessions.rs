@@ -7,23 +7,29 @@ use crate::support;
 use serde_json::{Value, json};
 use support::*;
 
+/// Each session's calls and errors, a result with `isError: true` among them, whatever era the
+/// child speaks (a 2026-07-28 child's results are read for the handshake-era view anyway; a
+/// handshake-era child's only when they may hold `isError`).
 #[test]
 fn status_knows_each_session() {
-    let env = Env::with_fake(json!({}));
-    let _d = env.daemon();
-    let mut a = env.shim_with(&[]);
-    a.initialize();
-    a.call("echo", json!({"text": "x"}));
-    a.call("fail", json!({}));
-    let status = control(&env.socket, "status", Value::Null).unwrap();
-    let s = &status["upstreams"][0]["sessions"][0];
-    assert_eq!(s["clientInfo"]["name"], "test-client");
-    assert_eq!(s["clientInfo"]["version"], "9.9.9");
-    assert_eq!(s["pid"].as_u64().unwrap(), a.child.id() as u64);
-    assert_eq!(s["stats"]["calls"], 2);
-    assert_eq!(s["stats"]["errors"], 1);
-    assert!(s["stats"]["p50Ms"].as_f64().is_some());
-    assert!(s["connectedAtMs"].as_u64().unwrap() > 1_700_000_000_000);
+    for era in ["dual", "legacy"] {
+        let env = Env::with_fake(json!({"env": {"FAKE_MCP_ERA": era}}));
+        let _d = env.daemon();
+        let mut a = env.shim_with(&[]);
+        a.initialize();
+        a.call("echo", json!({"text": "x"}));
+        a.call("fail", json!({}));
+        a.call("echo", json!({"text": "isError"}));
+        let status = control(&env.socket, "status", Value::Null).unwrap();
+        let s = &status["upstreams"][0]["sessions"][0];
+        assert_eq!(s["clientInfo"]["name"], "test-client");
+        assert_eq!(s["clientInfo"]["version"], "9.9.9");
+        assert_eq!(s["pid"].as_u64().unwrap(), a.child.id() as u64);
+        assert_eq!(s["stats"]["calls"], 3, "{era}");
+        assert_eq!(s["stats"]["errors"], 1, "{era}");
+        assert!(s["stats"]["p50Ms"].as_f64().is_some());
+        assert!(s["connectedAtMs"].as_u64().unwrap() > 1_700_000_000_000);
+    }
 }
 
 /// The Claude Code session id travels in the hello (the daemon logs it) but `status` does not

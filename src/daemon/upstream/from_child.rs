@@ -55,11 +55,12 @@ impl Upstream {
         // The result is read once, for all that follows needs of it (a parse each was a large
         // part of the daemon's work per call: issue 22).
         let (input_required, is_error, view) = {
-            let needed = p.retry.is_some() || p.is_call || p.handshake_view;
-            let result = needed
-                .then(|| msg.field_json("result"))
-                .flatten()
-                .and_then(Json::object);
+            let result = msg.field_json("result");
+            // A call's result is walked for `isError` only when it may hold one.
+            let needed = p.retry.is_some()
+                || p.handshake_view
+                || (p.is_call && result.is_some_and(|r| r.may_hold_key("isError")));
+            let result = needed.then_some(result).flatten().and_then(Json::object);
             let result = result.as_ref();
             (
                 result.is_some_and(mrtr::asks_for_input),

@@ -15,9 +15,9 @@ use memchr::memmem::Finder;
 
 use super::request::Request;
 use crate::config::SignInConfig;
+use crate::wire::Message;
 #[cfg(doc)]
 use crate::wire::Object;
-use crate::wire::{Json, Message};
 
 /// A sign-in the upstream asked for and the user has not completed yet.
 pub(super) struct SignIn {
@@ -72,7 +72,7 @@ impl SignIns {
         let named = how
             .account_argument
             .as_deref()
-            .and_then(|name| string_field(req.arguments()?, name));
+            .and_then(|name| string_field(req, name));
         Some(named.unwrap_or_default())
     }
 
@@ -155,12 +155,11 @@ fn sign_in_url(marker: &Finder, msg: &Message) -> Option<String> {
     url.starts_with("http").then_some(url)
 }
 
-/// The string value of field `name` of the JSON object `args`, read in place (see
-/// [`Object`]); a repeated key counts with its last value, as the server reads it (Python's
-/// `json`, serde_json). `None` when `args` is no object, has no such field, or its value is no
-/// string.
-fn string_field(args: Json<'_>, name: &str) -> Option<String> {
-    args.field(name)?.string().map(Cow::into_owned)
+/// The string value of the call's argument `name`, read in place (see [`Object`]); a repeated
+/// key counts with its last value, as the server reads it (Python's `json`, serde_json).
+/// `None` when the arguments are no object, have no such field, or its value is no string.
+fn string_field(req: &Request, name: &str) -> Option<String> {
+    req.argument(name)?.string().map(Cow::into_owned)
 }
 
 /// The tool result text for a call answered with a pending sign-in.
@@ -242,7 +241,7 @@ mod tests {
                 r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"t","arguments":{args}}}}}"#
             );
             let req = Request::classify(Message::parse(line.as_bytes()).unwrap());
-            string_field(req.arguments()?, "user")
+            string_field(&req, "user")
         };
         assert_eq!(
             user(r#"{"user":"ada","user":"bob"}"#).as_deref(),
@@ -254,6 +253,12 @@ mod tests {
         );
         assert_eq!(user(r#"{"user":"bob","user":null}"#), None);
         assert_eq!(user(r#"{"us\u0065r":"eve"}"#).as_deref(), Some("eve"));
+        assert_eq!(
+            user(r#"{"\u0075\u0073\u0065\u0072":"eve"}"#).as_deref(),
+            Some("eve")
+        );
+        assert_eq!(user(r#"{"users":"ada","name":"user"}"#), None);
+        assert_eq!(user(r#"{"name":"ada"}"#), None);
         assert_eq!(user(r#"{"user":"a\"b"}"#).as_deref(), Some("a\"b"));
         assert_eq!(user(r#"["user","ada"]"#), None);
         assert_eq!(user(r#""user""#), None);
