@@ -22,7 +22,7 @@ CALLS=${CALLS:-2000}
 SDK_RUNS=${SDK_RUNS:-15}
 TP_CALLS=${TP_CALLS:-1000}
 
-cargo build --release --quiet --bins --example fake_mcp --example mcp_bench
+cargo build --release --quiet --bins --example fake_mcp --example mcp_bench --example tokio_relay
 # The shim as the Linux release archives ship it: linked static (scripts/static-shim).
 # Where it cannot be (no static glibc), the dynamic one is measured, and said so.
 case "$(rustc -vV | sed -n 's/^host: //p')" in
@@ -32,6 +32,7 @@ BIN=${CARGO_TARGET_DIR:-$PWD/target}/release
 COOGLE=$BIN/coogle
 FAKE=$BIN/examples/fake_mcp
 BENCH=$BIN/examples/mcp_bench
+TOKIO_RELAY=$BIN/examples/tokio_relay
 
 WORK=$(mktemp -d /tmp/coogle-bench.XXXXXX)
 DAEMONS=()
@@ -163,6 +164,13 @@ if [[ ${SKIP_FLOOR:-0} != 1 ]] && command -v socat >/dev/null; then
   # The same listener, reached by the bench on its socket (`raw:`): one hop, beside coogle's
   # daemon alone (the bench on the daemon's socket), so the daemon's hop is read against a
   # socat hop and the shim's against the other.
+  # And the daemon's shape with none of its work (examples/tokio_relay.rs: the runtime, a
+  # reader task each way, a channel, one writing task): what is left between it and the
+  # daemon alone is coogle's own work per line.
+  TOKIO_SOCKET=$WORK/tokio.sock
+  "$TOKIO_RELAY" "$TOKIO_SOCKET" -- "$FAKE" 2>"$WORK/tokio.log" &
+  DAEMONS+=($!)
+  for _ in $(seq 1 100); do [[ -S $TOKIO_SOCKET ]] && break; sleep 0.05; done
 elif [[ ${SKIP_FLOOR:-0} == 1 ]]; then
   NO_FLOOR="SKIP_FLOOR=1 was set"
   echo "$NO_FLOOR; the floor row (a two-hop relay with no multiplexing) is skipped" >&2
@@ -187,6 +195,10 @@ if [[ ${ONE_CPU:-1} != 0 && -n $FLOOR ]] && command -v taskset >/dev/null; then
   $ONE_CPU_PIN socat "UNIX-LISTEN:$FLOOR1_PIPES_SOCKET,fork" "EXEC:$FAKE,pipes" 2>"$WORK/floor1-pipes.log" &
   DAEMONS+=($!)
   for _ in $(seq 1 100); do [[ -S $FLOOR1_PIPES_SOCKET ]] && break; sleep 0.05; done
+  TOKIO1_SOCKET=$WORK/tokio1.sock
+  $ONE_CPU_PIN "$TOKIO_RELAY" "$TOKIO1_SOCKET" -- "$FAKE" 2>"$WORK/tokio1.log" &
+  DAEMONS+=($!)
+  for _ in $(seq 1 100); do [[ -S $TOKIO1_SOCKET ]] && break; sleep 0.05; done
 fi
 
 # A fake child that takes seconds to start, for a cold daemon's session start (the tools cache
@@ -217,6 +229,7 @@ latency_way() {
     floor-fake) record "$1" "$("$BENCH" latency "$CALLS" -- $FLOOR)" ;;
     floor-pipes-fake) record "$1" "$("$BENCH" latency "$CALLS" -- $FLOOR_PIPES)" ;;
     hop-fake) record "$1" "$("$BENCH" latency "$CALLS" -- "raw:$FLOOR_PIPES_SOCKET")" ;;
+    tokio-fake) record "$1" "$("$BENCH" latency "$CALLS" -- "raw:$TOKIO_SOCKET")" ;;
     # The daemon alone (mcp_bench speaks to its socket, no shim): the shim's share is the rest.
     daemon-fake) record "$1" "$("$BENCH" latency "$CALLS" -- "unix:$WORK/fake/s.sock")" ;;
     direct-everything) record "$1" "$("$BENCH" latency "$CALLS" -- "$EVERYTHING" stdio)" ;;
@@ -227,16 +240,17 @@ latency_way() {
     floor-fake-1cpu) record "$1" "$($ONE_CPU_PIN "$BENCH" latency "$CALLS" -- socat STDIO "UNIX-CONNECT:$FLOOR1_SOCKET")" ;;
     floor-pipes-fake-1cpu) record "$1" "$($ONE_CPU_PIN "$BENCH" latency "$CALLS" -- socat STDIO "UNIX-CONNECT:$FLOOR1_PIPES_SOCKET")" ;;
     hop-fake-1cpu) record "$1" "$($ONE_CPU_PIN "$BENCH" latency "$CALLS" -- "raw:$FLOOR1_PIPES_SOCKET")" ;;
+    tokio-fake-1cpu) record "$1" "$($ONE_CPU_PIN "$BENCH" latency "$CALLS" -- "raw:$TOKIO1_SOCKET")" ;;
     coogle-fake-1cpu) record "$1" "$($ONE_CPU_PIN "$BENCH" latency "$CALLS" -- $(shim fake1cpu))" ;;
     daemon-fake-1cpu) record "$1" "$($ONE_CPU_PIN "$BENCH" latency "$CALLS" -- "unix:$WORK/fake1cpu/s.sock")" ;;
   esac
 }
 LATENCY_WAYS=(direct-fake coogle-fake daemon-fake)
-[[ -n $FLOOR ]] && LATENCY_WAYS+=(floor-fake floor-pipes-fake hop-fake)
+[[ -n $FLOOR ]] && LATENCY_WAYS+=(floor-fake floor-pipes-fake hop-fake tokio-fake)
 [[ -n $EVERYTHING ]] && LATENCY_WAYS+=(direct-everything coogle-everything)
 [[ -n $PEER ]] && LATENCY_WAYS+=(peer-fake)
 [[ -n ${BASE:-} ]] && LATENCY_WAYS+=(base-fake)
-[[ -n $ONE_CPU_PIN ]] && LATENCY_WAYS+=(direct-fake-1cpu floor-fake-1cpu floor-pipes-fake-1cpu hop-fake-1cpu coogle-fake-1cpu daemon-fake-1cpu)
+[[ -n $ONE_CPU_PIN ]] && LATENCY_WAYS+=(direct-fake-1cpu floor-fake-1cpu floor-pipes-fake-1cpu hop-fake-1cpu tokio-fake-1cpu coogle-fake-1cpu daemon-fake-1cpu)
 echo "latency: $RUNS runs × $CALLS sequential calls each, ${#LATENCY_WAYS[@]} ways" >&2
 # Each run starts one way further along the list, so no way always follows the same one (the
 # report pairs the ways run by run; a fixed order would pair each with the same neighbour).

@@ -103,6 +103,7 @@ ways = [("direct (the client starts the child)", "direct-fake"),
         ("coogle (`coogle mcp` → daemon → child)", "coogle-fake"),
         ("coogle's daemon alone (the bench on its socket, no shim)", "daemon-fake"),
         ("one `socat` hop (the bench on the pipes floor's listener, no client `socat`)", "hop-fake"),
+        ("the daemon's shape with none of its work (`tokio_relay`, the bench on its socket)", "tokio-fake"),
         (f"rmcp-mux {os.environ.get('PEER_VERSION') or ''} (proxy → daemon → child)".replace("  ", " "), "peer-fake"),
         (f"previous build, {os.environ.get('BASE_VERSION') or 'BASE'} (`coogle mcp` → daemon → child)", "base-fake")]
 if by("floor-fake"):
@@ -133,17 +134,25 @@ if by("floor-fake"):
               f"{med('daemon-fake', 'p50_us') - med('hop-fake', 'p50_us'):+.0f} µs; the shim's hop (coogle less the daemon alone) "
               f"{c - med('daemon-fake', 'p50_us'):.0f} µs against the client `socat`'s (the floor over pipes less one hop) "
               f"{med('floor-pipes-fake', 'p50_us') - med('hop-fake', 'p50_us'):.0f} µs.")
+    if by("tokio-fake") and by("hop-fake"):
+        # The runtime and the task shape against coogle's own work per line.
+        print(f"Where the daemon's hop goes: the daemon's shape with none of its work (`tokio_relay`) against one `socat` hop "
+              f"{against('tokio-fake', 'hop-fake')}; the daemon alone against that shape {against('daemon-fake', 'tokio-fake')}, "
+              f"{med('daemon-fake', 'p50_us') - med('tokio-fake', 'p50_us'):+.0f} µs.")
     if by("floor-fake-1cpu"):
         # Every process of each way on one CPU (taskset -c 0): no cross-CPU wake-up, so what
         # is left is each hop's own work; these runs repeat to the microsecond.
         f1 = med("floor-fake-1cpu", "p50_us")
         print(f"\nThe same, every process on one CPU (`taskset -c 0`), medians of {runs} runs:\n")
-        short_table([(name, label + "-1cpu") for name, label in ways[:6]], "direct-fake-1cpu", "floor-fake-1cpu")
+        short_table([(name, label + "-1cpu") for name, label in ways[:7]], "direct-fake-1cpu", "floor-fake-1cpu")
         line = f"\nGoal on one CPU, run by run: {against('coogle-fake-1cpu', 'floor-fake-1cpu')}"
         if by("floor-pipes-fake-1cpu"):
             line += f"; against the floor over pipes {against('coogle-fake-1cpu', 'floor-pipes-fake-1cpu')}"
         if by("hop-fake-1cpu"):
             line += f"; the daemon alone against one `socat` hop {against('daemon-fake-1cpu', 'hop-fake-1cpu')}"
+        if by("tokio-fake-1cpu") and by("hop-fake-1cpu"):
+            line += (f"; the daemon's shape with none of its work against one `socat` hop {against('tokio-fake-1cpu', 'hop-fake-1cpu')}"
+                     f", the daemon alone against it {against('daemon-fake-1cpu', 'tokio-fake-1cpu')}")
         print(line + ".")
 else:
     print(f"\n(no floor row: {os.environ.get('NO_FLOOR') or 'none was measured'})")
