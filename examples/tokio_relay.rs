@@ -9,6 +9,7 @@
 //! a bounded channel to one task that writes them on with `try_write` (the daemon's actor and
 //! outbox). Nothing reads the lines. Measured beside one `socat` hop and the daemon alone, it
 //! tells what the runtime and the task shape cost from what coogle's own work per line costs.
+//! For serial calls only (see `relay`).
 #![allow(clippy::print_stderr)]
 
 use std::io;
@@ -90,16 +91,22 @@ async fn relay(stream: UnixStream, cmd: &str, argv: &[String]) -> io::Result<()>
     });
     let (mut stdin, mut to_client) = (stdin, to_client);
     // Ends when the client's connection closes, and takes the child with it (`kill_on_drop`).
-    while let Some(line) = rx.recv().await {
-        match line {
-            Line::FromClient(line) => write(&mut stdin, &line).await?,
-            Line::FromChild(line) => write(&mut to_client, &line).await?,
-            Line::ClientGone => break,
+    // One task writes both ways and waits when a peer's buffer is full: enough for serial
+    // calls, what it is for; pipelined load could jam it (the daemon's outbox never waits).
+    let written = async {
+        while let Some(line) = rx.recv().await {
+            match line {
+                Line::FromClient(line) => write(&mut stdin, &line).await?,
+                Line::FromChild(line) => write(&mut to_client, &line).await?,
+                Line::ClientGone => break,
+            }
         }
+        Ok(())
     }
+    .await;
     client_reader.abort();
     child_reader.abort();
-    Ok(())
+    written
 }
 
 /// Straight into the kernel's buffer when it takes it (the daemon's outbox), else waiting.

@@ -339,6 +339,25 @@ mod tests {
         }
     }
 
+    /// A byte that ends or breaks a string, at every place of the eight-byte words and of
+    /// the bytes after them: found, or let through, as serde_json does.
+    #[test]
+    fn every_byte_at_every_place_of_a_word() {
+        let specials = [
+            "\u{0}", "\u{1f}", " ", "\u{7f}", "\"", "\\", "\\u", "\\n", "é", "日",
+        ];
+        for len in 0..20 {
+            for at in 0..=len {
+                for special in specials {
+                    let mut text = "a".repeat(len);
+                    text.insert_str(at, special);
+                    same_as_serde(&format!("\"{text}\""));
+                    same_as_serde(&format!("[\"{text}\",1]"));
+                }
+            }
+        }
+    }
+
     /// Deep nesting: serde_json sets no limit on what it skips, and neither does the check (a
     /// stack of bits, not recursion: a line of a million brackets is no stack overflow).
     #[test]

@@ -349,18 +349,14 @@ impl Message {
 
     /// `params` parsed as a JSON value (for the few methods the daemon reads).
     pub fn params_value(&self) -> serde_json::Value {
-        self.params()
+        self.field_json("params")
             .and_then(|p| serde_json::from_str(p.get()).ok())
             .unwrap_or(serde_json::Value::Null)
     }
 
     /// `params._meta.progressToken`, raw.
     pub fn progress_token(&self) -> Option<Box<RawValue>> {
-        let params = self.params()?;
-        let params: Fields = serde_json::from_str(params.get()).ok()?;
-        let meta = params.get("_meta")?;
-        let meta: Fields = serde_json::from_str(meta.get()).ok()?;
-        meta.get("progressToken").cloned()
+        self.meta_field("progressToken")
     }
 
     /// Replace `params._meta.progressToken`, leaving every other byte of params as it was.
@@ -376,9 +372,10 @@ impl Message {
 
     /// `params._meta.<name>`, raw.
     pub fn meta_field(&self, name: &str) -> Option<Box<RawValue>> {
-        let meta = self.params_field("_meta")?;
-        let mut meta: Fields = serde_json::from_str(meta.get()).ok()?;
-        meta.shift_remove(name)
+        // Read in place (a copy of `params` and a map of it for every notification was what
+        // a child's progress cost: review of session 18).
+        let meta = self.field_json("params")?.field("_meta")?;
+        meta.field(name).map(Json::to_raw)
     }
 
     /// Set fields of `<object>._meta` for a top-level object field (`params`, `result`).
@@ -419,9 +416,7 @@ impl Message {
     /// For notifications whose params name a token or a request (`progressToken`, `requestId`):
     /// read that top-level params field.
     pub fn params_field(&self, name: &str) -> Option<Box<RawValue>> {
-        let params = self.params()?;
-        let params: Fields = serde_json::from_str(params.get()).ok()?;
-        params.get(name).cloned()
+        self.field_json("params")?.field(name).map(Json::to_raw)
     }
 
     pub fn set_params_field(&mut self, name: &str, value: Box<RawValue>) {
@@ -430,8 +425,8 @@ impl Message {
 
     /// Rewrite a top-level object field in place; with `create`, an absent one starts as `{}`.
     fn rewrite_object(&mut self, field: &str, create: bool, f: impl FnOnce(&mut Fields)) {
-        let mut obj: Fields = match self.fields().get(field) {
-            Some(v) => match serde_json::from_str(v.get()) {
+        let mut obj: Fields = match self.fields().text(field) {
+            Some(v) => match serde_json::from_str(v) {
                 Ok(o) => o,
                 Err(_) => return,
             },
@@ -444,7 +439,7 @@ impl Message {
 
     /// The `error` of a response, parsed, if it is one.
     pub fn error_message(&self) -> Option<String> {
-        let e = self.field("error")?;
+        let e = self.field_json("error")?;
         let v: serde_json::Value = serde_json::from_str(e.get()).ok()?;
         Some(
             v.get("message")
@@ -838,8 +833,9 @@ mod tests {
                 .iter()
                 .map(|(k, v)| format!("{}:{}", serde_json::to_string(k).unwrap(), v))
                 .collect();
-            if repeat && let Some(first) = items.first().cloned() {
-                items.push(first.replace(':', ": "));
+            if repeat && let Some((k, v)) = fields.first() {
+                // The first key again, spaced, with another value.
+                items.push(format!("{} : {}", serde_json::to_string(k).unwrap(), !v.is_null()));
             }
             let line = format!("{{{}}}", items.join(sep)).into_bytes();
             let bytes = crate::wire::arb::damage(line, at, edit, byte);

@@ -434,6 +434,11 @@ mod tests {
         );
         assert!(Json::written(r#"{"is\u0045rror":true}"#).may_hold_key("isError"));
         assert!(Json::written(r#"{"x":"isError"}"#).may_hold_key("isError"));
+        // A slash, a quote or a backslash in a key may be written with a short escape.
+        assert!(Json::written(r#"{"a\/b":1}"#).may_hold_key("a/b"));
+        assert!(Json::written(r#"{"a\"b":1}"#).may_hold_key("a\"b"));
+        assert!(Json::written(r#"{"a\\b":1}"#).may_hold_key("a\\b"));
+        assert!(!Json::written(r#"{"ab":1}"#).may_hold_key("a/b"));
     }
 
     proptest! {

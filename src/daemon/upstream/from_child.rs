@@ -264,7 +264,10 @@ impl Upstream {
     /// client declared the capability; else an error to the child.
     fn on_server_request(&mut self, mut msg: Message) {
         let method = msg.method().unwrap_or_default();
-        let child_id = msg.id().map(|i| i.to_owned()).unwrap_or_else(|| raw(&()));
+        let child_id = msg
+            .field_json("id")
+            .map(Json::to_raw)
+            .unwrap_or_else(|| raw(&()));
         if method == "ping" {
             self.to_child(response_line(&child_id, &raw(&json!({}))));
             return;
