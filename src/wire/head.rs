@@ -8,9 +8,10 @@
 use std::borrow::Cow;
 use std::fmt;
 
-use super::{EnvelopeError, Json, Kind, Message};
 use serde::Deserialize;
 use serde::de::{IgnoredAny, MapAccess, Visitor};
+
+use super::{EnvelopeError, Json, Kind, Message};
 
 /// The top-level fields the shim routes by, borrowed from one line.
 #[derive(Debug, Default)]

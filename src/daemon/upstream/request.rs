@@ -174,11 +174,10 @@ impl Request {
     /// `tools/call`: the argument `name`, read in place; none, without a walk, when the call's
     /// params cannot hold that key (see [`Json::may_hold_key`]).
     pub fn argument(&self, name: &str) -> Option<Json<'_>> {
-        let params = self.msg.field_json("params")?;
-        if self.method != Method::ToolsCall || !params.may_hold_key(name) {
+        if !self.msg.field_json("params")?.may_hold_key(name) {
             return None;
         }
-        params.field("arguments")?.field(name)
+        self.arguments()?.field(name)
     }
 
     /// A first page of `tools/list`: what a session believes the tools are.
