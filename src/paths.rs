@@ -304,15 +304,17 @@ pub fn ensure_private_dir(dir: &Path) -> Result<(), PathError> {
             // Only the last component: its parent ($XDG_RUNTIME_DIR, /tmp, a configured
             // directory) must exist. Recreating a whole missing tree would resurrect a
             // directory someone removed, with a daemon in it nobody can find.
-            fs::DirBuilder::new()
-                .mode(0o700)
-                .create(dir)
-                .map_err(|error| PathError::Create {
+            match fs::DirBuilder::new().mode(0o700).create(dir) {
+                // Created just now, so ours to set whatever the umask did.
+                Ok(()) => check_dir(dir, true),
+                // Another coogle made it between the look and here (ten shims starting at
+                // once): checked as one that was there already.
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => check_private_dir(dir),
+                Err(error) => Err(PathError::Create {
                     path: dir.to_path_buf(),
                     error,
-                })?;
-            // Created just now, so ours to set whatever the umask did.
-            check_dir(dir, true)
+                }),
+            }
         }
         Err(error) => Err(PathError::Inspect {
             path: dir.to_path_buf(),
