@@ -3,6 +3,7 @@
 //!
 //! ```text
 //! mcp_bench latency    CALLS -- CMD ARGS…   sequential tools/call echo; per-call latency
+//! mcp_bench pair       CALLS -- CMD A… -- CMD B…   the same, two ways call by call in turn
 //! mcp_bench startup    RUNS  -- CMD ARGS…   spawn → initialize → tools/list answered
 //! mcp_bench claude-start RUNS -- CMD ARGS…   spawn → Claude Code's `server/discover` probe →
 //!                                            tools/list (or, on an error, initialize first)
@@ -240,6 +241,40 @@ fn latency(calls: u64, cmd: &[String]) -> Value {
     })
 }
 
+/// Two ways measured call by call in turn, A then B, then B then A: whatever this machine does
+/// to one call (a quick or a slow spell, a neighbour's burst, the CPU's clock) it does to the
+/// call of the other way beside it. Runs measured one after another differ by more than the 5%
+/// the goal asks about on noise alone here; calls side by side do not.
+fn pair(calls: u64, a: &[String], b: &[String]) -> Value {
+    let mut ways = [Server::spawn(a), Server::spawn(b)];
+    for s in &mut ways {
+        s.initialize();
+    }
+    for i in 0..(calls / 10).max(20) {
+        for s in &mut ways {
+            s.request("tools/call", echo_args(i));
+        }
+    }
+    let mut samples = [
+        Vec::with_capacity(calls as usize),
+        Vec::with_capacity(calls as usize),
+    ];
+    for i in 0..calls {
+        let order = if i % 2 == 0 { [0, 1] } else { [1, 0] };
+        for w in order {
+            let t = Instant::now();
+            let r = ways[w].request("tools/call", echo_args(i));
+            samples[w].push(t.elapsed());
+            assert!(r.get("result").is_some(), "call failed: {r}");
+        }
+    }
+    let [a, b] = samples.map(|mut s| {
+        s.sort();
+        json!({"p50_us": percentile(&s, 50.0), "p99_us": percentile(&s, 99.0)})
+    });
+    json!({"calls": calls, "a": a, "b": b})
+}
+
 fn startup(runs: u64, cmd: &[String]) -> Value {
     let mut samples = Vec::new();
     let mut tools = 0;
@@ -335,6 +370,13 @@ fn main() {
     let n = |i: usize| -> u64 { head[i].parse().expect("a number") };
     let out = match head[0].as_str() {
         "latency" => latency(n(1), cmd),
+        "pair" => {
+            let split = cmd
+                .iter()
+                .position(|a| a == "--")
+                .expect("usage: mcp_bench pair CALLS -- CMD A… -- CMD B…");
+            pair(n(1), &cmd[..split], &cmd[split + 1..])
+        }
         "startup" => startup(n(1), cmd),
         "claude-start" => claude_start(n(1), cmd),
         "throughput" => throughput(n(1), n(2), cmd),

@@ -13,6 +13,9 @@
 # new-session-to-tools/list, Claude Code-style start warm and cold, RSS of shim, daemon and
 # child, memory with 1, 4 and 10 sessions, throughput with 8 sessions, the floor (two socat
 # hops, no multiplexing) and rmcp-mux side by side, and the fleet headline (scripts/fleet.py).
+# The goal's comparisons (coogle against the floor, the daemon against one socat hop) are also
+# measured call by call in turn in one process (`mcp_bench pair`), which this machine's quick
+# and slow spells cannot tell apart.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -220,6 +223,16 @@ record() { # label json
   python3 -c 'import json,sys; d=json.loads(sys.argv[2]); d["label"]=sys.argv[1]; d["run"]=int(sys.argv[3]); print(json.dumps(d))' "$1" "$2" "$RUN" >> "$RESULTS"
 }
 
+# record_pair A B JSON: one run of `mcp_bench pair` (A's calls and B's in turn), recorded as
+# "A@B" and "B@A": the report reads each pair's two rows against each other, run by run.
+record_pair() {
+  python3 -c '
+import json, sys
+a, b, d, run = sys.argv[1], sys.argv[2], json.loads(sys.argv[3]), int(sys.argv[4])
+for label, side in ((a + "@" + b, "a"), (b + "@" + a, "b")):
+    print(json.dumps(dict(d[side], calls=d["calls"], label=label, run=run)))' "$1" "$2" "$3" "$RUN" >> "$RESULTS"
+}
+
 # latency_way NAME: one run of one way, recorded under NAME.
 latency_way() {
   # shellcheck disable=SC2046,SC2086
@@ -243,14 +256,30 @@ latency_way() {
     tokio-fake-1cpu) record "$1" "$($ONE_CPU_PIN "$BENCH" latency "$CALLS" -- "raw:$TOKIO1_SOCKET")" ;;
     coogle-fake-1cpu) record "$1" "$($ONE_CPU_PIN "$BENCH" latency "$CALLS" -- $(shim fake1cpu))" ;;
     daemon-fake-1cpu) record "$1" "$($ONE_CPU_PIN "$BENCH" latency "$CALLS" -- "unix:$WORK/fake1cpu/s.sock")" ;;
+    # Two ways call by call in turn, in one process: what the machine does to one call it does
+    # to the other's beside it, so the pair's difference is read without the minutes-long
+    # quick and slow spells that move whole runs here by more than the goal's 5%.
+    pair-coogle-floor) record_pair coogle-fake floor-fake "$("$BENCH" pair "$CALLS" -- $(shim fake) -- $FLOOR)" ;;
+    pair-coogle-floor-pipes) record_pair coogle-fake floor-pipes-fake "$("$BENCH" pair "$CALLS" -- $(shim fake) -- $FLOOR_PIPES)" ;;
+    pair-daemon-hop) record_pair daemon-fake hop-fake "$("$BENCH" pair "$CALLS" -- "unix:$WORK/fake/s.sock" -- "raw:$FLOOR_PIPES_SOCKET")" ;;
+    pair-tokio-hop) record_pair tokio-fake hop-fake "$("$BENCH" pair "$CALLS" -- "raw:$TOKIO_SOCKET" -- "raw:$FLOOR_PIPES_SOCKET")" ;;
+    pair-daemon-tokio) record_pair daemon-fake tokio-fake "$("$BENCH" pair "$CALLS" -- "unix:$WORK/fake/s.sock" -- "raw:$TOKIO_SOCKET")" ;;
+    pair-coogle-base) record_pair coogle-fake base-fake "$("$BENCH" pair "$CALLS" -- $(shim fake) -- $(base_shim))" ;;
+    pair-coogle-floor-1cpu) record_pair coogle-fake-1cpu floor-fake-1cpu "$($ONE_CPU_PIN "$BENCH" pair "$CALLS" -- $(shim fake1cpu) -- socat STDIO "UNIX-CONNECT:$FLOOR1_SOCKET")" ;;
+    pair-coogle-floor-pipes-1cpu) record_pair coogle-fake-1cpu floor-pipes-fake-1cpu "$($ONE_CPU_PIN "$BENCH" pair "$CALLS" -- $(shim fake1cpu) -- socat STDIO "UNIX-CONNECT:$FLOOR1_PIPES_SOCKET")" ;;
+    pair-daemon-hop-1cpu) record_pair daemon-fake-1cpu hop-fake-1cpu "$($ONE_CPU_PIN "$BENCH" pair "$CALLS" -- "unix:$WORK/fake1cpu/s.sock" -- "raw:$FLOOR1_PIPES_SOCKET")" ;;
+    pair-tokio-hop-1cpu) record_pair tokio-fake-1cpu hop-fake-1cpu "$($ONE_CPU_PIN "$BENCH" pair "$CALLS" -- "raw:$TOKIO1_SOCKET" -- "raw:$FLOOR1_PIPES_SOCKET")" ;;
+    pair-daemon-tokio-1cpu) record_pair daemon-fake-1cpu tokio-fake-1cpu "$($ONE_CPU_PIN "$BENCH" pair "$CALLS" -- "unix:$WORK/fake1cpu/s.sock" -- "raw:$TOKIO1_SOCKET")" ;;
   esac
 }
 LATENCY_WAYS=(direct-fake coogle-fake daemon-fake)
-[[ -n $FLOOR ]] && LATENCY_WAYS+=(floor-fake floor-pipes-fake hop-fake tokio-fake)
+[[ -n $FLOOR ]] && LATENCY_WAYS+=(floor-fake floor-pipes-fake hop-fake tokio-fake
+  pair-coogle-floor pair-coogle-floor-pipes pair-daemon-hop pair-tokio-hop pair-daemon-tokio)
 [[ -n $EVERYTHING ]] && LATENCY_WAYS+=(direct-everything coogle-everything)
 [[ -n $PEER ]] && LATENCY_WAYS+=(peer-fake)
-[[ -n ${BASE:-} ]] && LATENCY_WAYS+=(base-fake)
-[[ -n $ONE_CPU_PIN ]] && LATENCY_WAYS+=(direct-fake-1cpu floor-fake-1cpu floor-pipes-fake-1cpu hop-fake-1cpu tokio-fake-1cpu coogle-fake-1cpu daemon-fake-1cpu)
+[[ -n ${BASE:-} ]] && LATENCY_WAYS+=(base-fake pair-coogle-base)
+[[ -n $ONE_CPU_PIN ]] && LATENCY_WAYS+=(direct-fake-1cpu floor-fake-1cpu floor-pipes-fake-1cpu hop-fake-1cpu tokio-fake-1cpu coogle-fake-1cpu daemon-fake-1cpu
+  pair-coogle-floor-1cpu pair-coogle-floor-pipes-1cpu pair-daemon-hop-1cpu pair-tokio-hop-1cpu pair-daemon-tokio-1cpu)
 echo "latency: $RUNS runs × $CALLS sequential calls each, ${#LATENCY_WAYS[@]} ways" >&2
 # Each run starts one way further along the list, so no way always follows the same one (the
 # report pairs the ways run by run; a fixed order would pair each with the same neighbour).

@@ -49,6 +49,25 @@ def short_table(ways, direct, floor):
         over = "–" if label == direct else f"{p50 - d:+.0f} µs"
         against = "–" if label in (direct, floor) else f"{(p50 / f - 1) * 100:+.0f}% ({p50 - f:+.0f} µs)"
         print(f"| {name} | {p50:.0f} µs | {p99:.0f} µs | {over} | {against} |")
+def paired(a, b):
+    """A against B measured call by call in turn (`mcp_bench pair`): the rows "A@B" and "B@A"."""
+    return f"{a}@{b}", f"{b}@{a}"
+def pair_table(pairs):
+    """For each (name, A, B) measured side by side: both p50s and A against B over the runs."""
+    pairs = [(n, *paired(a, b)) for n, a, b in pairs if by(paired(a, b)[0])]
+    if not pairs: return
+    print("| A against B | A's p50 | B's p50 | difference | A against B, paired run by run |")
+    print("| --- | ---: | ---: | ---: | --- |")
+    for name, a, b in pairs:
+        pa, pb = med(a, "p50_us"), med(b, "p50_us")
+        print(f"| {name} | {pa:.0f} µs | {pb:.0f} µs | {pa - pb:+.0f} µs | {against(a, b)} |")
+# The pairs scripts/bench.sh measures, by the labels of their ways.
+PAIRS = [("coogle against the floor", "coogle-fake", "floor-fake"),
+         ("coogle against the floor over pipes", "coogle-fake", "floor-pipes-fake"),
+         ("coogle's daemon alone against one `socat` hop", "daemon-fake", "hop-fake"),
+         ("the daemon's shape with none of its work against one `socat` hop", "tokio-fake", "hop-fake"),
+         ("coogle's daemon alone against that shape", "daemon-fake", "tokio-fake"),
+         (f"coogle against the previous build, {os.environ.get('BASE_VERSION') or 'BASE'}", "coogle-fake", "base-fake")]
 cpu = next((l.split(":",1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
 load = open("/proc/loadavg").read().split()[:3]
 print(f"Machine: {cpu}, {os.cpu_count()} cores, Linux {platform.release()}; medians of {runs} runs, {calls} sequential calls per latency run; load average when the report was written {' '.join(load)} (1, 5, 15 min).\n")
@@ -139,6 +158,13 @@ if by("floor-fake"):
         print(f"Where the daemon's hop goes: the daemon's shape with none of its work (`tokio_relay`) against one `socat` hop "
               f"{against('tokio-fake', 'hop-fake')}; the daemon alone against that shape {against('daemon-fake', 'tokio-fake')}, "
               f"{med('daemon-fake', 'p50_us') - med('tokio-fake', 'p50_us'):+.0f} µs.")
+    if by(paired("coogle-fake", "floor-fake")[0]):
+        print(f"\nSide by side: each pair's two ways called in turn, call by call, in one process (`mcp_bench pair`, {calls} calls of each "
+              f"per run, medians of the runs). A quick or slow spell of this machine falls on both ways of a pair alike, so these "
+              f"differences are not moved by the spells that move whole runs above:\n")
+        pair_table(PAIRS)
+        print(f"\nGoal, side by side: coogle against the floor {against(*paired('coogle-fake', 'floor-fake'))}; "
+              f"against the floor over pipes {against(*paired('coogle-fake', 'floor-pipes-fake'))}.")
     if by("floor-fake-1cpu"):
         # Every process of each way on one CPU (taskset -c 0): no cross-CPU wake-up, so what
         # is left is each hop's own work; these runs repeat to the microsecond.
@@ -154,6 +180,11 @@ if by("floor-fake"):
             line += (f"; the daemon's shape with none of its work against one `socat` hop {against('tokio-fake-1cpu', 'hop-fake-1cpu')}"
                      f", the daemon alone against it {against('daemon-fake-1cpu', 'tokio-fake-1cpu')}")
         print(line + ".")
+        if by(paired("coogle-fake-1cpu", "floor-fake-1cpu")[0]):
+            print("\nSide by side on one CPU:\n")
+            pair_table([(n, a + "-1cpu", b + "-1cpu") for n, a, b in PAIRS])
+            print(f"\nGoal on one CPU, side by side: coogle against the floor {against(*paired('coogle-fake-1cpu', 'floor-fake-1cpu'))}; "
+                  f"against the floor over pipes {against(*paired('coogle-fake-1cpu', 'floor-pipes-fake-1cpu'))}.")
 else:
     print(f"\n(no floor row: {os.environ.get('NO_FLOOR') or 'none was measured'})")
 if by("sdk-coogle") and by("sdk-floor") and by("sdk-direct"):
