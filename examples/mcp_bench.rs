@@ -11,7 +11,8 @@
 //! mcp_bench memory   SESSIONS [PID…] -- CMD ARGS…   start SESSIONS sessions, then sum the RSS
 //!                                                 and PSS of them and of the given PIDs
 //! ```
-//! Each prints one JSON object on stdout. A CMD of `unix:SOCKET` talks to a coogle daemon's
+//! `latency` and `pair` speak the handshake era, or with `MCP_BENCH_ERA=2026-07-28` the era
+//! Claude Code 2.1.328 speaks. Each prints one JSON object on stdout. A CMD of `unix:SOCKET` talks to a coogle daemon's
 //! socket directly (hello, then MCP), to tell the daemon's cost from the shim's; `raw:SOCKET`
 //! talks MCP to any socket at once (one `socat` listener: the one-hop floor beside it).
 #![allow(clippy::print_stdout, clippy::print_stderr)]
@@ -27,6 +28,8 @@ struct Server {
     stdin: Box<dyn Write + Send>,
     stdout: BufReader<Box<dyn Read + Send>>,
     next: u64,
+    /// The envelope every request carries, in a 2026-07-28 session (see [`Server::open`]).
+    meta: Option<Value>,
 }
 
 impl Server {
@@ -49,6 +52,7 @@ impl Server {
                 stdin: Box::new(w),
                 stdout,
                 next: 1,
+                meta: None,
             };
         }
         let mut child = Command::new(&cmd[0])
@@ -66,6 +70,7 @@ impl Server {
             stdin,
             stdout,
             next: 1,
+            meta: None,
         }
     }
 
@@ -106,6 +111,34 @@ impl Server {
         self.stdin
             .write_all(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n")
             .unwrap();
+    }
+
+    /// Start the session in the era `MCP_BENCH_ERA` names: `2026-07-28` as Claude Code 2.1.328
+    /// does (its `server/discover` probe, then every request with the envelope in `_meta`), or
+    /// else the handshake (`initialize`).
+    fn open(&mut self) {
+        if std::env::var("MCP_BENCH_ERA").as_deref() != Ok("2026-07-28") {
+            return self.initialize();
+        }
+        self.stdin.write_all(CLAUDE_PROBE.as_bytes()).unwrap();
+        self.stdin.write_all(b"\n").unwrap();
+        self.stdin.flush().unwrap();
+        let answer = self.read_answer(&json!("server-discover-probe-1"));
+        assert!(
+            answer.get("result").is_some(),
+            "the server did not take the 2026-07-28 era: {answer}"
+        );
+        let probe: Value = serde_json::from_str(CLAUDE_PROBE).unwrap();
+        self.meta = Some(probe["params"]["_meta"].clone());
+    }
+
+    /// One `tools/call` of echo, in the session's era.
+    fn call(&mut self, i: u64) -> Value {
+        let mut params = echo_args(i);
+        if let Some(meta) = &self.meta {
+            params["_meta"] = meta.clone();
+        }
+        self.request("tools/call", params)
     }
 
     fn rss_kib(&self) -> u64 {
@@ -221,14 +254,14 @@ fn echo_args(i: u64) -> Value {
 
 fn latency(calls: u64, cmd: &[String]) -> Value {
     let mut s = Server::spawn(cmd);
-    s.initialize();
+    s.open();
     for i in 0..(calls / 10).max(20) {
-        s.request("tools/call", echo_args(i));
+        s.call(i);
     }
     let mut samples = Vec::with_capacity(calls as usize);
     for i in 0..calls {
         let t = Instant::now();
-        let r = s.request("tools/call", echo_args(i));
+        let r = s.call(i);
         samples.push(t.elapsed());
         assert!(r.get("result").is_some(), "call failed: {r}");
     }
@@ -248,11 +281,11 @@ fn latency(calls: u64, cmd: &[String]) -> Value {
 fn pair(calls: u64, a: &[String], b: &[String]) -> Value {
     let mut ways = [Server::spawn(a), Server::spawn(b)];
     for s in &mut ways {
-        s.initialize();
+        s.open();
     }
     for i in 0..(calls / 10).max(20) {
         for s in &mut ways {
-            s.request("tools/call", echo_args(i));
+            s.call(i);
         }
     }
     let mut samples = [
@@ -263,7 +296,7 @@ fn pair(calls: u64, a: &[String], b: &[String]) -> Value {
         let order = if i % 2 == 0 { [0, 1] } else { [1, 0] };
         for w in order {
             let t = Instant::now();
-            let r = ways[w].request("tools/call", echo_args(i));
+            let r = ways[w].call(i);
             samples[w].push(t.elapsed());
             assert!(r.get("result").is_some(), "call failed: {r}");
         }

@@ -264,6 +264,14 @@ latency_way() {
     pair-daemon-hop) record_pair daemon-fake hop-fake "$("$BENCH" pair "$CALLS" -- "unix:$WORK/fake/s.sock" -- "raw:$FLOOR_PIPES_SOCKET")" ;;
     pair-tokio-hop) record_pair tokio-fake hop-fake "$("$BENCH" pair "$CALLS" -- "raw:$TOKIO_SOCKET" -- "raw:$FLOOR_PIPES_SOCKET")" ;;
     pair-daemon-tokio) record_pair daemon-fake tokio-fake "$("$BENCH" pair "$CALLS" -- "unix:$WORK/fake/s.sock" -- "raw:$TOKIO_SOCKET")" ;;
+    # The same in the era Claude Code 2.1.328 speaks: its probe, then the envelope on every
+    # request. The fake child takes that era too, so nothing is translated on the way.
+    pair-coogle-floor-cc) record_pair coogle-fake-cc floor-fake-cc "$(MCP_BENCH_ERA=2026-07-28 "$BENCH" pair "$CALLS" -- $(shim fake) -- $FLOOR)" ;;
+    pair-coogle-floor-pipes-cc) record_pair coogle-fake-cc floor-pipes-fake-cc "$(MCP_BENCH_ERA=2026-07-28 "$BENCH" pair "$CALLS" -- $(shim fake) -- $FLOOR_PIPES)" ;;
+    pair-daemon-hop-cc) record_pair daemon-fake-cc hop-fake-cc "$(MCP_BENCH_ERA=2026-07-28 "$BENCH" pair "$CALLS" -- "unix:$WORK/fake/s.sock" -- "raw:$FLOOR_PIPES_SOCKET")" ;;
+    pair-coogle-floor-cc-1cpu) record_pair coogle-fake-cc-1cpu floor-fake-cc-1cpu "$(MCP_BENCH_ERA=2026-07-28 $ONE_CPU_PIN "$BENCH" pair "$CALLS" -- $(shim fake1cpu) -- socat STDIO "UNIX-CONNECT:$FLOOR1_SOCKET")" ;;
+    pair-coogle-floor-pipes-cc-1cpu) record_pair coogle-fake-cc-1cpu floor-pipes-fake-cc-1cpu "$(MCP_BENCH_ERA=2026-07-28 $ONE_CPU_PIN "$BENCH" pair "$CALLS" -- $(shim fake1cpu) -- socat STDIO "UNIX-CONNECT:$FLOOR1_PIPES_SOCKET")" ;;
+    pair-daemon-hop-cc-1cpu) record_pair daemon-fake-cc-1cpu hop-fake-cc-1cpu "$(MCP_BENCH_ERA=2026-07-28 $ONE_CPU_PIN "$BENCH" pair "$CALLS" -- "unix:$WORK/fake1cpu/s.sock" -- "raw:$FLOOR1_PIPES_SOCKET")" ;;
     pair-coogle-base) record_pair coogle-fake base-fake "$("$BENCH" pair "$CALLS" -- $(shim fake) -- $(base_shim))" ;;
     pair-coogle-floor-1cpu) record_pair coogle-fake-1cpu floor-fake-1cpu "$($ONE_CPU_PIN "$BENCH" pair "$CALLS" -- $(shim fake1cpu) -- socat STDIO "UNIX-CONNECT:$FLOOR1_SOCKET")" ;;
     pair-coogle-floor-pipes-1cpu) record_pair coogle-fake-1cpu floor-pipes-fake-1cpu "$($ONE_CPU_PIN "$BENCH" pair "$CALLS" -- $(shim fake1cpu) -- socat STDIO "UNIX-CONNECT:$FLOOR1_PIPES_SOCKET")" ;;
@@ -274,12 +282,14 @@ latency_way() {
 }
 LATENCY_WAYS=(direct-fake coogle-fake daemon-fake)
 [[ -n $FLOOR ]] && LATENCY_WAYS+=(floor-fake floor-pipes-fake hop-fake tokio-fake
-  pair-coogle-floor pair-coogle-floor-pipes pair-daemon-hop pair-tokio-hop pair-daemon-tokio)
+  pair-coogle-floor pair-coogle-floor-pipes pair-daemon-hop pair-tokio-hop pair-daemon-tokio
+  pair-coogle-floor-cc pair-coogle-floor-pipes-cc pair-daemon-hop-cc)
 [[ -n $EVERYTHING ]] && LATENCY_WAYS+=(direct-everything coogle-everything)
 [[ -n $PEER ]] && LATENCY_WAYS+=(peer-fake)
 [[ -n ${BASE:-} ]] && LATENCY_WAYS+=(base-fake pair-coogle-base)
 [[ -n $ONE_CPU_PIN ]] && LATENCY_WAYS+=(direct-fake-1cpu floor-fake-1cpu floor-pipes-fake-1cpu hop-fake-1cpu tokio-fake-1cpu coogle-fake-1cpu daemon-fake-1cpu
-  pair-coogle-floor-1cpu pair-coogle-floor-pipes-1cpu pair-daemon-hop-1cpu pair-tokio-hop-1cpu pair-daemon-tokio-1cpu)
+  pair-coogle-floor-1cpu pair-coogle-floor-pipes-1cpu pair-daemon-hop-1cpu pair-tokio-hop-1cpu pair-daemon-tokio-1cpu
+  pair-coogle-floor-cc-1cpu pair-coogle-floor-pipes-cc-1cpu pair-daemon-hop-cc-1cpu)
 echo "latency: $RUNS runs × $CALLS sequential calls each, ${#LATENCY_WAYS[@]} ways" >&2
 # Each run starts one way further along the list, so no way always follows the same one (the
 # report pairs the ways run by run; a fixed order would pair each with the same neighbour).

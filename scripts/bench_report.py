@@ -165,6 +165,14 @@ if by("floor-fake"):
         pair_table(PAIRS)
         print(f"\nGoal, side by side: coogle against the floor {against(*paired('coogle-fake', 'floor-fake'))}; "
               f"against the floor over pipes {against(*paired('coogle-fake', 'floor-pipes-fake'))}.")
+    if by(paired("coogle-fake-cc", "floor-fake-cc")[0]):
+        # The bench's handshake-era session meets a 2026-07-28 child above, so every answer is
+        # translated; Claude Code 2.1.328 speaks the child's era, and nothing is.
+        print("\nSide by side in the era Claude Code 2.1.328 speaks (`MCP_BENCH_ERA=2026-07-28`: its `server/discover` probe, "
+              "then the envelope on every request; the fake child speaks that era, so nothing is translated):\n")
+        pair_table([(n, a + "-cc", b + "-cc") for n, a, b in PAIRS[:3]])
+        print(f"\nGoal in Claude Code's era, side by side: coogle against the floor {against(*paired('coogle-fake-cc', 'floor-fake-cc'))}; "
+              f"against the floor over pipes {against(*paired('coogle-fake-cc', 'floor-pipes-fake-cc'))}.")
     if by("floor-fake-1cpu"):
         # Every process of each way on one CPU (taskset -c 0): no cross-CPU wake-up, so what
         # is left is each hop's own work; these runs repeat to the microsecond.
@@ -185,6 +193,11 @@ if by("floor-fake"):
             pair_table([(n, a + "-1cpu", b + "-1cpu") for n, a, b in PAIRS])
             print(f"\nGoal on one CPU, side by side: coogle against the floor {against(*paired('coogle-fake-1cpu', 'floor-fake-1cpu'))}; "
                   f"against the floor over pipes {against(*paired('coogle-fake-1cpu', 'floor-pipes-fake-1cpu'))}.")
+        if by(paired("coogle-fake-cc-1cpu", "floor-fake-cc-1cpu")[0]):
+            print("\nSide by side on one CPU, in Claude Code's era:\n")
+            pair_table([(n, a + "-cc-1cpu", b + "-cc-1cpu") for n, a, b in PAIRS[:3]])
+            print(f"\nGoal on one CPU in Claude Code's era, side by side: coogle against the floor {against(*paired('coogle-fake-cc-1cpu', 'floor-fake-cc-1cpu'))}; "
+                  f"against the floor over pipes {against(*paired('coogle-fake-cc-1cpu', 'floor-pipes-fake-cc-1cpu'))}.")
 else:
     print(f"\n(no floor row: {os.environ.get('NO_FLOOR') or 'none was measured'})")
 if by("sdk-coogle") and by("sdk-floor") and by("sdk-direct"):
