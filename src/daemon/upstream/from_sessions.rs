@@ -370,7 +370,12 @@ impl Upstream {
         let config = || raw(&self.config.client_capabilities);
         let caps = match (self.child_era(), &req.envelope, origin) {
             (Some(Era::Legacy) | None, _, _) => return ("config".to_string(), config()),
-            (_, Some(e), _) => e.capabilities.clone().unwrap_or_else(|| raw(&json!({}))),
+            // Read from the message here, not kept by `classify`: only a tools list needs them,
+            // and a raw value of them is one more check of their text on every call.
+            (_, Some(_), _) => req
+                .msg
+                .meta_field(era::META_CAPABILITIES)
+                .unwrap_or_else(|| raw(&json!({}))),
             (_, None, Origin::Session { id, .. }) => self
                 .sessions
                 .get(id)

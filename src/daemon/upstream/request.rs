@@ -84,7 +84,6 @@ pub(super) struct Request {
 /// What a 2026-07-28 request says of its sender in `params._meta`.
 pub(super) struct Envelope {
     pub version: String,
-    pub capabilities: Option<Box<RawValue>>,
     pub log_level: Option<String>,
 }
 
@@ -113,7 +112,6 @@ impl Request {
         let envelope = meta.string(era::META_VERSION).map(|version| Envelope {
             version: version.into_owned(),
             log_level: meta.string(era::META_LOG_LEVEL).map(Cow::into_owned),
-            capabilities: meta.get(era::META_CAPABILITIES).map(Json::to_raw),
         });
         let mut tool = String::new();
         if method == Method::ToolsCall {

@@ -4,6 +4,7 @@
 //! This module owns the task → session table and reading task ids out of messages; the router
 //! decides what to do with an owner.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use serde_json::Value;
@@ -113,12 +114,14 @@ impl Tasks {
 
 /// The task a `CreateTaskResult` names.
 fn created_task_id(msg: &Message) -> Option<String> {
-    let result: Value = serde_json::from_str(msg.field("result")?.get()).ok()?;
-    result
-        .get("task")?
-        .get("taskId")?
-        .as_str()
-        .map(String::from)
+    // Read in place, after a look for the key: every 2026-07-28 call's answer is read here, and
+    // a tree of the whole result was made for this one field (issue 22).
+    let result = msg.field_json("result")?;
+    if !result.may_hold_key("task") {
+        return None;
+    }
+    let task = result.field("task")?.field("taskId")?;
+    task.string().map(Cow::into_owned)
 }
 
 /// The task a server request says it belongs to (`params._meta[RELATED_TASK].taskId`).
@@ -162,6 +165,27 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":1,"method":"elicitation/create","params":{"_meta":{"io.modelcontextprotocol/related-task":{"taskId":"b"}}}}"#,
         );
         assert_eq!(related_task(&req).as_deref(), Some("b"));
+    }
+
+    /// The task id is read as serde_json reads it: escaped keys and values decoded, the last
+    /// of a repeated key, and nothing taken from a result that only mentions a task.
+    #[test]
+    fn a_created_task_is_read_as_json_reads_it() {
+        let id = |result: &str| {
+            created_task_id(&msg(&format!(
+                r#"{{"jsonrpc":"2.0","id":1,"result":{result}}}"#
+            )))
+        };
+        assert_eq!(id(r#"{"task":{"taskId":"a"}}"#).as_deref(), Some("a"));
+        assert_eq!(id(r#"{"task":{"taskId":"ab"}}"#).as_deref(), Some("ab"));
+        assert_eq!(
+            id(r#"{"task":{"taskId":"a"},"task":{"taskId":"b"}}"#).as_deref(),
+            Some("b")
+        );
+        assert_eq!(id(r#"{"content":[{"text":"task taskId"}]}"#), None);
+        assert_eq!(id(r#"{"content":[{"task":{"taskId":"a"}}]}"#), None);
+        assert_eq!(id(r#"{"task":{"taskId":5}}"#), None);
+        assert_eq!(id(r#"[{"task":{"taskId":"a"}}]"#), None);
     }
 
     /// A task the child may still work on keeps it from being parked until it ends.
