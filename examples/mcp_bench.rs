@@ -277,8 +277,17 @@ fn latency(calls: u64, cmd: &[String]) -> Value {
 /// Two ways measured call by call in turn, A then B, then B then A: whatever this machine does
 /// to one call (a quick or a slow spell, a neighbour's burst, the CPU's clock) it does to the
 /// call of the other way beside it. Runs measured one after another differ by more than the 5%
-/// the goal asks about on noise alone here; calls side by side do not.
+/// the goal asks about on noise alone here; calls side by side much less.
+///
+/// Work a way does after its answer (a runtime going back to sleep, bookkeeping after the
+/// write) runs into the next call, which is the other way's half the time. `MCP_BENCH_GAP_US`
+/// waits that long, untimed, before each call, so each starts with the machine quiet: a result
+/// that moves with the gap is one such work was moving.
 fn pair(calls: u64, a: &[String], b: &[String]) -> Value {
+    let gap = std::env::var("MCP_BENCH_GAP_US")
+        .ok()
+        .and_then(|g| g.parse().ok())
+        .map(Duration::from_micros);
     let mut ways = [Server::spawn(a), Server::spawn(b)];
     for s in &mut ways {
         s.open();
@@ -295,6 +304,9 @@ fn pair(calls: u64, a: &[String], b: &[String]) -> Value {
     for i in 0..calls {
         let order = if i % 2 == 0 { [0, 1] } else { [1, 0] };
         for w in order {
+            if let Some(gap) = gap {
+                std::thread::sleep(gap);
+            }
             let t = Instant::now();
             let r = ways[w].call(i);
             samples[w].push(t.elapsed());

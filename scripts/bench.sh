@@ -58,7 +58,8 @@ trap cleanup EXIT
 
 export HOME=$WORK/home XDG_CONFIG_HOME=$WORK/home/.config XDG_STATE_HOME=$WORK/home/.local/state
 export UV_CACHE_DIR=${UV_CACHE_DIR:-${REAL_HOME:-/root}/.cache/uv}
-unset XDG_RUNTIME_DIR CLAUDE_CODE_SESSION_ID
+# The era and pacing of mcp_bench's sessions are the bench's to set, way by way.
+unset XDG_RUNTIME_DIR CLAUDE_CODE_SESSION_ID MCP_BENCH_ERA MCP_BENCH_GAP_US
 mkdir -p "$HOME"
 
 # start_daemon NAME CONFIG_JSON: a daemon on its own socket; prints nothing.

@@ -161,7 +161,8 @@ if by("floor-fake"):
     if by(paired("coogle-fake", "floor-fake")[0]):
         print(f"\nSide by side: each pair's two ways called in turn, call by call, in one process (`mcp_bench pair`, {calls} calls of each "
               f"per run, medians of the runs). A quick or slow spell of this machine falls on both ways of a pair alike, so these "
-              f"differences are not moved by the spells that move whole runs above:\n")
+              f"differences are much less moved by the spells that move whole runs above. Here the bench's session speaks the "
+              f"handshake era and the fake child 2026-07-28, so coogle translates every answer and the floors translate nothing:\n")
         pair_table(PAIRS)
         print(f"\nGoal, side by side: coogle against the floor {against(*paired('coogle-fake', 'floor-fake'))}; "
               f"against the floor over pipes {against(*paired('coogle-fake', 'floor-pipes-fake'))}.")

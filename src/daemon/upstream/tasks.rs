@@ -98,8 +98,18 @@ impl Tasks {
         let Some(result) = msg.field("result") else {
             return;
         };
-        let Ok(mut result) = serde_json::from_str::<Value>(result.get()) else {
-            return;
+        let mut result = match serde_json::from_str::<Value>(result.get()) {
+            Ok(r) if r.get("tasks").is_none_or(Value::is_array) => r,
+            // Fail closed: a list that cannot be read cannot be filtered, and passed on as it
+            // is it would show every session's tasks to this one. The check lets through text
+            // serde_json makes no tree of (a lone surrogate, a number past f64, depth past 128).
+            _ => {
+                tracing::warn!(
+                    "a tasks/list answer could not be read to keep only the session's own tasks: answered with none"
+                );
+                msg.set_field("result", raw(&serde_json::json!({"tasks": []})));
+                return;
+            }
         };
         if let Some(tasks) = result.get_mut("tasks").and_then(|t| t.as_array_mut()) {
             tasks.retain(|t| {
@@ -167,25 +177,65 @@ mod tests {
         assert_eq!(related_task(&req).as_deref(), Some("b"));
     }
 
-    /// The task id is read as serde_json reads it: escaped keys and values decoded, the last
-    /// of a repeated key, and nothing taken from a result that only mentions a task.
+    /// The task id is read as the JSON says it: escaped keys and values decoded, the last of
+    /// a repeated key, whitespace anywhere, and nothing taken from a result that only mentions
+    /// a task. Text serde_json would not make a tree of elsewhere in the result (a lone
+    /// surrogate) does not hide the task: the line was checked as serde_json checks a raw value.
     #[test]
-    fn a_created_task_is_read_as_json_reads_it() {
+    fn a_created_task_is_read_as_the_json_says() {
         let id = |result: &str| {
             created_task_id(&msg(&format!(
                 r#"{{"jsonrpc":"2.0","id":1,"result":{result}}}"#
             )))
         };
         assert_eq!(id(r#"{"task":{"taskId":"a"}}"#).as_deref(), Some("a"));
-        assert_eq!(id(r#"{"task":{"taskId":"ab"}}"#).as_deref(), Some("ab"));
+        // No plain `task` anywhere: only the escape can spell it.
+        assert_eq!(
+            id(r#"{"\u0074ask":{"\u0074askId":"a\"\u0062"}}"#).as_deref(),
+            Some("a\"b")
+        );
+        assert_eq!(
+            id(r#" { "task" : { "taskId" : "a" } } "#).as_deref(),
+            Some("a")
+        );
         assert_eq!(
             id(r#"{"task":{"taskId":"a"},"task":{"taskId":"b"}}"#).as_deref(),
             Some("b")
         );
+        assert_eq!(id(r#"{"task":{"taskId":"a"},"task":null}"#), None);
+        assert_eq!(
+            id(r#"{"task":{"taskId":"a"},"n":"\ud800"}"#).as_deref(),
+            Some("a")
+        );
         assert_eq!(id(r#"{"content":[{"text":"task taskId"}]}"#), None);
         assert_eq!(id(r#"{"content":[{"task":{"taskId":"a"}}]}"#), None);
         assert_eq!(id(r#"{"task":{"taskId":5}}"#), None);
+        assert_eq!(id(r#"{"task":"x"}"#), None);
+        assert_eq!(id("null"), None);
         assert_eq!(id(r#"[{"task":{"taskId":"a"}}]"#), None);
+    }
+
+    /// A task list that cannot be read to be filtered is answered as empty, never passed on
+    /// with every session's tasks in it.
+    #[test]
+    fn an_unreadable_task_list_shows_no_one_elses_tasks() {
+        let mut t = Tasks::default();
+        t.created(
+            2,
+            &msg(r#"{"jsonrpc":"2.0","id":1,"result":{"task":{"taskId":"b"}}}"#),
+        );
+        for result in [
+            r#"{"tasks":[{"taskId":"a","statusMessage":"\ud800"},{"taskId":"b"}]}"#,
+            r#"{"tasks":{"taskId":"a"}}"#,
+        ] {
+            let mut list = msg(&format!(r#"{{"jsonrpc":"2.0","id":1,"result":{result}}}"#));
+            t.filter_list(1, &mut list);
+            assert_eq!(
+                list.field("result").unwrap().get(),
+                r#"{"tasks":[]}"#,
+                "{result}"
+            );
+        }
     }
 
     /// A task the child may still work on keeps it from being parked until it ends.
