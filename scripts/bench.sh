@@ -24,6 +24,8 @@ CALLS=${CALLS:-2000}
 # The SDK's runs spread by a fifth of their value here: more of them than of the rest.
 SDK_RUNS=${SDK_RUNS:-15}
 TP_CALLS=${TP_CALLS:-1000}
+# The quiet before each call of the paced pairs, µs.
+GAP_US=${GAP_US:-500}
 
 cargo build --release --quiet --bins --example fake_mcp --example mcp_bench --example tokio_relay
 # The shim as the Linux release archives ship it: linked static (scripts/static-shim).
@@ -273,6 +275,11 @@ latency_way() {
     pair-coogle-floor-cc-1cpu) record_pair coogle-fake-cc-1cpu floor-fake-cc-1cpu "$(MCP_BENCH_ERA=2026-07-28 $ONE_CPU_PIN "$BENCH" pair "$CALLS" -- $(shim fake1cpu) -- socat STDIO "UNIX-CONNECT:$FLOOR1_SOCKET")" ;;
     pair-coogle-floor-pipes-cc-1cpu) record_pair coogle-fake-cc-1cpu floor-pipes-fake-cc-1cpu "$(MCP_BENCH_ERA=2026-07-28 $ONE_CPU_PIN "$BENCH" pair "$CALLS" -- $(shim fake1cpu) -- socat STDIO "UNIX-CONNECT:$FLOOR1_PIPES_SOCKET")" ;;
     pair-daemon-hop-cc-1cpu) record_pair daemon-fake-cc-1cpu hop-fake-cc-1cpu "$(MCP_BENCH_ERA=2026-07-28 $ONE_CPU_PIN "$BENCH" pair "$CALLS" -- "unix:$WORK/fake1cpu/s.sock" -- "raw:$FLOOR1_PIPES_SOCKET")" ;;
+    # And with each call started from a quiet machine (MCP_BENCH_GAP_US: an untimed wait before
+    # each), as an agent's calls come, seconds apart; work a way leaves after its answer then
+    # falls on no one's call.
+    pair-coogle-floor-cc-gap) record_pair coogle-fake-cc-gap floor-fake-cc-gap "$(MCP_BENCH_GAP_US=$GAP_US MCP_BENCH_ERA=2026-07-28 "$BENCH" pair "$CALLS" -- $(shim fake) -- $FLOOR)" ;;
+    pair-coogle-floor-cc-gap-1cpu) record_pair coogle-fake-cc-gap-1cpu floor-fake-cc-gap-1cpu "$(MCP_BENCH_GAP_US=$GAP_US MCP_BENCH_ERA=2026-07-28 $ONE_CPU_PIN "$BENCH" pair "$CALLS" -- $(shim fake1cpu) -- socat STDIO "UNIX-CONNECT:$FLOOR1_SOCKET")" ;;
     pair-coogle-base) record_pair coogle-fake base-fake "$("$BENCH" pair "$CALLS" -- $(shim fake) -- $(base_shim))" ;;
     pair-coogle-floor-1cpu) record_pair coogle-fake-1cpu floor-fake-1cpu "$($ONE_CPU_PIN "$BENCH" pair "$CALLS" -- $(shim fake1cpu) -- socat STDIO "UNIX-CONNECT:$FLOOR1_SOCKET")" ;;
     pair-coogle-floor-pipes-1cpu) record_pair coogle-fake-1cpu floor-pipes-fake-1cpu "$($ONE_CPU_PIN "$BENCH" pair "$CALLS" -- $(shim fake1cpu) -- socat STDIO "UNIX-CONNECT:$FLOOR1_PIPES_SOCKET")" ;;
@@ -284,13 +291,13 @@ latency_way() {
 LATENCY_WAYS=(direct-fake coogle-fake daemon-fake)
 [[ -n $FLOOR ]] && LATENCY_WAYS+=(floor-fake floor-pipes-fake hop-fake tokio-fake
   pair-coogle-floor pair-coogle-floor-pipes pair-daemon-hop pair-tokio-hop pair-daemon-tokio
-  pair-coogle-floor-cc pair-coogle-floor-pipes-cc pair-daemon-hop-cc)
+  pair-coogle-floor-cc pair-coogle-floor-pipes-cc pair-daemon-hop-cc pair-coogle-floor-cc-gap)
 [[ -n $EVERYTHING ]] && LATENCY_WAYS+=(direct-everything coogle-everything)
 [[ -n $PEER ]] && LATENCY_WAYS+=(peer-fake)
 [[ -n ${BASE:-} ]] && LATENCY_WAYS+=(base-fake pair-coogle-base)
 [[ -n $ONE_CPU_PIN ]] && LATENCY_WAYS+=(direct-fake-1cpu floor-fake-1cpu floor-pipes-fake-1cpu hop-fake-1cpu tokio-fake-1cpu coogle-fake-1cpu daemon-fake-1cpu
   pair-coogle-floor-1cpu pair-coogle-floor-pipes-1cpu pair-daemon-hop-1cpu pair-tokio-hop-1cpu pair-daemon-tokio-1cpu
-  pair-coogle-floor-cc-1cpu pair-coogle-floor-pipes-cc-1cpu pair-daemon-hop-cc-1cpu)
+  pair-coogle-floor-cc-1cpu pair-coogle-floor-pipes-cc-1cpu pair-daemon-hop-cc-1cpu pair-coogle-floor-cc-gap-1cpu)
 echo "latency: $RUNS runs × $CALLS sequential calls each, ${#LATENCY_WAYS[@]} ways" >&2
 # Each run starts one way further along the list, so no way always follows the same one (the
 # report pairs the ways run by run; a fixed order would pair each with the same neighbour).
@@ -487,7 +494,7 @@ for n in 1 4 10; do
   fi
 done
 
-NO_FLOOR=$NO_FLOOR SLOW_MS=$SLOW_MS PEER_VERSION=${PEER_VERSION:-} BASE_VERSION=${BASE_VERSION:-} python3 scripts/bench_report.py "$RESULTS" "$RUNS" "$CALLS" "$TP_CALLS"
+GAP_US=$GAP_US NO_FLOOR=$NO_FLOOR SLOW_MS=$SLOW_MS PEER_VERSION=${PEER_VERSION:-} BASE_VERSION=${BASE_VERSION:-} python3 scripts/bench_report.py "$RESULTS" "$RUNS" "$CALLS" "$TP_CALLS"
 
 # The headline of sharing every stdio server: SESSIONS sessions × the six real servers of the
 # issue (those installed), direct and through one daemon. FLEET=0 skips it.

@@ -174,6 +174,13 @@ if by("floor-fake"):
         pair_table([(n, a + "-cc", b + "-cc") for n, a, b in PAIRS[:3]])
         print(f"\nGoal in Claude Code's era, side by side: coogle against the floor {against(*paired('coogle-fake-cc', 'floor-fake-cc'))}; "
               f"against the floor over pipes {against(*paired('coogle-fake-cc', 'floor-pipes-fake-cc'))}.")
+    if by(paired("coogle-fake-cc-gap", "floor-fake-cc-gap")[0]):
+        # Back to back, work a way leaves after its answer runs into the next call, the other
+        # way's half the time; paced, it falls on no call, and every process wakes from idle.
+        print(f"\nPaced: the same pair with {os.environ.get('GAP_US') or 500} µs of quiet before each call, untimed, as an agent's calls "
+              f"come (seconds apart), so work one way leaves after its answer falls on neither way's next call:\n")
+        pair_table([("coogle against the floor, Claude Code's era, paced", "coogle-fake-cc-gap", "floor-fake-cc-gap"),
+                    ("the same on one CPU", "coogle-fake-cc-gap-1cpu", "floor-fake-cc-gap-1cpu")])
     if by("floor-fake-1cpu"):
         # Every process of each way on one CPU (taskset -c 0): no cross-CPU wake-up, so what
         # is left is each hop's own work; these runs repeat to the microsecond.
