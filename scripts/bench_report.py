@@ -33,7 +33,10 @@ def against(way, floor):
     half = t * statistics.stdev(logs) / math.sqrt(n) if n > 1 else math.inf
     lo, hi = math.exp(mean - half) - 1, math.exp(mean + half) - 1
     verdict = "met" if hi <= 0.05 else "not met" if lo > 0.05 else "inconclusive"
-    interval = f"95% interval {lo * 100:+.1f} to {hi * 100:+.1f}%" if n > 1 else "one run, no interval"
+    # An end within a twentieth of a point of the goal is printed finer, so that "+5.0" never
+    # stands for an end the rule read as above (or below) 5%.
+    def end(x): return f"{x * 100:+.2f}" if abs(x - 0.05) < 0.0005 else f"{x * 100:+.1f}"
+    interval = f"95% interval {end(lo)} to {end(hi)}%" if n > 1 else "one run, no interval"
     return f"{(math.exp(mean) - 1) * 100:+.1f}% ({interval}, {n} paired runs): {verdict}"
 def short_table(ways, direct, floor):
     """p50, p99, over direct and against the floor, for each (name, label) that was measured."""
@@ -177,8 +180,8 @@ if by("floor-fake"):
     if by(paired("coogle-fake-cc-gap", "floor-fake-cc-gap")[0]):
         # Back to back, work a way leaves after its answer runs into the next call, the other
         # way's half the time; paced, it falls on no call, and every process wakes from idle.
-        print(f"\nPaced: the same pair with {os.environ.get('GAP_US') or 500} µs of quiet before each call, untimed, as an agent's calls "
-              f"come (seconds apart), so work one way leaves after its answer falls on neither way's next call:\n")
+        print(f"\nPaced: the same pair with {os.environ.get('GAP_US') or 500} µs of quiet before each call, untimed, closer to an agent's calls "
+              f"(seconds apart) than back to back, so work one way leaves after its answer falls on neither way's next call:\n")
         pair_table([("coogle against the floor, Claude Code's era, paced", "coogle-fake-cc-gap", "floor-fake-cc-gap"),
                     ("the same on one CPU", "coogle-fake-cc-gap-1cpu", "floor-fake-cc-gap-1cpu")])
     if by("floor-fake-1cpu"):
