@@ -12,8 +12,8 @@
 //!                                                 and PSS of them and of the given PIDs
 //! ```
 //! `latency` and `pair` speak the handshake era, or with `MCP_BENCH_ERA=2026-07-28` the era
-//! Claude Code 2.1.328 speaks. Each prints one JSON object on stdout. A CMD of `unix:SOCKET` talks to a coogle daemon's
-//! socket directly (hello, then MCP), to tell the daemon's cost from the shim's; `raw:SOCKET`
+//! Claude Code 2.1.328 speaks. Each prints one JSON object on stdout. A CMD of `unix:SOCKET`
+//! talks to a coogle daemon's socket directly (hello, then MCP), to tell the daemon's cost from the shim's; `raw:SOCKET`
 //! talks MCP to any socket at once (one `socat` listener: the one-hop floor beside it).
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
@@ -128,8 +128,7 @@ impl Server {
             answer.get("result").is_some(),
             "the server did not take the 2026-07-28 era: {answer}"
         );
-        let probe: Value = serde_json::from_str(CLAUDE_PROBE).unwrap();
-        self.meta = Some(probe["params"]["_meta"].clone());
+        self.meta = Some(claude_envelope());
     }
 
     /// One `tools/call` of echo, in the session's era.
@@ -338,11 +337,16 @@ fn startup(runs: u64, cmd: &[String]) -> Value {
 /// The first line Claude Code 2.1.328 writes to every stdio server.
 const CLAUDE_PROBE: &str = r#"{"jsonrpc":"2.0","id":"server-discover-probe-1","method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"claude-code","version":"2.1.328"},"io.modelcontextprotocol/clientCapabilities":{"roots":{"listChanged":true},"elicitation":{"form":{},"url":{}}}}}}"#;
 
+/// The envelope Claude Code 2.1.328 puts in every request's `_meta`: its probe's.
+fn claude_envelope() -> Value {
+    let probe: Value = serde_json::from_str(CLAUDE_PROBE).unwrap();
+    probe["params"]["_meta"].clone()
+}
+
 /// A session started the way Claude Code starts one: probe, then `tools/list` in the era the
 /// probe said (a DiscoverResult: 2026-07-28; an error: `initialize` first).
 fn claude_start(runs: u64, cmd: &[String]) -> Value {
-    let probe: Value = serde_json::from_str(CLAUDE_PROBE).unwrap();
-    let meta = probe["params"]["_meta"].clone();
+    let meta = claude_envelope();
     let (mut total, mut first) = (Vec::new(), Vec::new());
     let (mut tools, mut era) = (0, "");
     for _ in 0..runs {
