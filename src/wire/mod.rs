@@ -23,7 +23,7 @@ mod top_fields;
 pub use control::*;
 pub use envelope::*;
 pub use head::Head;
-pub use object::{Json, Object, string_text};
+pub use object::{Json, KeyLook, Object, string_text};
 pub use status::*;
 
 use serde::{Deserialize, Serialize};

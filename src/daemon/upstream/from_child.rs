@@ -5,6 +5,8 @@
 //! are answered with an error when that cannot be known. A line that is not JSON-RPC is
 //! logged and dropped; it never reaches a session.
 
+use std::sync::LazyLock;
+
 use serde_json::json;
 
 use super::era::{Era, META_SUBSCRIPTION};
@@ -14,9 +16,12 @@ use super::{Internal, Origin, Upstream, log_level, mrtr};
 use crate::daemon::SessionId;
 use crate::daemon::stats::Outcome;
 use crate::wire::{
-    self, ErrorCode, Json, Kind, Message, Object, WireError, error_line, id_key, raw,
+    self, ErrorCode, Json, KeyLook, Kind, Message, Object, WireError, error_line, id_key, raw,
     response_line, rpc_code,
 };
+
+/// A call's answer is walked for `isError` only when it may hold one.
+static IS_ERROR: LazyLock<KeyLook> = LazyLock::new(|| KeyLook::new("isError"));
 
 impl Upstream {
     pub(super) fn on_child_line(&mut self, line: Vec<u8>) {
@@ -59,7 +64,7 @@ impl Upstream {
             // A call's result is walked for `isError` only when it may hold one.
             let needed = p.retry.is_some()
                 || p.handshake_view
-                || (p.is_call && result.is_some_and(|r| r.may_hold_key("isError")));
+                || (p.is_call && result.is_some_and(|r| r.may_hold(&IS_ERROR)));
             let result = needed.then_some(result).flatten().and_then(Json::object);
             let result = result.as_ref();
             (

@@ -38,9 +38,9 @@ const ASKS_FOR_INPUT: [&str; 3] = ["tools/call", "prompts/get", "resources/read"
 
 impl Upstream {
     pub(super) fn on_session_line(&mut self, sid: SessionId, line: Vec<u8>) {
-        if !self.sessions.contains_key(&sid) {
+        let Some(session) = self.sessions.get_mut(&sid) else {
             return;
-        }
+        };
         let msg = match Message::parse_owned(line) {
             Ok(m) => m,
             Err(e) => {
@@ -50,7 +50,7 @@ impl Upstream {
         };
         match msg.kind() {
             Kind::Request => {
-                let req = Request::classify(msg);
+                let req = Request::classify_in(msg, &mut session.meta_memo);
                 if let Some(part) = req.unreadable {
                     let text = format!(
                         "invalid params: {part} has a key written with an escape that is not Unicode (a lone surrogate such as \\ud800); send it without that key"

@@ -10,7 +10,7 @@ use std::borrow::Cow;
 use serde_json::value::RawValue;
 
 use super::era;
-use crate::wire::{Json, Message, raw};
+use crate::wire::{Json, KeyLook, Message, raw};
 
 /// The methods the router treats differently; everything else is forwarded as it is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -82,6 +82,7 @@ pub(super) struct Request {
 }
 
 /// What a 2026-07-28 request says of its sender in `params._meta`.
+#[derive(Clone)]
 pub(super) struct Envelope {
     pub version: String,
     pub log_level: Option<String>,
@@ -90,6 +91,16 @@ pub(super) struct Envelope {
 impl Request {
     /// Classify a message that is a request (it has a method).
     pub fn classify(msg: Message) -> Request {
+        Request::classify_with(msg, None)
+    }
+
+    /// Classify a session's request, reading its `params._meta` through the session's
+    /// [`MetaMemo`].
+    pub fn classify_in(msg: Message, memo: &mut MetaMemo) -> Request {
+        Request::classify_with(msg, Some(memo))
+    }
+
+    fn classify_with(msg: Message, memo: Option<&mut MetaMemo>) -> Request {
         let name = msg.method().unwrap_or_default();
         let method = Method::of(&name);
         let id = msg
@@ -103,16 +114,19 @@ impl Request {
             .is_some_and(|p| read.is_none() && is_unreadable(p))
             .then_some("params");
         let params = read.unwrap_or_default();
-        let meta = params.object("_meta");
-        if meta.is_none() && params.get("_meta").is_some_and(is_unreadable) {
+        let meta_text = params.get("_meta");
+        let read_meta = match (memo, meta_text) {
+            (Some(memo), Some(text)) => memo.read(text),
+            (_, text) => MetaRead::of(text),
+        };
+        if read_meta.unreadable {
             unread = Some("params._meta");
         }
-        let meta = meta.unwrap_or_default();
-        let progress_token = meta.get("progressToken").map(Json::to_raw);
-        let envelope = meta.string(era::META_VERSION).map(|version| Envelope {
-            version: version.into_owned(),
-            log_level: meta.string(era::META_LOG_LEVEL).map(Cow::into_owned),
-        });
+        let MetaRead {
+            progress_token,
+            envelope,
+            ..
+        } = read_meta;
         let mut tool = String::new();
         if method == Method::ToolsCall {
             tool = params
@@ -142,7 +156,7 @@ impl Request {
         );
         let (has_cursor, creates_task) =
             (params.contains_key("cursor"), params.contains_key("task"));
-        drop((params, meta));
+        drop(params);
         Request {
             task_id,
             uri,
@@ -170,9 +184,9 @@ impl Request {
     }
 
     /// `tools/call`: the argument `name`, read in place; none, without a walk, when the call's
-    /// params cannot hold that key (see [`Json::may_hold_key`]).
-    pub fn argument(&self, name: &str) -> Option<Json<'_>> {
-        if !self.msg.field_json("params")?.may_hold_key(name) {
+    /// params cannot hold that key (see [`Json::may_hold`]; `look` looks for `name`).
+    pub fn argument(&self, name: &str, look: &KeyLook) -> Option<Json<'_>> {
+        if !self.msg.field_json("params")?.may_hold(look) {
             return None;
         }
         self.arguments()?.field(name)
@@ -181,6 +195,62 @@ impl Request {
     /// A first page of `tools/list`: what a session believes the tools are.
     pub fn is_first_tools_page(&self) -> bool {
         self.method == Method::ToolsList && !self.has_cursor
+    }
+}
+
+/// What the router reads of a request's `params._meta`: a pure function of its text.
+#[derive(Clone, Default)]
+struct MetaRead {
+    progress_token: Option<Box<RawValue>>,
+    envelope: Option<Envelope>,
+    /// `_meta` is an object whose fields cannot be read (see [`is_unreadable`]).
+    unreadable: bool,
+}
+
+impl MetaRead {
+    fn of(text: Option<Json<'_>>) -> MetaRead {
+        let meta = text.and_then(Json::object);
+        let unreadable = meta.is_none() && text.is_some_and(is_unreadable);
+        let meta = meta.unwrap_or_default();
+        MetaRead {
+            progress_token: meta.get("progressToken").map(Json::to_raw),
+            envelope: meta.string(era::META_VERSION).map(|version| Envelope {
+                version: version.into_owned(),
+                log_level: meta.string(era::META_LOG_LEVEL).map(Cow::into_owned),
+            }),
+            unreadable,
+        }
+    }
+}
+
+/// A session's last `params._meta`, as text and as read. A 2026-07-28 client sends the same
+/// envelope (its version, its info, its capabilities: about 300 bytes from Claude Code) in every
+/// request, and walking it again was about 1,900 of the daemon's 36,000 instructions per call;
+/// text equal to the last is read as the last was, after one comparison. What is read is a
+/// function of the text alone, so equal text cannot be read differently.
+#[derive(Default)]
+pub(super) struct MetaMemo {
+    text: String,
+    read: MetaRead,
+}
+
+impl MetaMemo {
+    /// A `_meta` longer than this is read afresh each time and not kept: a session's memo
+    /// stays small whatever it sends.
+    const KEEP_UP_TO: usize = 4096;
+
+    fn read(&mut self, text: Json<'_>) -> MetaRead {
+        let text_str = text.get();
+        if !self.text.is_empty() && self.text == text_str {
+            return self.read.clone();
+        }
+        let read = MetaRead::of(Some(text));
+        if text_str.len() <= MetaMemo::KEEP_UP_TO {
+            self.text.clear();
+            self.text.push_str(text_str);
+            self.read = read.clone();
+        }
+        read
     }
 }
 
@@ -258,6 +328,60 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","_meta":{"progressT\u006fken":17}}}"#,
         );
         assert_eq!(fine.progress_token.unwrap().get(), "17");
+    }
+
+    /// What the router reads of `params._meta` through a session's memo is what it reads of
+    /// each request alone, whatever came before: the same envelope repeated, a token that
+    /// changes, an escape that spells the same key, an unreadable `_meta` and a readable one
+    /// after it, no `_meta`, a `_meta` past what the memo keeps, a `_meta` that is no object.
+    #[test]
+    fn a_sessions_memo_reads_each_meta_as_it_reads_alone() {
+        let cc = r#""io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"claude-code","version":"2.1.328"}"#;
+        let long = format!(r#"{{{cc},"pad":"{}","progressToken":9}}"#, "x".repeat(5000));
+        let metas = [
+            format!("{{{cc}}}"),
+            format!("{{{cc}}}"),
+            format!(r#"{{{cc},"progressToken":1}}"#),
+            format!(r#"{{{cc},"progressToken":2}}"#),
+            format!(r#"{{{cc},"progressToken":2}}"#),
+            format!(r#"{{{cc},"progressT\u006fken":3}}"#),
+            format!(r#"{{{cc},"io.modelcontextprotocol/logLevel":"error"}}"#),
+            format!(r#"{{{cc},"\udfff":1,"progressToken":4}}"#),
+            format!(r#"{{{cc},"\udfff":1,"progressToken":4}}"#),
+            format!("{{{cc}}}"),
+            String::new(),
+            long.clone(),
+            long.replace(":9}", ":10}"),
+            "[1]".into(),
+            r#"{"io.modelcontextprotocol/protocolVersion":"2025-11-25"}"#.into(),
+            format!("{{{cc}}}"),
+        ];
+        let line = |meta: &str| {
+            let params = match meta {
+                "" => r#"{"name":"t"}"#.to_string(),
+                m => format!(r#"{{"name":"t","_meta":{m}}}"#),
+            };
+            format!(r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{params}}}"#)
+        };
+        let read = |r: &Request| {
+            (
+                r.progress_token.as_ref().map(|t| t.get().to_string()),
+                r.envelope
+                    .as_ref()
+                    .map(|e| (e.version.clone(), e.log_level.clone())),
+                r.unreadable,
+            )
+        };
+        let mut memo = MetaMemo::default();
+        for meta in &metas {
+            let text = line(meta);
+            let alone = classify(&text);
+            let through = Request::classify_in(Message::parse(text.as_bytes()).unwrap(), &mut memo);
+            assert_eq!(read(&through), read(&alone), "{meta}");
+            // A `_meta` past what the memo keeps is read, not kept.
+            assert!(memo.text.len() <= MetaMemo::KEEP_UP_TO);
+        }
+        assert_eq!(memo.text, metas[metas.len() - 1]);
     }
 
     #[test]

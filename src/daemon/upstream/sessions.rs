@@ -12,6 +12,7 @@ use crate::daemon::session_socket::SessionWriter;
 use serde_json::Value;
 
 use super::era::{self, Era};
+use super::request::MetaMemo;
 use super::{Internal, Origin, Upstream, log_level};
 use crate::daemon::SessionId;
 use crate::daemon::operations::Owner;
@@ -53,6 +54,8 @@ pub(super) struct Session {
     pub dropped: u64,
     /// List changes it missed meanwhile, delivered once it reads again.
     pub missed: Vec<Vec<u8>>,
+    /// Its last request's `params._meta`, read (see [`MetaMemo`]).
+    pub meta_memo: MetaMemo,
 }
 
 impl Upstream {
@@ -80,6 +83,7 @@ impl Upstream {
                 stats: CallStats::default(),
                 dropped: 0,
                 missed: Vec::new(),
+                meta_memo: MetaMemo::default(),
             },
         );
         self.restore_session(id);

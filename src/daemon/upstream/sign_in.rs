@@ -15,9 +15,9 @@ use memchr::memmem::Finder;
 
 use super::request::Request;
 use crate::config::SignInConfig;
-use crate::wire::Message;
 #[cfg(doc)]
 use crate::wire::Object;
+use crate::wire::{KeyLook, Message};
 
 /// A sign-in the upstream asked for and the user has not completed yet.
 pub(super) struct SignIn {
@@ -49,14 +49,18 @@ struct How {
     /// The marker as it appears inside a JSON string (quotes and backslashes escaped), since
     /// answers are searched as they came, unparsed. Every answer to a call is searched.
     marker: Finder<'static>,
-    account_argument: Option<String>,
+    /// The argument naming the account, and a look for it.
+    account_argument: Option<(String, KeyLook)>,
 }
 
 impl SignIns {
     pub fn new(config: Option<&SignInConfig>) -> SignIns {
         let how = config.map(|c| How {
             marker: Finder::new(&json_escaped(&c.url_marker)).into_owned(),
-            account_argument: c.account_argument.clone(),
+            account_argument: c
+                .account_argument
+                .as_ref()
+                .map(|name| (name.clone(), KeyLook::new(name))),
         });
         SignIns {
             how,
@@ -71,8 +75,8 @@ impl SignIns {
         let how = self.how.as_ref()?;
         let named = how
             .account_argument
-            .as_deref()
-            .and_then(|name| string_field(req, name));
+            .as_ref()
+            .and_then(|(name, look)| string_field(req, name, look));
         Some(named.unwrap_or_default())
     }
 
@@ -158,8 +162,8 @@ fn sign_in_url(marker: &Finder, msg: &Message) -> Option<String> {
 /// The string value of the call's argument `name`, read in place (see [`Object`]); a repeated
 /// key counts with its last value, as the server reads it (Python's `json`, serde_json).
 /// `None` when the arguments are no object, have no such field, or its value is no string.
-fn string_field(req: &Request, name: &str) -> Option<String> {
-    req.argument(name)?.string().map(Cow::into_owned)
+fn string_field(req: &Request, name: &str, look: &KeyLook) -> Option<String> {
+    req.argument(name, look)?.string().map(Cow::into_owned)
 }
 
 /// The tool result text for a call answered with a pending sign-in.
@@ -241,7 +245,7 @@ mod tests {
                 r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"t","arguments":{args}}}}}"#
             );
             let req = Request::classify(Message::parse(line.as_bytes()).unwrap());
-            string_field(&req, "user")
+            string_field(&req, "user", &KeyLook::new("user"))
         };
         assert_eq!(
             user(r#"{"user":"ada","user":"bob"}"#).as_deref(),

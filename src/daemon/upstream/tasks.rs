@@ -6,11 +6,12 @@
 
 use std::borrow::Cow;
 use std::collections::HashMap;
+use std::sync::LazyLock;
 
 use serde_json::Value;
 
 use crate::daemon::SessionId;
-use crate::wire::{Message, raw};
+use crate::wire::{KeyLook, Message, raw};
 
 /// The metadata key that ties a server request or notification to a task.
 const RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
@@ -126,8 +127,9 @@ impl Tasks {
 fn created_task_id(msg: &Message) -> Option<String> {
     // Read in place, after a look for the key: every 2026-07-28 call's answer is read here, and
     // a tree of the whole result was made for this one field (issue 22).
+    static TASK: LazyLock<KeyLook> = LazyLock::new(|| KeyLook::new("task"));
     let result = msg.field_json("result")?;
-    if !result.may_hold_key("task") {
+    if !result.may_hold(&TASK) {
         return None;
     }
     let task = result.field("task")?.field("taskId")?;
