@@ -7,6 +7,7 @@
 #   FLEET=0 scripts/bench.sh            # without the 5 sessions × 6 real servers headline
 #   SDK=0 scripts/bench.sh              # without the Python SDK client's view (scripts/sdk_latency.py)
 #   RESULTS_OUT=r.jsonl scripts/bench.sh   # keep the raw measurements (scripts/bench_report.py)
+#   PGO=1 scripts/bench.sh              # coogle built with profile-guided optimization (scripts/pgo)
 #
 # Everything runs in a temporary HOME with its own daemons on private Unix sockets. Prints a
 # Markdown table of medians over RUNS repetitions: added latency per tools/call (p50, p99),
@@ -40,6 +41,15 @@ BENCH=$BIN/examples/mcp_bench
 TOKIO_RELAY=$BIN/examples/tokio_relay
 
 WORK=$(mktemp -d /tmp/coogle-bench.XXXXXX)
+if [[ ${PGO:-0} == 1 ]]; then
+  # The PGO build beside the same shim: `coogle mcp` runs the coogle-mcp next to it.
+  pgo_coogle=$(scripts/pgo)
+  mkdir -p "$WORK/pgo-bin"
+  cp "$pgo_coogle" "$WORK/pgo-bin/coogle"
+  cp "$BIN/coogle-mcp" "$WORK/pgo-bin/coogle-mcp"
+  COOGLE=$WORK/pgo-bin/coogle
+  echo "coogle under test: the PGO build (scripts/pgo)" >&2
+fi
 DAEMONS=()
 stop_daemons() {
   # Daemons a shim started on demand are not in DAEMONS: stop every one by its socket.

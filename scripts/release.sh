@@ -21,13 +21,15 @@
 # is rewritten with the version and each archive's url and sha256.
 #
 #   scripts/release.sh [--out DIR] [--target TRIPLE]... [--binary PATH] [--macos-dir DIR]
-#                      [--no-macos] [--formula FILE] [--url-base URL]
+#                      [--no-macos] [--pgo] [--formula FILE] [--url-base URL]
 #
 # --binary     packs an already-built host binary (and the coogle-mcp beside it) instead of
 #              building (CI reuses its build; scripts/static-shim links the shim it should ship)
 # --macos-dir  packs the universal coogle and coogle-mcp in DIR (scripts/check-macos's output)
 #              instead of linking them; they are inspected again either way (scripts/macho-check)
 # --no-macos   leaves macOS out (a Linux-only release: the formula then has no macOS archive)
+# --pgo        builds the host's coogle with profile-guided optimization (scripts/pgo, which runs
+#              the daemon's calls on this machine to make the profile); other targets as before
 #
 # The macOS binaries are linked here, from Linux too, by scripts/check-macos (cargo-zigbuild;
 # see it for what it needs). What only a Mac can do (a Developer ID signature, the pkg,
@@ -42,6 +44,7 @@ binary=""
 targets=""
 macos_dir=""
 macos=1
+pgo=0
 
 say() { printf '%s\n' "$*"; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
@@ -53,6 +56,7 @@ while [ $# -gt 0 ]; do
         --binary) [ $# -ge 2 ] || die "--binary needs a value"; binary="$2"; shift 2 ;;
         --macos-dir) [ $# -ge 2 ] || die "--macos-dir needs a value"; macos_dir="$2"; shift 2 ;;
         --no-macos) macos=0; shift ;;
+        --pgo) pgo=1; shift ;;
         --formula) [ $# -ge 2 ] || die "--formula needs a value"; formula="$2"; shift 2 ;;
         --url-base) [ $# -ge 2 ] || die "--url-base needs a value"; url_base="$2"; shift 2 ;;
         -h|--help) awk 'NR > 1 && /^set -eu$/ { exit } NR > 1' "$0"; exit 0 ;;
@@ -126,6 +130,10 @@ for t in $targets; do
         cargo build --release --locked --target "$t" --manifest-path "$root/Cargo.toml" \
             || { say "warning: could not build $t; skipped"; continue; }
         bin="$root/target/$t/release/coogle"
+        if [ "$pgo" -eq 1 ] && [ "$t" = "$host" ]; then
+            # The profile is made by running the daemon, so only the host's build can have one.
+            bin="$("$root/scripts/pgo")" || die "could not build the PGO coogle (scripts/pgo, above)"
+        fi
         # A glibc target's shim is linked static (scripts/static-shim says why); a given
         # --binary's is packed as it is.
         case "$t" in

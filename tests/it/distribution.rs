@@ -60,6 +60,60 @@ fn every_script_passes_shellcheck() {
     assert_eq!(code, 0, "shellcheck:\n{out}{err}");
 }
 
+/// `scripts/pgo` needs llvm-profdata of this rustc's own LLVM (a distribution's is seldom the
+/// same version). Without it, it says once what to install, before building anything.
+#[test]
+fn the_pgo_build_says_what_it_needs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let sysroot = tmp.path().join("sysroot");
+    fs::create_dir_all(&sysroot).unwrap();
+    // A rustc whose sysroot has no llvm-tools; `cargo` fails loudly if the script reaches it.
+    let fake = tmp.path().join("bin");
+    fs::create_dir_all(&fake).unwrap();
+    let write = |name: &str, text: &str| {
+        let p = fake.join(name);
+        fs::write(&p, text).unwrap();
+        let mut perms = fs::metadata(&p).unwrap().permissions();
+        std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
+        fs::set_permissions(&p, perms).unwrap();
+    };
+    write(
+        "rustc",
+        &format!(
+            "#!/bin/sh\ncase \"$1\" in\n  -vV) echo 'host: x86_64-unknown-linux-gnu' ;;\n  --print) echo '{}' ;;\nesac\n",
+            sysroot.display()
+        ),
+    );
+    write("cargo", "#!/bin/sh\necho 'cargo was run' >&2\nexit 3\n");
+    let path = format!(
+        "{}:{}",
+        fake.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let (code, out, err) = run(Command::new(root().join("scripts/pgo"))
+        .env("PATH", path)
+        .args([
+            "--target-dir",
+            &tmp.path().join("pgo").display().to_string(),
+        ]));
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(out.is_empty(), "{out}");
+    assert!(!err.contains("cargo was run"), "{err}");
+    assert_eq!(
+        err.matches("rustup component add llvm-tools").count(),
+        1,
+        "{err}"
+    );
+    assert!(err.contains("no llvm-profdata for this rustc"), "{err}");
+
+    let (code, out, _) = run(Command::new(root().join("scripts/pgo")).arg("--help"));
+    assert_eq!(code, 0);
+    assert!(out.contains("profile-guided optimization"), "{out}");
+    let (code, _, err) = run(Command::new(root().join("scripts/pgo")).arg("--nope"));
+    assert_eq!(code, 1);
+    assert!(err.contains("unknown option --nope"), "{err}");
+}
+
 #[test]
 fn the_formula_parses_and_matches_the_cli() {
     let formula = fs::read_to_string(root().join("homebrew/coogle.rb")).unwrap();
