@@ -70,13 +70,7 @@ fn the_pgo_build_says_what_it_needs() {
     // A rustc whose sysroot has no llvm-tools; `cargo` fails loudly if the script reaches it.
     let fake = tmp.path().join("bin");
     fs::create_dir_all(&fake).unwrap();
-    let write = |name: &str, text: &str| {
-        let p = fake.join(name);
-        fs::write(&p, text).unwrap();
-        let mut perms = fs::metadata(&p).unwrap().permissions();
-        std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
-        fs::set_permissions(&p, perms).unwrap();
-    };
+    let write = |name: &str, text: &str| support::write_executable(&fake.join(name), text);
     write(
         "rustc",
         &format!(
