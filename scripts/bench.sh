@@ -41,15 +41,6 @@ BENCH=$BIN/examples/mcp_bench
 TOKIO_RELAY=$BIN/examples/tokio_relay
 
 WORK=$(mktemp -d /tmp/coogle-bench.XXXXXX)
-if [[ ${PGO:-0} == 1 ]]; then
-  # The PGO build beside the same shim: `coogle mcp` runs the coogle-mcp next to it.
-  pgo_coogle=$(scripts/pgo)
-  mkdir -p "$WORK/pgo-bin"
-  cp "$pgo_coogle" "$WORK/pgo-bin/coogle"
-  cp "$BIN/coogle-mcp" "$WORK/pgo-bin/coogle-mcp"
-  COOGLE=$WORK/pgo-bin/coogle
-  echo "coogle under test: the PGO build (scripts/pgo)" >&2
-fi
 DAEMONS=()
 stop_daemons() {
   # Daemons a shim started on demand are not in DAEMONS: stop every one by its socket.
@@ -67,6 +58,15 @@ cleanup() {
   rm -rf "$WORK"
 }
 trap cleanup EXIT
+if [[ ${PGO:-0} == 1 ]]; then
+  # The PGO build beside the same shim: `coogle mcp` runs the coogle-mcp next to it.
+  pgo_coogle=$(scripts/pgo)
+  mkdir -p "$WORK/pgo-bin"
+  cp "$pgo_coogle" "$WORK/pgo-bin/coogle"
+  cp "$BIN/coogle-mcp" "$WORK/pgo-bin/coogle-mcp"
+  COOGLE=$WORK/pgo-bin/coogle
+  echo "coogle under test: the PGO build (scripts/pgo)" >&2
+fi
 
 export HOME=$WORK/home XDG_CONFIG_HOME=$WORK/home/.config XDG_STATE_HOME=$WORK/home/.local/state
 export UV_CACHE_DIR=${UV_CACHE_DIR:-${REAL_HOME:-/root}/.cache/uv}

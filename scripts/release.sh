@@ -29,7 +29,8 @@
 #              instead of linking them; they are inspected again either way (scripts/macho-check)
 # --no-macos   leaves macOS out (a Linux-only release: the formula then has no macOS archive)
 # --pgo        builds the host's coogle with profile-guided optimization (scripts/pgo, which runs
-#              the daemon's calls on this machine to make the profile); other targets as before
+#              the daemon's calls on this machine to make the profile): a Linux host among the
+#              targets, built here (not --binary); other targets as before
 #
 # The macOS binaries are linked here, from Linux too, by scripts/check-macos (cargo-zigbuild;
 # see it for what it needs). What only a Mac can do (a Developer ID signature, the pkg,
@@ -89,6 +90,17 @@ if [ -z "$targets" ]; then
             targets="$targets $t"
         fi
     done
+fi
+
+# --pgo applies to the host's Linux build, made here; anywhere else it would be ignored, so it
+# is refused, and a missing llvm-tools is found before anything is built.
+if [ "$pgo" -eq 1 ]; then
+    [ -z "$binary" ] || die "--pgo builds the host's coogle, --binary packs one already built: pass one of them"
+    case " $targets " in
+        *" $host "*) ;;
+        *) die "--pgo profiles the host's Linux build ($host), which is not among the targets" ;;
+    esac
+    "$root/scripts/pgo" --check || die "--pgo cannot run here (above)"
 fi
 
 sha256() {

@@ -12,8 +12,10 @@
 //! JSON because of where it was found.
 
 use std::borrow::Cow;
+use std::sync::LazyLock;
 
 use foldhash::{HashMap, HashMapExt};
+use memchr::memmem::Finder;
 use serde_json::value::RawValue;
 
 use super::scan::{skip_space, string_end, value_end};
@@ -73,14 +75,13 @@ impl<'a> Json<'a> {
 
     /// [`may_hold_key`](Self::may_hold_key) with the key's searcher built once.
     pub fn may_hold(self, look: &KeyLook) -> bool {
+        static ESCAPE_U: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"\\u"));
         let text = self.0.as_bytes();
-        // Backslashes are rare in a message: each is looked at, found by memchr's vector search.
-        let mut backslashes = memchr::memchr_iter(b'\\', text);
-        let escape = match look.short_escape {
-            true => backslashes.next().is_some(),
-            false => backslashes.any(|i| text.get(i + 1) == Some(&b'u')),
-        };
-        escape || look.key.find(text).is_some()
+        look.key.find(text).is_some()
+            || match look.short_escape {
+                true => memchr::memchr(b'\\', text).is_some(),
+                false => ESCAPE_U.find(text).is_some(),
+            }
     }
     /// The value's fields, when it is an object.
     pub fn object(self) -> Option<Object<'a>> {
@@ -104,7 +105,7 @@ impl<'a> Json<'a> {
 /// `str::contains`, which builds a two-way searcher each time and steps a byte at a time, were
 /// about 1,700 of the daemon's 36,000 instructions per call in Claude Code's era (issue 22).
 pub struct KeyLook {
-    key: memchr::memmem::Finder<'static>,
+    key: Finder<'static>,
     /// Letters, digits and most punctuation can only be escaped as `\uXXXX`; a quote, a
     /// backslash, a slash or a control character has a short escape too.
     short_escape: bool,
@@ -113,7 +114,7 @@ pub struct KeyLook {
 impl KeyLook {
     pub fn new(key: &str) -> KeyLook {
         KeyLook {
-            key: memchr::memmem::Finder::new(key.as_bytes()).into_owned(),
+            key: Finder::new(key.as_bytes()).into_owned(),
             short_escape: key
                 .bytes()
                 .any(|b| matches!(b, b'"' | b'\\' | b'/') || b < 0x20),

@@ -85,7 +85,7 @@ fn the_pgo_build_says_what_it_needs() {
         std::env::var("PATH").unwrap_or_default()
     );
     let (code, out, err) = run(Command::new(root().join("scripts/pgo"))
-        .env("PATH", path)
+        .env("PATH", &path)
         .args([
             "--target-dir",
             &tmp.path().join("pgo").display().to_string(),
@@ -100,12 +100,63 @@ fn the_pgo_build_says_what_it_needs() {
     );
     assert!(err.contains("no llvm-profdata for this rustc"), "{err}");
 
+    // `--check` says the same, and is what `release.sh --pgo` asks before building anything.
+    let (code, _, check_err) = run(Command::new(root().join("scripts/pgo"))
+        .env("PATH", &path)
+        .arg("--check"));
+    assert_eq!(code, 1, "{check_err}");
+    assert!(
+        check_err.contains("rustup component add llvm-tools"),
+        "{check_err}"
+    );
+    let (code, out, err) = run(Command::new(root().join("scripts/release.sh"))
+        .env("PATH", &path)
+        .args(["--pgo", "--no-macos", "--out"])
+        .arg(tmp.path().join("out")));
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(err.contains("--pgo cannot run here"), "{err}");
+    assert!(!err.contains("cargo was run"), "{err}");
+
     let (code, out, _) = run(Command::new(root().join("scripts/pgo")).arg("--help"));
     assert_eq!(code, 0);
     assert!(out.contains("profile-guided optimization"), "{out}");
     let (code, _, err) = run(Command::new(root().join("scripts/pgo")).arg("--nope"));
     assert_eq!(code, 1);
     assert!(err.contains("unknown option --nope"), "{err}");
+}
+
+/// `release.sh --pgo` applies to the host's Linux build made there; where it would be ignored
+/// (an already-built `--binary`, the host not among the targets) it is refused, before anything
+/// is built.
+#[test]
+fn release_pgo_is_refused_where_it_would_not_apply() {
+    let tmp = tempfile::tempdir().unwrap();
+    let release = || {
+        let mut c = Command::new(root().join("scripts/release.sh"));
+        c.args(["--pgo", "--no-macos", "--out"])
+            .arg(tmp.path().join("out"));
+        c
+    };
+    let (code, out, err) = run(release().args(["--binary", support::COOGLE]));
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(
+        err.contains("--pgo builds the host's coogle, --binary packs one already built"),
+        "{err}"
+    );
+    let other = match std::env::consts::ARCH {
+        "x86_64" => "aarch64-unknown-linux-gnu",
+        _ => "x86_64-unknown-linux-gnu",
+    };
+    let (code, out, err) = run(release().args(["--target", other]));
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(err.contains("which is not among the targets"), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        !tmp.path()
+            .join("out")
+            .read_dir()
+            .is_ok_and(|mut d| d.next().is_some())
+    );
 }
 
 #[test]
