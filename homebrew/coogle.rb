@@ -12,10 +12,19 @@ class Coogle < Formula
   # >>> archives: written by scripts/release.sh
   version "0.1.0"
 
+  on_macos do
+    url "https://github.com/coogle-dev/coogle/releases/download/v0.1.0/coogle-0.1.0-universal-apple-darwin.tar.gz"
+    sha256 "0000000000000000000000000000000000000000000000000000000000000000"
+  end
+
   on_linux do
     on_intel do
       url "https://github.com/coogle-dev/coogle/releases/download/v0.1.0/coogle-0.1.0-x86_64-unknown-linux-gnu.tar.gz"
-      sha256 "394b86bd9c32cc17e8bb5c70101ed7f2de2ea179424a31fc8ddc397732b88c09"
+      sha256 "0000000000000000000000000000000000000000000000000000000000000000"
+    end
+    on_arm do
+      url "https://github.com/coogle-dev/coogle/releases/download/v0.1.0/coogle-0.1.0-aarch64-unknown-linux-gnu.tar.gz"
+      sha256 "0000000000000000000000000000000000000000000000000000000000000000"
     end
   end
   # <<< archives

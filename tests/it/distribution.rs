@@ -112,7 +112,9 @@ fn the_pgo_build_says_what_it_needs() {
     let (code, out, err) = run(Command::new(root().join("scripts/release.sh"))
         .env("PATH", &path)
         .args(["--pgo", "--no-macos", "--out"])
-        .arg(tmp.path().join("out")));
+        .arg(tmp.path().join("out"))
+        .arg("--formula")
+        .arg(tmp.path().join("coogle.rb")));
     assert_eq!(code, 1, "{out}{err}");
     assert!(err.contains("--pgo cannot run here"), "{err}");
     assert!(!err.contains("cargo was run"), "{err}");
@@ -131,10 +133,16 @@ fn the_pgo_build_says_what_it_needs() {
 #[test]
 fn release_pgo_is_refused_where_it_would_not_apply() {
     let tmp = tempfile::tempdir().unwrap();
+    // A formula of its own: were a refusal missing, the release would rewrite it, not the
+    // repository's.
+    let formula = tmp.path().join("coogle.rb");
+    fs::copy(root().join("homebrew/coogle.rb"), &formula).unwrap();
     let release = || {
         let mut c = Command::new(root().join("scripts/release.sh"));
         c.args(["--pgo", "--no-macos", "--out"])
-            .arg(tmp.path().join("out"));
+            .arg(tmp.path().join("out"))
+            .arg("--formula")
+            .arg(&formula);
         c
     };
     let (code, out, err) = run(release().args(["--binary", support::COOGLE]));
@@ -156,6 +164,10 @@ fn release_pgo_is_refused_where_it_would_not_apply() {
             .join("out")
             .read_dir()
             .is_ok_and(|mut d| d.next().is_some())
+    );
+    assert_eq!(
+        fs::read_to_string(&formula).unwrap(),
+        fs::read_to_string(root().join("homebrew/coogle.rb")).unwrap()
     );
 }
 
