@@ -2,6 +2,13 @@
 //! `-dirty` when tracked files had changes) and its commit date into `COOGLE_GIT_DATE`, or
 //! leaves both empty when this is not a git checkout of coogle itself (a release tarball, a
 //! crate unpacked inside some other repository) or git is missing. It never fails the build.
+//!
+//! It also sets `COOGLE_PGO` to `pgo` when the build is given a profile for profile-guided
+//! optimization (`-Cprofile-use`, as `scripts/pgo` does), else empty: `--version` then says
+//! which build an archive holds.
+
+#[path = "src/build_flags.rs"]
+mod build_flags;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -20,6 +27,7 @@ fn git(dir: &Path, args: &[&str]) -> Option<String> {
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
+    println!("cargo:rerun-if-changed=src/build_flags.rs");
     let manifest_dir = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_default());
     // Only this package's own checkout counts: a source tarball unpacked inside another
     // repository must not claim that repository's revision.
@@ -61,6 +69,12 @@ fn main() {
             date = git(&manifest_dir, &["log", "-1", "--format=%cs"]).unwrap_or_default();
         }
     }
+    let flags = std::env::var("CARGO_ENCODED_RUSTFLAGS").unwrap_or_default();
+    let pgo = build_flags::given_profile(&flags);
+    println!(
+        "cargo:rustc-env=COOGLE_PGO={}",
+        if pgo { "pgo" } else { "" }
+    );
     println!("cargo:rustc-env=COOGLE_GIT_REV={rev}");
     println!("cargo:rustc-env=COOGLE_GIT_DATE={date}");
 }

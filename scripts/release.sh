@@ -21,16 +21,22 @@
 # is rewritten with the version and each archive's url and sha256.
 #
 #   scripts/release.sh [--out DIR] [--target TRIPLE]... [--binary PATH] [--macos-dir DIR]
-#                      [--no-macos] [--pgo] [--formula FILE] [--url-base URL]
+#                      [--no-macos] [--pgo | --no-pgo] [--formula FILE] [--url-base URL]
 #
 # --binary     packs an already-built host binary (and the coogle-mcp beside it) instead of
 #              building (CI reuses its build; scripts/static-shim links the shim it should ship)
 # --macos-dir  packs the universal coogle and coogle-mcp in DIR (scripts/check-macos's output)
 #              instead of linking them; they are inspected again either way (scripts/macho-check)
 # --no-macos   leaves macOS out (a Linux-only release: the formula then has no macOS archive)
-# --pgo        builds the host's coogle with profile-guided optimization (scripts/pgo, which runs
-#              the daemon's calls on this machine to make the profile): a Linux host among the
-#              targets, built here (not --binary); other targets as before
+# --pgo        insists on the default below, and is refused where it cannot apply (--binary, the
+#              host not among the targets, a Mac)
+# --no-pgo     builds the host's Linux coogle plain (as `cargo install` does)
+#
+# By default the host's Linux coogle, when built here (not --binary), is built with
+# profile-guided optimization (scripts/pgo, which runs the daemon's calls on this machine to make
+# the profile): its calls cost less (docs/PERFORMANCE.md). That needs rustup's llvm-tools; without
+# them the release stops before building anything and says so, rather than ship a slower build
+# quietly. Other targets (cross-built, so their daemon cannot run here) are built plain.
 #
 # The macOS binaries are linked here, from Linux too, by scripts/check-macos (cargo-zigbuild;
 # see it for what it needs). What only a Mac can do (a Developer ID signature, the pkg,
@@ -45,7 +51,7 @@ binary=""
 targets=""
 macos_dir=""
 macos=1
-pgo=0
+pgo=auto
 
 say() { printf '%s\n' "$*"; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
@@ -57,7 +63,8 @@ while [ $# -gt 0 ]; do
         --binary) [ $# -ge 2 ] || die "--binary needs a value"; binary="$2"; shift 2 ;;
         --macos-dir) [ $# -ge 2 ] || die "--macos-dir needs a value"; macos_dir="$2"; shift 2 ;;
         --no-macos) macos=0; shift ;;
-        --pgo) pgo=1; shift ;;
+        --pgo) [ "$pgo" != 0 ] || die "--pgo and --no-pgo contradict each other"; pgo=1; shift ;;
+        --no-pgo) [ "$pgo" != 1 ] || die "--pgo and --no-pgo contradict each other"; pgo=0; shift ;;
         --formula) [ $# -ge 2 ] || die "--formula needs a value"; formula="$2"; shift 2 ;;
         --url-base) [ $# -ge 2 ] || die "--url-base needs a value"; url_base="$2"; shift 2 ;;
         -h|--help) awk 'NR > 1 && /^set -eu$/ { exit } NR > 1' "$0"; exit 0 ;;
@@ -92,15 +99,31 @@ if [ -z "$targets" ]; then
     done
 fi
 
-# --pgo applies to the host's Linux build, made here; anywhere else it would be ignored, so it
-# is refused, and a missing llvm-tools is found before anything is built.
-if [ "$pgo" -eq 1 ]; then
+# Profile-guided optimization applies to the host's Linux build, made here. Asked for with
+# --pgo where it would be ignored, it is refused; by default it is simply not used there. A
+# missing llvm-tools is found before anything is built.
+host_built=0
+case "$host" in
+    *-linux-*)
+        if [ -z "$binary" ]; then
+            case " $targets " in *" $host "*) host_built=1 ;; esac
+        fi ;;
+esac
+if [ "$pgo" = 1 ]; then
     [ -z "$binary" ] || die "--pgo builds the host's coogle, --binary packs one already built: pass one of them"
-    case " $targets " in
-        *" $host "*) ;;
-        *) die "--pgo profiles the host's Linux build ($host), which is not among the targets" ;;
+    case "$host" in
+        *-linux-*) ;;
+        *) die "--pgo profiles a Linux host's build; $host's binaries are built plain" ;;
     esac
+    [ "$host_built" -eq 1 ] || die "--pgo profiles the host's Linux build ($host), which is not among the targets"
     "$root/scripts/pgo" --check || die "--pgo cannot run here (above)"
+elif [ "$pgo" = auto ]; then
+    pgo=0
+    if [ "$host_built" -eq 1 ]; then
+        "$root/scripts/pgo" --check \
+            || die "the host's archive is built with profile-guided optimization by default, which cannot run here (above); --no-pgo builds it plain"
+        pgo=1
+    fi
 fi
 
 sha256() {
@@ -138,13 +161,15 @@ for t in $targets; do
                     || say "warning: the coogle-mcp beside $bin is not linked static (scripts/static-shim); packed as it is" ;;
         esac
     else
-        say "building $t"
-        cargo build --release --locked --target "$t" --manifest-path "$root/Cargo.toml" \
-            || { say "warning: could not build $t; skipped"; continue; }
-        bin="$root/target/$t/release/coogle"
         if [ "$pgo" -eq 1 ] && [ "$t" = "$host" ]; then
             # The profile is made by running the daemon, so only the host's build can have one.
+            say "building $t with profile-guided optimization (scripts/pgo)"
             bin="$("$root/scripts/pgo")" || die "could not build the PGO coogle (scripts/pgo, above)"
+        else
+            say "building $t"
+            cargo build --release --locked --target "$t" --manifest-path "$root/Cargo.toml" \
+                || { say "warning: could not build $t; skipped"; continue; }
+            bin="$root/target/$t/release/coogle"
         fi
         # A glibc target's shim is linked static (scripts/static-shim says why); a given
         # --binary's is packed as it is.

@@ -14,6 +14,8 @@
 
 #![deny(unsafe_code)]
 
+#[cfg(test)]
+mod build_flags;
 pub(crate) mod causes;
 pub mod cli;
 pub(crate) mod client;

@@ -119,6 +119,64 @@ fn the_pgo_build_says_what_it_needs() {
     assert!(err.contains("--pgo cannot run here"), "{err}");
     assert!(!err.contains("cargo was run"), "{err}");
 
+    // Without a word, the host's Linux archive is the PGO build: a release stops here rather
+    // than ship the plain one quietly, and says how to ask for it.
+    let release = |flags: &[&str]| {
+        let mut c = Command::new(root().join("scripts/release.sh"));
+        c.env("PATH", &path)
+            .args(flags)
+            .args([
+                "--no-macos",
+                "--target",
+                "x86_64-unknown-linux-gnu",
+                "--out",
+            ])
+            .arg(tmp.path().join("out"))
+            .arg("--formula")
+            .arg(tmp.path().join("coogle.rb"));
+        run(&mut c)
+    };
+    let (code, out, err) = release(&[]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(
+        err.contains("built with profile-guided optimization by default")
+            && err.contains("--no-pgo builds it plain"),
+        "{err}"
+    );
+    assert_eq!(
+        err.matches("rustup component add llvm-tools").count(),
+        1,
+        "{err}"
+    );
+    assert!(!err.contains("cargo was run"), "{err}");
+    // `--no-pgo` asks nothing of llvm-tools and goes on to build (here, the stand-in cargo).
+    let (_, out, err) = release(&["--no-pgo"]);
+    assert!(
+        out.contains("building x86_64-unknown-linux-gnu\n") && err.contains("cargo was run"),
+        "{out}{err}"
+    );
+    assert!(!err.contains("llvm-tools"), "{err}");
+
+    // On a Mac nothing of the release can be profiled: `--pgo` is refused there, in one line.
+    let mac = tmp.path().join("mac");
+    fs::create_dir_all(&mac).unwrap();
+    support::write_executable(
+        &mac.join("rustc"),
+        "#!/bin/sh\n[ \"$1\" = -vV ] && echo 'host: aarch64-apple-darwin'\n",
+    );
+    let (code, out, err) = run(Command::new(root().join("scripts/release.sh"))
+        .env("PATH", format!("{}:{path}", mac.display()))
+        .args(["--pgo", "--no-macos", "--out"])
+        .arg(tmp.path().join("out"))
+        .arg("--formula")
+        .arg(tmp.path().join("coogle.rb")));
+    assert_eq!(code, 1, "{out}{err}");
+    assert_eq!(
+        err.trim(),
+        "error: --pgo profiles a Linux host's build; aarch64-apple-darwin's binaries are built plain",
+        "{err}"
+    );
+
     let (code, out, _) = run(Command::new(root().join("scripts/pgo")).arg("--help"));
     assert_eq!(code, 0);
     assert!(out.contains("profile-guided optimization"), "{out}");
@@ -159,6 +217,13 @@ fn release_pgo_is_refused_where_it_would_not_apply() {
     assert_eq!(code, 1, "{out}{err}");
     assert!(err.contains("which is not among the targets"), "{err}");
     assert_eq!(err.lines().count(), 1, "{err}");
+    let (code, out, err) = run(release().arg("--no-pgo"));
+    assert_eq!(code, 1, "{out}{err}");
+    assert_eq!(
+        err.trim(),
+        "error: --pgo and --no-pgo contradict each other",
+        "{err}"
+    );
     assert!(
         !tmp.path()
             .join("out")
@@ -827,6 +892,8 @@ fn version_names_the_git_revision() {
     let (code, version, _) = run(Command::new(support::COOGLE).arg("--version"));
     assert_eq!(code, 0);
     assert!(version.starts_with("coogle 0.1.0"), "{version}");
+    // The tests' build is the plain one: only a build given a profile says `pgo` (build.rs).
+    assert!(!version.contains("pgo"), "{version}");
     let head = Command::new("git")
         .args(["rev-parse", "--short=7", "HEAD"])
         .current_dir(root())
