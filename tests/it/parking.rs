@@ -245,3 +245,77 @@ fn a_daemon_with_no_child_alive_does_not_read_the_process_table_nor_wake() {
          {parked:?} once parked"
     );
 }
+
+/// The first call after parking reaches the new child before the daemon's own look at its tools
+/// (a child just started computes its first list cold: the call would wait behind it), and
+/// after what sessions set up in the old child (the log level a session chose), so it runs as
+/// it did there. Both eras of child.
+#[test]
+fn the_first_call_after_parking_goes_before_the_daemons_own_tool_list() {
+    for era in ["legacy", "modern"] {
+        let env = Env::new();
+        let events = env.path("events");
+        // Public lists: the daemon keeps the session's, and checks it again on the new child.
+        env.write_fake_config(json!({"idleStopMs": 500, "env": {
+            "FAKE_MCP_ERA": era,
+            "FAKE_MCP_EVENT_LOG": events.to_str().unwrap(),
+            "FAKE_MCP_CACHE_SCOPE": "public",
+        }}));
+        let _d = env.daemon();
+        let mut s = env.shim();
+        let call = |s: &mut Shim| match era {
+            "legacy" => s.call("echo", json!({"text": "after parking"})),
+            _ => modern(
+                s,
+                "tools/call",
+                json!({"name": "echo", "arguments": {"text": "after parking"}}),
+            ),
+        };
+        if era == "legacy" {
+            s.initialize();
+            let r = s.request("logging/setLevel", json!({"level": "error"}));
+            assert!(r["result"].is_object(), "{r}");
+        } else {
+            modern(&mut s, "server/discover", json!({}));
+            let tools = modern(&mut s, "tools/list", json!({}));
+            assert!(tools["result"]["tools"].is_array(), "{tools}");
+        }
+        assert_eq!(text(&call(&mut s)), "after parking");
+        wait_parked(&env);
+        let before = std::fs::read_to_string(&events).unwrap().lines().count();
+
+        assert_eq!(text(&call(&mut s)), "after parking");
+        // The daemon's own list follows the call: wait for it, then read the order.
+        let mut methods = Vec::new();
+        for _ in 0..100 {
+            methods = std::fs::read_to_string(&events)
+                .unwrap()
+                .lines()
+                .skip(before)
+                .map(|l| l.split(' ').next().unwrap_or_default().to_owned())
+                .collect::<Vec<_>>();
+            if methods.iter().any(|m| m == "tools/list") {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let at = |m: &str| {
+            methods
+                .iter()
+                .position(|x| x == m)
+                .unwrap_or_else(|| panic!("{era}: no {m} in {methods:?}"))
+        };
+        assert!(at("tools/call") < at("tools/list"), "{era}: {methods:?}");
+        if era == "legacy" {
+            assert!(
+                at("logging/setLevel") < at("tools/call"),
+                "{era}: {methods:?}"
+            );
+        } else {
+            assert!(
+                at("subscriptions/listen") < at("tools/call"),
+                "{era}: {methods:?}"
+            );
+        }
+    }
+}

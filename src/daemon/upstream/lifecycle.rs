@@ -355,17 +355,9 @@ impl Upstream {
             server: self.name.clone(),
             pid: ready_pid,
         }));
-        self.refresh_tools();
+        // What sessions set up in the child comes first, so what they asked for meanwhile
+        // runs as it would have on the child they set it up on.
         if self.cache.era == Some(Era::Modern) {
-            // What sessions were served from disk is checked against the live child.
-            for (key, caps) in self.cache.tool_keys() {
-                self.send_internal_as(
-                    Internal::ToolsList,
-                    "tools/list",
-                    &json!({}),
-                    Some((key, caps)),
-                );
-            }
             self.open_own_listen();
         } else {
             self.child_log_level = None;
@@ -379,6 +371,24 @@ impl Upstream {
             self.forward(w.key, w.origin, w.req);
         }
         self.pump();
+        // The daemon's own looks at the tools go last: a child that has just started answers
+        // its first list cold (2 to 5 ms for the bench's real servers), and a call that waited
+        // for the child (the first call after parking) would otherwise wait behind it (issue
+        // 22). No answer to a session waits on these; a session shown a list
+        // from disk hears of a change (`list_changed`) after what waited for the child, not
+        // before it.
+        self.refresh_tools();
+        if self.cache.era == Some(Era::Modern) {
+            // What sessions were served from disk is checked against the live child.
+            for (key, caps) in self.cache.tool_keys() {
+                self.send_internal_as(
+                    Internal::ToolsList,
+                    "tools/list",
+                    &json!({}),
+                    Some((key, caps)),
+                );
+            }
+        }
     }
 
     /// Ask the child for its tools with the config's capabilities (for `status` and the

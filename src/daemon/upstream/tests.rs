@@ -76,8 +76,8 @@ impl Harness {
         h
     }
 
-    /// A ready upstream whose fake child speaks 2026-07-28: it answered the probe, the first
-    /// `tools/list`, and the daemon opened its own subscription.
+    /// A ready upstream whose fake child speaks 2026-07-28: it answered the probe, the daemon
+    /// opened its own subscription, and the child answered the daemon's first `tools/list`.
     async fn modern(extra: Value) -> Harness {
         let mut h = Harness::spawned(extra);
         let probe = h.child_reads().await;
@@ -87,13 +87,13 @@ impl Harness {
             "resultType": "complete", "supportedVersions": ["2026-07-28"],
             "capabilities": {"tools": {"listChanged": true}}, "ttlMs": 0, "cacheScope": "private",
             "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "fake", "version": "1"}}}}));
+        let listen = h.child_reads().await;
+        assert_eq!(listen["method"], "subscriptions/listen");
         let list = h.child_reads().await;
         assert_eq!(list["method"], "tools/list");
         assert_eq!(list["params"]["_meta"][era::META_VERSION], "2026-07-28");
         h.child_says(json!({"jsonrpc": "2.0", "id": list["id"], "result": {
             "resultType": "complete", "tools": [{"name": "echo"}], "ttlMs": 60000, "cacheScope": "private"}}));
-        let listen = h.child_reads().await;
-        assert_eq!(listen["method"], "subscriptions/listen");
         assert!(h.actor.life.is_ready());
         h.own_listen = listen["id"].clone();
         h
