@@ -164,7 +164,7 @@ for t in $targets; do
         if [ "$pgo" -eq 1 ] && [ "$t" = "$host" ]; then
             # The profile is made by running the daemon, so only the host's build can have one.
             say "building $t with profile-guided optimization (scripts/pgo)"
-            bin="$("$root/scripts/pgo")" || die "could not build the PGO coogle (scripts/pgo, above)"
+            bin="$("$root/scripts/pgo")" || die "could not build the PGO coogle (scripts/pgo, above); --no-pgo builds it plain"
         else
             say "building $t"
             cargo build --release --locked --target "$t" --manifest-path "$root/Cargo.toml" \
