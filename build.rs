@@ -1,11 +1,10 @@
-//! Puts the git revision into `COOGLE_GIT_REV` for `coogle --version` (`abc1234`, with
-//! `-dirty` when tracked files had changes) and its commit date into `COOGLE_GIT_DATE`, or
-//! leaves both empty when this is not a git checkout of coogle itself (a release tarball, a
-//! crate unpacked inside some other repository) or git is missing. It never fails the build.
-//!
-//! It also sets `COOGLE_PGO` to `pgo` when the build is given a profile for profile-guided
-//! optimization (`-Cprofile-use`, as `scripts/pgo` does), else empty: `--version` then says
-//! which build an archive holds.
+//! Puts what `coogle --version` says after the package version into `COOGLE_VERSION_DETAIL`:
+//! the git revision (`abc1234`, with `-dirty` when tracked files had changes) and its commit
+//! date, when this is a git checkout of coogle itself (not a release tarball, nor a crate
+//! unpacked inside some other repository) and git runs; and `pgo` when the build is given a
+//! profile for profile-guided optimization (`-Cprofile-use`, as `scripts/pgo` does), so an
+//! archive says which build it holds: ` (abc1234 2026-11-22, pgo)`, ` (pgo)`, or nothing. It
+//! never fails the build.
 
 #[path = "src/build_flags.rs"]
 mod build_flags;
@@ -70,11 +69,17 @@ fn main() {
         }
     }
     let flags = std::env::var("CARGO_ENCODED_RUSTFLAGS").unwrap_or_default();
-    let pgo = build_flags::given_profile(&flags);
-    println!(
-        "cargo:rustc-env=COOGLE_PGO={}",
-        if pgo { "pgo" } else { "" }
-    );
-    println!("cargo:rustc-env=COOGLE_GIT_REV={rev}");
-    println!("cargo:rustc-env=COOGLE_GIT_DATE={date}");
+    let mut parts = Vec::new();
+    if !rev.is_empty() {
+        parts.push(format!("{rev} {date}"));
+    }
+    if build_flags::given_profile(&flags) {
+        parts.push("pgo".to_owned());
+    }
+    let detail = if parts.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", parts.join(", "))
+    };
+    println!("cargo:rustc-env=COOGLE_VERSION_DETAIL={detail}");
 }

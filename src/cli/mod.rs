@@ -31,33 +31,9 @@ pub use fast_mcp::fast_mcp;
 pub use shim_exe::{become_small_shim, hand_back_if_mismatched, statically_linked};
 
 /// `coogle --version`: the package version, then the git revision and commit date when built
-/// from a git checkout (`0.1.0 (abc1234 2026-11-22)`), and `pgo` for a build made with
-/// profile-guided optimization (`0.1.0 (abc1234 2026-11-22, pgo)`; see build.rs).
-pub const VERSION_LINE: &str = match (
-    env!("COOGLE_GIT_REV").is_empty(),
-    env!("COOGLE_PGO").is_empty(),
-) {
-    (true, true) => env!("CARGO_PKG_VERSION"),
-    (true, false) => concat!(env!("CARGO_PKG_VERSION"), " (", env!("COOGLE_PGO"), ")"),
-    (false, true) => concat!(
-        env!("CARGO_PKG_VERSION"),
-        " (",
-        env!("COOGLE_GIT_REV"),
-        " ",
-        env!("COOGLE_GIT_DATE"),
-        ")"
-    ),
-    (false, false) => concat!(
-        env!("CARGO_PKG_VERSION"),
-        " (",
-        env!("COOGLE_GIT_REV"),
-        " ",
-        env!("COOGLE_GIT_DATE"),
-        ", ",
-        env!("COOGLE_PGO"),
-        ")"
-    ),
-};
+/// from a git checkout, and `pgo` for a build made with profile-guided optimization
+/// (`0.1.0 (abc1234 2026-11-22, pgo)`; build.rs writes what follows the version).
+pub const VERSION_LINE: &str = concat!(env!("CARGO_PKG_VERSION"), env!("COOGLE_VERSION_DETAIL"));
 
 #[derive(Debug, Parser)]
 #[command(
