@@ -89,6 +89,9 @@ pub(super) fn serve(
             return ExitCode::Usage;
         }
     };
+    // After the hand-over's descriptors were adopted: nothing else the daemon was started with
+    // reaches a child (a child runs with what its own client would have given it).
+    crate::os::close_inherited_on_exec();
     loop {
         // One thread runs the whole daemon (blocking work goes to tokio's blocking pool). Every
         // child is spawned from it, which is what keeps children alive across an upgrade in

@@ -38,6 +38,10 @@ pub(super) fn die_with_parent(_command: &mut std::process::Command) -> bool {
     false
 }
 
+pub(super) fn roomy_descriptor_table(_command: &mut std::process::Command, _slots: i32) -> bool {
+    false
+}
+
 pub(super) fn become_subreaper() -> io::Result<()> {
     Err(unsupported("a child subreaper"))
 }

@@ -105,6 +105,22 @@ pub(super) fn die_with_parent(command: &mut std::process::Command) -> bool {
     true
 }
 
+pub(super) fn roomy_descriptor_table(command: &mut std::process::Command, slots: i32) -> bool {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: the hook runs in the child between fork and exec, where only async-signal-safe
+    // calls are allowed; fcntl is one. F_DUPFD_CLOEXEC takes the lowest free descriptor at or
+    // above `slots - 1` (it replaces none), and exec closes it again: only the table's size
+    // stays. The child is single-threaded here, so this growth waits for nothing. Best effort:
+    // a soft RLIMIT_NOFILE below `slots` makes it fail, and the child starts as it would have.
+    unsafe {
+        command.pre_exec(move || {
+            libc::fcntl(0, libc::F_DUPFD_CLOEXEC, slots - 1);
+            Ok(())
+        });
+    }
+    true
+}
+
 pub(super) fn become_subreaper() -> io::Result<()> {
     // SAFETY: prctl with PR_SET_CHILD_SUBREAPER only changes this process's attribute.
     if unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) } != 0 {

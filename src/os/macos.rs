@@ -140,6 +140,11 @@ pub(super) fn die_with_parent(_command: &mut std::process::Command) -> bool {
     false
 }
 
+/// Only Linux grows a shared descriptor table by waiting for an RCU grace period.
+pub(super) fn roomy_descriptor_table(_command: &mut std::process::Command, _slots: i32) -> bool {
+    false
+}
+
 pub(super) fn become_subreaper() -> io::Result<()> {
     Err(io::Error::new(
         io::ErrorKind::Unsupported,

@@ -26,9 +26,9 @@ mod platform;
 
 pub use path_watch::PathWatch;
 pub use unix::{
-    FdKind, Want, adopt_inherited_fd, fd_kind, password_file_only, raise_open_files,
-    register_socket, restore_terminal, restore_terminal_on_interrupt, set_cloexec,
-    start_new_session, try_lock, uid, wait_for,
+    FdKind, Want, adopt_inherited_fd, close_inherited_on_exec, fd_kind, password_file_only,
+    raise_open_files, register_socket, restore_terminal, restore_terminal_on_interrupt,
+    set_cloexec, start_new_session, try_lock, uid, wait_for,
 };
 pub use watch::ExitInfo;
 pub use watch::ProcessWatch;
@@ -124,6 +124,20 @@ pub fn try_collect(pid: u32) -> Option<ExitInfo> {
 /// SIGKILL). `false` where the OS has no such thing, and nothing is changed.
 pub fn die_with_parent(command: &mut std::process::Command) -> bool {
     platform::die_with_parent(command)
+}
+
+/// Have the child `command` starts begin with room for `slots` descriptors (Linux; `false`
+/// elsewhere, and nothing is changed).
+///
+/// Linux gives a new process a table of 64 descriptors, or as many as its parent had open, and
+/// grows a table that threads share only after an RCU grace period (`expand_fdtable`). Node
+/// opens more than 64 files at once while V8's threads run: a Node server started by the
+/// daemon (few descriptors) waited out two such growths, 15-20 ms of a 170 ms start here
+/// (`server-memory`, the same CPU time, measured in the child's own clock), which a client
+/// with many descriptors open, as Claude Code has, never pays. Growing the table before exec,
+/// while the child is a single thread, costs nothing.
+pub fn roomy_descriptor_table(command: &mut std::process::Command, slots: i32) -> bool {
+    platform::roomy_descriptor_table(command, slots)
 }
 
 /// Become a child subreaper (Linux's `PR_SET_CHILD_SUBREAPER`): an orphaned descendant becomes

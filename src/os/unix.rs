@@ -283,6 +283,30 @@ pub fn try_lock(file: &File) -> io::Result<bool> {
     Err(err)
 }
 
+/// Mark every descriptor above stderr close-on-exec. Whatever this process was given beyond
+/// stdin, stdout and stderr leaked from the program that started it (for a daemon, the client
+/// of whichever session happened to start it): no program this one starts may get it. One
+/// this process adopted (see [`adopt_inherited_fd`]) is marked already.
+pub fn close_inherited_on_exec() {
+    let listing = if cfg!(target_os = "linux") {
+        "/proc/self/fd"
+    } else {
+        "/dev/fd"
+    };
+    let Ok(entries) = std::fs::read_dir(listing) else {
+        return;
+    };
+    let open: Vec<RawFd> = entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse().ok())
+        .filter(|&fd| fd > 2)
+        .collect();
+    // The listing's own descriptor is in it, and closed by now: EBADF, nothing to do.
+    for fd in open {
+        let _ = set_cloexec_raw(fd, true);
+    }
+}
+
 /// Whether `fd` is closed when this process execs another program (`FD_CLOEXEC`).
 pub fn set_cloexec(fd: impl AsFd, on: bool) -> io::Result<()> {
     set_cloexec_raw(fd.as_fd().as_raw_fd(), on)

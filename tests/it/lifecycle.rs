@@ -134,6 +134,55 @@ fn sigterm_stops_the_child_and_removes_the_socket() {
     assert!(!env.socket.exists());
 }
 
+/// A child starts with room for 256 descriptors, as from a client with many open: Linux grows
+/// a threaded process's table only after an RCU grace period, which cost a Node server 15-20 ms
+/// of its start when the daemon (few descriptors open) started it (`os::roomy_descriptor_table`).
+/// And it gets none of the daemon's own: here the daemon is given a stray descriptor, 77, as a
+/// leaky client would give it to the shim that starts the daemon; the child must not get it.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_child_starts_with_room_for_256_descriptors_and_none_of_the_daemons() {
+    use std::os::unix::process::CommandExt;
+    let env = Env::with_fake(json!({}));
+    let mut serve = env.cmd();
+    serve.args(["serve", "--log-stderr"]);
+    // SAFETY: between fork and exec only async-signal-safe calls: close_range, open, dup2.
+    unsafe {
+        serve.pre_exec(|| {
+            // Only what this test gives: the test runner's own strays would hide both faults.
+            libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0u32);
+            let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDONLY);
+            if null < 0 || libc::dup2(null, 77) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            libc::close(null);
+            Ok(())
+        });
+    }
+    let _d = env.daemon_of(serve);
+    let status = env.wait_upstream_ready();
+    let child = status["upstreams"][0]["pid"].as_u64().unwrap() as u32;
+    let proc_status = std::fs::read_to_string(format!("/proc/{child}/status")).unwrap();
+    let slots: u32 = proc_status
+        .lines()
+        .find_map(|l| l.strip_prefix("FDSize:"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no FDSize in {proc_status}"));
+    // Without the room: 128, what the daemon's highest open descriptor (77) makes.
+    assert!(slots >= 256, "the child's table has {slots} slots");
+    let open: Vec<u32> = std::fs::read_dir(format!("/proc/{child}/fd"))
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .collect();
+    assert!(
+        !open.contains(&77),
+        "the child got the daemon's stray: {open:?}"
+    );
+    // The descriptor that made the room was closed at exec, too.
+    assert!(open.iter().all(|&fd| fd < 64), "open descriptors: {open:?}");
+    let _ = env.run(&["stop"]);
+}
+
 #[test]
 fn sigkilled_daemon_leaves_no_child_behind_after_the_next_start() {
     let env = Env::with_fake(json!({"env": {"FAKE_MCP_IGNORE_SIGTERM": "1"}}));
