@@ -125,3 +125,47 @@ fn dies_when_probed_is_remembered_across_daemon_restarts() {
         "probed again: {got:?}"
     );
 }
+
+/// A child that spoke the handshake era last time gets `initialize` right behind the probe, not
+/// after the probe's answer: its start is one round trip shorter (issue 22). Here the probe's
+/// answer (-32601) comes 5 s late: the first start waits for it, a start after that does not.
+#[test]
+fn a_handshake_era_child_is_initialized_without_waiting_for_the_probes_answer() {
+    let (env, events) = Env::with_fake_events(json!({
+        "env": {"FAKE_MCP_ERA": "legacy", "FAKE_MCP_DISCOVER_DELAY_MS": "5000"},
+    }));
+    let _d = env.daemon();
+    let mut s = env.shim();
+    // The era is not known yet: the child's `initialize` waits for the probe's (late) answer,
+    // and the session's with it.
+    let first = std::time::Instant::now();
+    s.initialize();
+    assert_eq!(text(&s.call("echo", json!({"text": "a"}))), "a");
+    assert!(
+        first.elapsed() >= Duration::from_secs(4),
+        "the first start did not wait for the probe: {:?}",
+        first.elapsed()
+    );
+    assert_eq!(era(&env), "legacy");
+    std::fs::write(&events, "").unwrap();
+    // Known now: the restarted child is ready (`restart` answers then) long before its probe
+    // is answered.
+    let again = std::time::Instant::now();
+    let out = env.run(&["restart", "--server", "google"]);
+    assert_eq!(out.status, Some(0), "{out}");
+    assert_eq!(text(&s.call("echo", json!({"text": "b"}))), "b");
+    assert!(
+        again.elapsed() < Duration::from_secs(3),
+        "the call waited for the probe's answer: {:?}",
+        again.elapsed()
+    );
+    let got = methods(&events);
+    assert_eq!(
+        got.iter().take(2).map(String::as_str).collect::<Vec<_>>(),
+        ["server/discover", "initialize"],
+        "{got:?}"
+    );
+    assert_eq!(era(&env), "legacy");
+    drop(s);
+    let _ = env.run(&["stop"]);
+}
