@@ -89,8 +89,10 @@ pub(super) fn serve(
             return ExitCode::Usage;
         }
     };
-    // After the hand-over's descriptors were adopted: nothing else the daemon was started with
-    // reaches a child (a child runs with what its own client would have given it).
+    // Nothing the daemon was started with reaches a child: a child runs with what its own
+    // client would have given it. The hand-over's descriptors are marked too (adopted already,
+    // or later, as its carried children's pipes are); they are unmarked again only for the
+    // exec of a next version (see `handover::takeover`).
     crate::os::close_inherited_on_exec();
     loop {
         // One thread runs the whole daemon (blocking work goes to tokio's blocking pool). Every

@@ -57,6 +57,8 @@ impl Starter {
             .stderr(err);
         // A session of its own: the terminal's hang-up or Ctrl-C never reaches the daemon.
         crate::os::start_new_session(&mut cmd);
+        // Nothing the client leaked to this shim lives on in the daemon (it outlives them both).
+        crate::os::only_stdio_across_exec(&mut cmd);
         let child = cmd.spawn().map_err(|source| ClientError::Spawn {
             exe: self.exe.clone(),
             source,

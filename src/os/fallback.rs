@@ -42,6 +42,14 @@ pub(super) fn roomy_descriptor_table(_command: &mut std::process::Command, _slot
     false
 }
 
+pub(super) fn cloexec_above_stderr() -> bool {
+    false
+}
+
+pub(super) fn only_stdio_across_exec(_command: &mut std::process::Command) -> bool {
+    false
+}
+
 pub(super) fn become_subreaper() -> io::Result<()> {
     Err(unsupported("a child subreaper"))
 }

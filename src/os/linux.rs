@@ -121,6 +121,35 @@ pub(super) fn roomy_descriptor_table(command: &mut std::process::Command, slots:
     true
 }
 
+pub(super) fn cloexec_above_stderr() -> bool {
+    // SAFETY: close_range with CLOSE_RANGE_CLOEXEC (Linux 5.11) only sets the close-on-exec flag
+    // of this process's descriptors from 3 up; it frees and closes nothing. One system call:
+    // async-signal-safe, so also fit for a pre_exec hook.
+    unsafe {
+        libc::syscall(
+            libc::SYS_close_range,
+            3u32,
+            u32::MAX,
+            libc::CLOSE_RANGE_CLOEXEC,
+        ) == 0
+    }
+}
+
+pub(super) fn only_stdio_across_exec(command: &mut std::process::Command) -> bool {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: the hook runs in the child between fork and exec and makes one system call (see
+    // `cloexec_above_stderr`). std's own pipe that reports a failed exec is close-on-exec
+    // already, so a failed exec is still reported. Best effort: an older kernel refuses the
+    // flag, and the child gets what it would have got before.
+    unsafe {
+        command.pre_exec(|| {
+            cloexec_above_stderr();
+            Ok(())
+        });
+    }
+    true
+}
+
 pub(super) fn become_subreaper() -> io::Result<()> {
     // SAFETY: prctl with PR_SET_CHILD_SUBREAPER only changes this process's attribute.
     if unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) } != 0 {

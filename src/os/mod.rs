@@ -26,9 +26,9 @@ mod platform;
 
 pub use path_watch::PathWatch;
 pub use unix::{
-    FdKind, Want, adopt_inherited_fd, close_inherited_on_exec, fd_kind, password_file_only,
-    raise_open_files, register_socket, restore_terminal, restore_terminal_on_interrupt,
-    set_cloexec, start_new_session, try_lock, uid, wait_for,
+    FdKind, Want, adopt_inherited_fd, fd_kind, password_file_only, raise_open_files,
+    register_socket, restore_terminal, restore_terminal_on_interrupt, set_cloexec,
+    start_new_session, try_lock, uid, wait_for,
 };
 pub use watch::ExitInfo;
 pub use watch::ProcessWatch;
@@ -126,10 +126,32 @@ pub fn die_with_parent(command: &mut std::process::Command) -> bool {
     platform::die_with_parent(command)
 }
 
+/// Mark every descriptor above stderr close-on-exec. Whatever this process was given beyond
+/// stdin, stdout and stderr leaked from the program that started it (for a daemon, the client
+/// of whichever session happened to start it): no program this one starts may get it. One
+/// this process adopted (see [`adopt_inherited_fd`]) is marked already. Linux 5.11 marks them
+/// all in one call; elsewhere, or on an older kernel, each one the OS lists (`/proc/self/fd`,
+/// `/dev/fd`) is marked, and where it lists none, nothing is.
+pub fn close_inherited_on_exec() {
+    if !platform::cloexec_above_stderr() {
+        unix::cloexec_each_listed();
+    }
+}
+
+/// Have the program `command` starts get stdin, stdout and stderr and nothing else of this
+/// process's, even what this process does not know it holds (Linux 5.11: every descriptor above
+/// stderr is marked close-on-exec in the child before exec; `false` elsewhere, and nothing is
+/// changed). For a daemon a client starts: it outlives the client, and a pipe's end it kept
+/// open would keep the client's reader from ever seeing end-of-file.
+pub fn only_stdio_across_exec(command: &mut std::process::Command) -> bool {
+    platform::only_stdio_across_exec(command)
+}
+
 /// Have the child `command` starts begin with room for `slots` descriptors (Linux; `false`
 /// elsewhere, and nothing is changed).
 ///
-/// Linux gives a new process a table of 64 descriptors, or as many as its parent had open, and
+/// Linux gives a new process a table of 64 descriptors, or as many as its parent's highest open
+/// descriptor needs, and
 /// grows a table that threads share only after an RCU grace period (`expand_fdtable`). Node
 /// opens more than 64 files at once while V8's threads run: a Node server started by the
 /// daemon (few descriptors) waited out two such growths, 15-20 ms of a 170 ms start here

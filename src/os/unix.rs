@@ -283,11 +283,9 @@ pub fn try_lock(file: &File) -> io::Result<bool> {
     Err(err)
 }
 
-/// Mark every descriptor above stderr close-on-exec. Whatever this process was given beyond
-/// stdin, stdout and stderr leaked from the program that started it (for a daemon, the client
-/// of whichever session happened to start it): no program this one starts may get it. One
-/// this process adopted (see [`adopt_inherited_fd`]) is marked already.
-pub fn close_inherited_on_exec() {
+/// [`super::close_inherited_on_exec`] where the OS cannot mark them all at once: each
+/// descriptor the OS lists for this process.
+pub fn cloexec_each_listed() {
     let listing = if cfg!(target_os = "linux") {
         "/proc/self/fd"
     } else {

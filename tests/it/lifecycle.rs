@@ -142,23 +142,10 @@ fn sigterm_stops_the_child_and_removes_the_socket() {
 #[cfg(target_os = "linux")]
 #[test]
 fn a_child_starts_with_room_for_256_descriptors_and_none_of_the_daemons() {
-    use std::os::unix::process::CommandExt;
     let env = Env::with_fake(json!({}));
     let mut serve = env.cmd();
     serve.args(["serve", "--log-stderr"]);
-    // SAFETY: between fork and exec only async-signal-safe calls: close_range, open, dup2.
-    unsafe {
-        serve.pre_exec(|| {
-            // Only what this test gives: the test runner's own strays would hide both faults.
-            libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0u32);
-            let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDONLY);
-            if null < 0 || libc::dup2(null, 77) < 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            libc::close(null);
-            Ok(())
-        });
-    }
+    give_only_a_stray(&mut serve);
     let _d = env.daemon_of(serve);
     let status = env.wait_upstream_ready();
     let child = status["upstreams"][0]["pid"].as_u64().unwrap() as u32;
@@ -170,10 +157,7 @@ fn a_child_starts_with_room_for_256_descriptors_and_none_of_the_daemons() {
         .unwrap_or_else(|| panic!("no FDSize in {proc_status}"));
     // Without the room: 128, what the daemon's highest open descriptor (77) makes.
     assert!(slots >= 256, "the child's table has {slots} slots");
-    let open: Vec<u32> = std::fs::read_dir(format!("/proc/{child}/fd"))
-        .unwrap()
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
-        .collect();
+    let open = open_descriptors(child);
     assert!(
         !open.contains(&77),
         "the child got the daemon's stray: {open:?}"
@@ -181,6 +165,57 @@ fn a_child_starts_with_room_for_256_descriptors_and_none_of_the_daemons() {
     // The descriptor that made the room was closed at exec, too.
     assert!(open.iter().all(|&fd| fd < 64), "open descriptors: {open:?}");
     let _ = env.run(&["stop"]);
+}
+
+/// The daemon a shim starts gets none of what the shim's client leaked to the shim (a pipe's
+/// end kept open by a daemon that outlives the client would keep the client's reader from
+/// seeing end-of-file).
+#[cfg(target_os = "linux")]
+#[test]
+fn a_daemon_a_shim_starts_gets_none_of_the_shims_strays() {
+    let env = Env::with_fake(json!({}));
+    let mut shim = env.cmd();
+    give_only_a_stray(&mut shim);
+    let mut s = env.stdio_server(shim, &["mcp"]);
+    s.initialize();
+    let daemon = env.daemon_pid();
+    let open = open_descriptors(daemon);
+    assert!(
+        !open.contains(&77),
+        "the daemon got the shim's stray: {open:?}"
+    );
+    drop(s);
+    let _ = env.run(&["stop"]);
+}
+
+/// The descriptors process `pid` has open.
+#[cfg(target_os = "linux")]
+fn open_descriptors(pid: u32) -> Vec<u32> {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .collect()
+}
+
+/// Start `command` with no descriptor above stderr but a stray one, 77 (`/dev/null`, not
+/// close-on-exec), as a leaky client gives it: the test runner's own strays would hide a fault.
+#[cfg(target_os = "linux")]
+fn give_only_a_stray(command: &mut std::process::Command) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: between fork and exec only async-signal-safe calls: close_range, open, dup2.
+    unsafe {
+        command.pre_exec(|| {
+            if libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0u32) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDONLY);
+            if null < 0 || libc::dup2(null, 77) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            libc::close(null);
+            Ok(())
+        });
+    }
 }
 
 #[test]
