@@ -126,6 +126,13 @@ elif [ "$pgo" = auto ]; then
     fi
 fi
 
+# The macOS binaries are linked after the Linux builds (minutes, the PGO one a quarter of an
+# hour): what linking them needs is found before any of it.
+if [ "$macos" -eq 1 ] && [ -z "$macos_dir" ]; then
+    "$root/scripts/check-macos" --check \
+        || die "the macOS binaries cannot be linked here (above); --no-macos leaves them out"
+fi
+
 sha256() {
     if command -v sha256sum >/dev/null 2>&1; then
         sha256sum "$1" | cut -d' ' -f1

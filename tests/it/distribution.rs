@@ -156,6 +156,22 @@ fn the_pgo_build_says_what_it_needs() {
         "{out}{err}"
     );
     assert!(!err.contains("llvm-tools"), "{err}");
+    // The macOS binaries are linked after the Linux builds: what that needs is asked first, so
+    // a release without zig stops before building anything, saying how to leave them out.
+    let (code, out, err) = run(Command::new(root().join("scripts/release.sh"))
+        .env("PATH", &path)
+        .env("PYTHON", "false")
+        .args(["--no-pgo", "--target", "x86_64-unknown-linux-gnu", "--out"])
+        .arg(tmp.path().join("out"))
+        .arg("--formula")
+        .arg(tmp.path().join("coogle.rb")));
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(
+        err.contains("zig is not installed; pip install ziglang")
+            && err.contains("--no-macos leaves them out"),
+        "{err}"
+    );
+    assert!(!err.contains("cargo was run"), "{err}");
 
     // On a Mac nothing of the release can be profiled: `--pgo` is refused there, in one line.
     let mac = tmp.path().join("mac");
