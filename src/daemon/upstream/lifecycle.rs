@@ -191,15 +191,6 @@ impl Upstream {
         // `send_internal` puts the daemon's envelope on the probe.
         let probe = self.send_internal(Internal::Discover, "server/discover", &json!({}));
         self.life.probe = Some(probe);
-        // A child that spoke the handshake era last time most likely still does: `initialize`
-        // goes right behind the probe instead of after its answer, one round trip less on a
-        // start that someone waits for (5 ms of a cold Node server's, the first call after
-        // parking among them: issue 22). The probe's answer still decides, as when it is
-        // late: a 2026-07-28 answer makes the child ready in that era, and `initialize`'s
-        // answer is then ignored (see `on_initialized` and `on_late_discover`).
-        if self.cache.era == Some(Era::Legacy) {
-            self.send_initialize();
-        }
     }
 
     fn send_initialize(&mut self) {
