@@ -126,11 +126,23 @@ elif [ "$pgo" = auto ]; then
     fi
 fi
 
-# The macOS binaries are linked after the Linux builds (minutes, the PGO one a quarter of an
-# hour): what linking them needs is found before any of it.
-if [ "$macos" -eq 1 ] && [ -z "$macos_dir" ]; then
-    "$root/scripts/check-macos" --check \
-        || die "the macOS binaries cannot be linked here (above); --no-macos leaves them out"
+lipo="${LIPO:-}"
+find_lipo() {
+    [ -z "$lipo" ] || return 0
+    for l in lipo llvm-lipo llvm-lipo-14 llvm-lipo-15 llvm-lipo-16 llvm-lipo-17 llvm-lipo-18 llvm-lipo-19; do
+        if command -v "$l" >/dev/null 2>&1; then lipo="$l"; return 0; fi
+    done
+    die "no lipo: install Debian's llvm (llvm-lipo-14) or set LIPO"
+}
+
+# The macOS binaries are linked (or taken from --macos-dir) and split after the Linux builds
+# (minutes, the PGO one a quarter of an hour): what that needs is found before any of it.
+if [ "$macos" -eq 1 ]; then
+    if [ -z "$macos_dir" ]; then
+        "$root/scripts/check-macos" --check \
+            || die "the macOS binaries cannot be linked here (above); --no-macos leaves them out"
+    fi
+    find_lipo
 fi
 
 sha256() {
@@ -141,14 +153,6 @@ sha256() {
     fi
 }
 
-lipo="${LIPO:-}"
-find_lipo() {
-    [ -z "$lipo" ] || return 0
-    for l in lipo llvm-lipo llvm-lipo-14 llvm-lipo-15 llvm-lipo-16 llvm-lipo-17 llvm-lipo-18 llvm-lipo-19; do
-        if command -v "$l" >/dev/null 2>&1; then lipo="$l"; return 0; fi
-    done
-    die "no lipo: install Debian's llvm (llvm-lipo-14) or set LIPO"
-}
 
 mkdir -p "$out"
 work="$(mktemp -d)"
