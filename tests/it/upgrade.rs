@@ -409,6 +409,53 @@ fn subscriptions_are_carried_with_the_child() {
     stop_leaves_nothing(&env, &mut daemon, &[child.parse().unwrap()]);
 }
 
+/// The new daemon numbers its requests to a carried child after the old daemon's. Otherwise a
+/// late answer to a request of the old one (its own `tools/list`, which a hand-over does not
+/// wait for) would be taken for the answer to the new request with the same id: a session's
+/// call answered with another request's result.
+#[test]
+fn a_carried_child_is_never_sent_an_id_the_old_daemon_used() {
+    let (env, events) = Env::with_fake_events(json!({"env": {"FAKE_MCP_ERA": "legacy"}}));
+    let (mut daemon, _installed) = installed_daemon(&env);
+    let mut s = env.shim();
+    s.initialize();
+    for i in 0..5 {
+        assert_eq!(
+            text(&s.call("echo", json!({"text": i.to_string()}))),
+            i.to_string()
+        );
+    }
+    let child = text(&s.call("pid", json!({})));
+    // `<method> <id|-> ...` per message the child read.
+    let ids = |lines: &[&str]| -> Vec<u64> {
+        lines
+            .iter()
+            .filter_map(|l| l.split(' ').nth(1)?.parse().ok())
+            .collect()
+    };
+    let seen = std::fs::read_to_string(&events).unwrap();
+    let before: Vec<&str> = seen.lines().collect();
+    let out = env.run(&["restart", "--daemon"]);
+    assert_eq!(out.status, Some(0), "{out}\n{}", log(&env));
+    assert_eq!(
+        text(&s.call("pid", json!({}))),
+        child,
+        "the child was not carried"
+    );
+    assert_eq!(text(&s.call("echo", json!({"text": "after"}))), "after");
+    let all = std::fs::read_to_string(&events).unwrap();
+    let after: Vec<&str> = all.lines().skip(before.len()).collect();
+    let (old, new) = (ids(&before), ids(&after));
+    let highest_old = old.iter().max().copied().unwrap_or(0);
+    assert!(!new.is_empty(), "the new daemon sent nothing: {after:?}");
+    assert!(
+        new.iter().all(|&id| id > highest_old),
+        "the new daemon reused the old one's ids (up to {highest_old}): {after:?}"
+    );
+    drop(s);
+    stop_leaves_nothing(&env, &mut daemon, &[child.parse().unwrap()]);
+}
+
 /// Config of two fake servers: `a` shared, and `other` with `extra` settings.
 fn two_servers(env: &Env, other: Value) {
     let mut b = json!({"command": fake_mcp(), "credentials": {"source": "none"}});

@@ -84,6 +84,12 @@ pub(crate) struct CarriedInstance {
     pub child_log_level: Option<u8>,
     #[serde(default)]
     pub sessions: Vec<CarriedSession>,
+    /// The id the replaced daemon would have given its next request to this child. The new
+    /// daemon numbers its own from there: an answer to a request of the old one (its own
+    /// `tools/list`, say, which a hand-over does not wait for) is then never taken for the
+    /// answer to a new request, a session's call among them. 0 (an older daemon): from 1.
+    #[serde(default)]
+    pub next_uid: u64,
 }
 
 impl std::fmt::Debug for CarriedInstance {

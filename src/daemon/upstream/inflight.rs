@@ -118,6 +118,17 @@ impl InFlight {
         uid
     }
 
+    /// The id [`InFlight::take_uid`] gives next.
+    pub fn next_uid(&self) -> u64 {
+        self.next_uid
+    }
+
+    /// Give no id below `next` from now on: a child carried from a replaced daemon may still
+    /// answer that daemon's requests, whose ids were below it.
+    pub fn number_from(&mut self, next: u64) {
+        self.next_uid = self.next_uid.max(next);
+    }
+
     pub fn insert(&mut self, uid: u64, p: Pending) {
         if let Some(d) = p.deadline {
             self.deadlines.insert((d, uid));
