@@ -399,6 +399,12 @@ impl Upstream {
 
     /// The daemon's `initialize` went unanswered for a whole call timeout.
     pub(super) fn on_initialize_timeout(&mut self) {
+        if self.life.is_ready() {
+            // The probe's late answer made the child ready in 2026-07-28 after `initialize`
+            // went out too (see `on_probe_timeout`): an `initialize` it leaves unanswered in
+            // that era says nothing against a child that serves.
+            return;
+        }
         let secs = self.config.call_timeout.as_secs_f64();
         self.life.last_error = Some(format!("it did not answer initialize within {secs} s"));
         tracing::error!(upstream = %self.name, "the upstream did not answer initialize within {secs} s; stopping it");

@@ -481,6 +481,27 @@ impl Harness {
     }
 }
 
+/// A slow 2026-07-28 child: the probe timed out, so `initialize` went out too, and then the
+/// probe's answer came and the child became ready in 2026-07-28. An `initialize` it never answers
+/// (it serves the other era now) timing out stops nothing.
+#[tokio::test]
+async fn an_unanswered_initialize_stops_no_child_the_late_probe_made_ready() {
+    let mut h = Harness::spawned(json!({}));
+    let probe = h.child_reads().await;
+    assert_eq!(probe["method"], "server/discover");
+    h.actor.on_probe_timeout();
+    let init = h.child_reads().await;
+    assert_eq!(init["method"], "initialize");
+    h.child_says(json!({"jsonrpc": "2.0", "id": probe["id"], "result": {
+        "resultType": "complete", "supportedVersions": ["2026-07-28"],
+        "capabilities": {"tools": {}}, "ttlMs": 0, "cacheScope": "private",
+        "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "fake", "version": "1"}}}}));
+    assert!(h.actor.life.is_ready());
+    h.actor.on_timeout(init["id"].as_u64().unwrap());
+    assert!(h.actor.life.is_ready());
+    assert_eq!(h.actor.life.last_error, None);
+}
+
 #[tokio::test]
 async fn discover_is_answered_by_the_daemon_with_a_version_check() {
     let mut h = Harness::modern(json!({})).await;
