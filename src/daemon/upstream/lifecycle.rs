@@ -399,10 +399,10 @@ impl Upstream {
 
     /// The daemon's `initialize` went unanswered for a whole call timeout.
     pub(super) fn on_initialize_timeout(&mut self) {
-        if self.life.is_ready() {
+        if self.life.state != State::Initializing {
             // The probe's late answer made the child ready in 2026-07-28 after `initialize`
-            // went out too (see `on_probe_timeout`): an `initialize` it leaves unanswered in
-            // that era says nothing against a child that serves.
+            // went out too (see `on_probe_timeout`), and it may be parking or stopping since:
+            // an `initialize` it leaves unanswered in that era says nothing against it.
             return;
         }
         let secs = self.config.call_timeout.as_secs_f64();
