@@ -456,6 +456,68 @@ fn a_carried_child_is_never_sent_an_id_the_old_daemon_used() {
     stop_leaves_nothing(&env, &mut daemon, &[child.parse().unwrap()]);
 }
 
+/// A call that timed out before the hand-over may still be running in the carried child: what
+/// the child asks for it afterwards is never put to another session that happens to be the only
+/// one busy with the new daemon (the old daemon knew whose it was; the new one does not).
+#[test]
+fn a_request_for_a_call_given_up_before_the_hand_over_reaches_no_other_session() {
+    let env = Env::with_fake(
+        json!({"env": {"FAKE_MCP_ERA": "legacy"}, "maxConcurrent": 2, "callTimeoutMs": 1000}),
+    );
+    let (mut daemon, _installed) = installed_daemon(&env);
+    let elicit = json!({"capabilities": {"elicitation": {}}});
+    let mut a = env.shim();
+    let mut b = env.shim();
+    for s in [&mut a, &mut b] {
+        let init = s.request(
+            "initialize",
+            json!({"protocolVersion": "2025-11-25", "capabilities": elicit["capabilities"],
+                   "clientInfo": {"name": "t", "version": "1"}}),
+        );
+        assert!(init.get("result").is_some(), "{init}");
+        s.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    }
+    let child = text(&a.call("pid", json!({})));
+    let started = std::time::Instant::now();
+    b.send(&json!({"jsonrpc":"2.0","id":"b","method":"tools/call","params":{"name":"ask",
+        "arguments":{"method":"elicitation/create","delayMs":4000,
+                     "params":{"message":"secret of caller B","requestedSchema":{"type":"object"}}}}}));
+    let timed_out = b.response(&json!("b"), Duration::from_secs(5));
+    assert!(text(&timed_out).contains("timed out"), "{timed_out}");
+    let out = env.run(&["restart", "--daemon"]);
+    assert_eq!(out.status, Some(0), "{out}\n{}", log(&env));
+    assert!(
+        started.elapsed() < Duration::from_millis(3500),
+        "the hand-over took too long for this test: {:?}",
+        started.elapsed()
+    );
+    // A is the only session busy when the carried child, still on B's call, asks for B's
+    // secret.
+    a.send(&json!({"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"sleep","arguments":{"ms":2500}}}));
+    let until = started + Duration::from_millis(6000);
+    while std::time::Instant::now() < until {
+        if let Some(m) = a.recv(Duration::from_millis(100)) {
+            assert_ne!(
+                m["method"], "elicitation/create",
+                "A was asked for B's secret: {m}"
+            );
+        }
+    }
+    assert!(
+        !a.stray
+            .iter()
+            .any(|m| m.to_string().contains("secret of caller B")),
+        "A was asked for B's secret"
+    );
+    assert_eq!(
+        text(&a.call("pid", json!({}))),
+        child,
+        "the child was not carried"
+    );
+    drop((a, b));
+    stop_leaves_nothing(&env, &mut daemon, &[child.parse().unwrap()]);
+}
+
 /// Config of two fake servers: `a` shared, and `other` with `extra` settings.
 fn two_servers(env: &Env, other: Value) {
     let mut b = json!({"command": fake_mcp(), "credentials": {"source": "none"}});

@@ -90,6 +90,33 @@ pub(crate) struct CarriedInstance {
     /// answer to a new request, a session's call among them. 0 (an older daemon): from 1.
     #[serde(default)]
     pub next_uid: u64,
+    /// Requests of the old daemon nobody waits for any more that the child may still be
+    /// working on (a call that timed out, say). Their sessions are not known to the new daemon,
+    /// so what the child asks or logs meanwhile is taken for someone's who cannot be asked: it
+    /// is never put to a session of the new daemon that happens to be the only one busy.
+    #[serde(default)]
+    pub abandoned: CarriedAbandoned,
+}
+
+/// The old daemon's abandoned requests (see [`CarriedInstance::abandoned`]).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct CarriedAbandoned {
+    /// Each one: how long ago it was given up, and the log level it asked for.
+    #[serde(default)]
+    pub requests: Vec<CarriedAbandonedRequest>,
+    /// More were given up than the old daemon remembered.
+    #[serde(default)]
+    pub overflow: bool,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct CarriedAbandonedRequest {
+    pub uid: u64,
+    pub age_ms: u64,
+    #[serde(default)]
+    pub log_level: Option<u8>,
 }
 
 impl std::fmt::Debug for CarriedInstance {

@@ -206,6 +206,7 @@ impl Upstream {
             child_log_level: self.child_log_level,
             sessions,
             next_uid: self.inflight.next_uid(),
+            abandoned: self.inflight.carry_abandoned(Instant::now()),
         };
         // Nothing of this child may reach this actor any more. It stays one of the reaper's
         // leaders, though: it is still this process's child, carried over, and another child's
@@ -250,6 +251,8 @@ impl Upstream {
         self.life.generation = instance.child.generation.max(self.life.generation) + 1;
         // Before anything is sent to the child: the old daemon's late answers match nothing.
         self.inflight.number_from(instance.next_uid);
+        self.inflight
+            .adopt_abandoned(&instance.abandoned, Instant::now());
         self.life.restarts = instance.restarts;
         self.child_log_level = instance.child_log_level;
         self.carried_sessions = instance

@@ -20,6 +20,7 @@ use super::Origin;
 use super::listen::ListenFilter;
 use super::tasks::TaskRole;
 use crate::daemon::SessionId;
+use crate::daemon::handover::carried::{CarriedAbandoned, CarriedAbandonedRequest};
 use crate::wire::id_key;
 
 /// How long an abandoned request still counts as possibly running in the child. A child told
@@ -222,6 +223,43 @@ impl InFlight {
             self.abandoned_overflow = false;
         }
         !self.abandoned_overflow
+    }
+
+    /// The abandoned requests, for a hand-over (see [`CarriedAbandoned`]).
+    pub fn carry_abandoned(&mut self, now: Instant) -> CarriedAbandoned {
+        let overflow = !self.watch_abandoned(now);
+        CarriedAbandoned {
+            requests: self
+                .abandoned
+                .iter()
+                .map(|(&uid, a)| CarriedAbandonedRequest {
+                    uid,
+                    age_ms: u64::try_from(now.duration_since(a.since).as_millis())
+                        .unwrap_or(u64::MAX),
+                    log_level: a.log_level,
+                })
+                .collect(),
+            overflow,
+        }
+    }
+
+    /// The replaced daemon's abandoned requests, as requests of nobody who can be asked (their
+    /// sessions are not known here): while the child may still be on one, what it asks is
+    /// never taken for the one busy session's.
+    pub fn adopt_abandoned(&mut self, carried: &CarriedAbandoned, now: Instant) {
+        for r in carried.requests.iter().take(ABANDONED_MAX) {
+            let age = std::time::Duration::from_millis(r.age_ms);
+            let since = now.checked_sub(age).unwrap_or(now);
+            self.abandoned.insert(
+                r.uid,
+                Abandoned {
+                    caller: None,
+                    since,
+                    log_level: r.log_level,
+                },
+            );
+        }
+        self.abandoned_overflow |= carried.overflow || carried.requests.len() > ABANDONED_MAX;
     }
 
     /// Everything, for a child that is gone.
