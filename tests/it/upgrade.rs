@@ -518,6 +518,62 @@ fn a_request_for_a_call_given_up_before_the_hand_over_reaches_no_other_session()
     stop_leaves_nothing(&env, &mut daemon, &[child.parse().unwrap()]);
 }
 
+/// A request the child put to a session that the session had not answered when the daemon was
+/// replaced: the child is told it will get no answer, the session that it may drop it, and a
+/// late answer to it never passes for the answer to a request of the new daemon (which numbers
+/// its requests to sessions after the old one's).
+#[test]
+fn a_childs_request_open_at_the_hand_over_is_cancelled_and_its_id_never_reused() {
+    let env = Env::with_fake(json!({"env": {"FAKE_MCP_ERA": "legacy"}, "callTimeoutMs": 1000}));
+    let (mut daemon, _installed) = installed_daemon(&env);
+    let mut a = env.shim();
+    let init = a.request(
+        "initialize",
+        json!({"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
+               "clientInfo": {"name": "t", "version": "1"}}),
+    );
+    assert!(init.get("result").is_some(), "{init}");
+    a.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    let child = text(&a.call("pid", json!({})));
+    let ask = |a: &mut Shim, id: &str, message: &str| {
+        a.send(
+            &json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":"ask",
+            "arguments":{"method":"elicitation/create",
+                         "params":{"message":message,"requestedSchema":{"type":"object"}}}}}),
+        );
+        let asked = a.notification("elicitation/create", Duration::from_secs(10));
+        assert_eq!(asked["params"]["message"], message, "{asked}");
+        asked["id"].clone()
+    };
+    // Asked, never answered: the call times out, the request stays open.
+    let old = ask(&mut a, "first", "old question");
+    let timed_out = a.response(&json!("first"), Duration::from_secs(5));
+    assert!(text(&timed_out).contains("timed out"), "{timed_out}");
+    let out = env.run(&["restart", "--daemon"]);
+    assert_eq!(out.status, Some(0), "{out}\n{}", log(&env));
+    let cancelled = a.notification("notifications/cancelled", Duration::from_secs(10));
+    assert_eq!(cancelled["params"]["requestId"], old, "{cancelled}");
+    // The new daemon asks under another id; the old question's late answer goes nowhere.
+    let new = ask(&mut a, "second", "new question");
+    assert_ne!(new, old);
+    a.send(&json!({"jsonrpc": "2.0", "id": old,
+        "result": {"action": "accept", "content": {"answer": "stale"}}}));
+    a.send(&json!({"jsonrpc": "2.0", "id": new,
+        "result": {"action": "accept", "content": {"answer": "fresh"}}}));
+    let answered = text(&a.response(&json!("second"), Duration::from_secs(10)));
+    assert!(
+        answered.contains("fresh") && !answered.contains("stale"),
+        "{answered}"
+    );
+    assert_eq!(
+        text(&a.call("pid", json!({}))),
+        child,
+        "the child was not carried"
+    );
+    drop(a);
+    stop_leaves_nothing(&env, &mut daemon, &[child.parse().unwrap()]);
+}
+
 /// Config of two fake servers: `a` shared, and `other` with `extra` settings.
 fn two_servers(env: &Env, other: Value) {
     let mut b = json!({"command": fake_mcp(), "credentials": {"source": "none"}});

@@ -61,6 +61,10 @@ pub(crate) struct CarriedSession {
     /// (its shim replays the handshake, but the client is the same, initialized one).
     #[serde(default)]
     pub initialized: bool,
+    /// Its requests the old daemon gave up on (see [`CarriedInstance::abandoned`]): once it
+    /// is back, what the child asks for one of them is put to it, as the old daemon would have.
+    #[serde(default)]
+    pub abandoned: Vec<u64>,
 }
 
 /// One upstream instance with a running child.
@@ -91,11 +95,16 @@ pub(crate) struct CarriedInstance {
     #[serde(default)]
     pub next_uid: u64,
     /// Requests of the old daemon nobody waits for any more that the child may still be
-    /// working on (a call that timed out, say). Their sessions are not known to the new daemon,
-    /// so what the child asks or logs meanwhile is taken for someone's who cannot be asked: it
-    /// is never put to a session of the new daemon that happens to be the only one busy.
+    /// working on (a call that timed out, say). Each is nobody's until its session is back (see
+    /// [`CarriedSession::abandoned`]): what the child asks or logs for it meanwhile is never put
+    /// to a session of the new daemon that happens to be the only one busy.
     #[serde(default)]
     pub abandoned: CarriedAbandoned,
+    /// The number the replaced daemon would have shown its next request to a session under
+    /// (`coogle-s<n>`, see `upstream::server_requests`); the new daemon numbers from there. 0 (an
+    /// older daemon): from 1.
+    #[serde(default)]
+    pub next_server_request: u64,
 }
 
 /// The old daemon's abandoned requests (see [`CarriedInstance::abandoned`]).

@@ -121,6 +121,22 @@ impl Upstream {
             let _ = reply.send(None);
             return;
         }
+        // What the child asked a session and is still waiting for can be answered by nobody
+        // after the exec (the session's answer reaches the new daemon, which never asked): the
+        // child is told now, as when the session disconnects, and the session that it may drop
+        // the request.
+        for (sid, shown, child_id) in self.server_requests.take_child_requests() {
+            self.to_child(wire::error_line(
+                Some(&child_id),
+                wire::rpc_code::INTERNAL_ERROR,
+                "coogle: the daemon was upgraded while this request waited for its session's answer",
+            ));
+            let cancelled = json!({"requestId": shown, "reason": "coogle is upgrading in place"});
+            self.send_to_session(
+                sid,
+                wire::notification_line("notifications/cancelled", Some(&cancelled)),
+            );
+        }
         // The child's subscription streams end with this daemon: the sessions' shims send
         // their `subscriptions/listen` again, and the new daemon opens its own.
         let mut streams: Vec<u64> = self.inflight.listen_uids();
@@ -207,6 +223,7 @@ impl Upstream {
             sessions,
             next_uid: self.inflight.next_uid(),
             abandoned: self.inflight.carry_abandoned(Instant::now()),
+            next_server_request: self.server_requests.next_number(),
         };
         // Nothing of this child may reach this actor any more. It stays one of the reaper's
         // leaders, though: it is still this process's child, carried over, and another child's
@@ -239,6 +256,7 @@ impl Upstream {
             subscriptions: self.subscriptions.of_session(sid),
             tasks: self.tasks.of_session(sid),
             initialized: s.initialized,
+            abandoned: self.inflight.abandoned_of(sid),
         })
     }
 
@@ -253,6 +271,8 @@ impl Upstream {
         self.inflight.number_from(instance.next_uid);
         self.inflight
             .adopt_abandoned(&instance.abandoned, Instant::now());
+        self.server_requests
+            .number_from(instance.next_server_request);
         self.life.restarts = instance.restarts;
         self.child_log_level = instance.child_log_level;
         self.carried_sessions = instance
@@ -319,6 +339,7 @@ impl Upstream {
         for task in carried.tasks {
             self.tasks.adopt(task, sid);
         }
+        self.inflight.reattribute(&carried.abandoned, sid);
     }
 
     /// What a session did not come back for is given up: its subscriptions end at the child.

@@ -262,6 +262,27 @@ impl InFlight {
         self.abandoned_overflow |= carried.overflow || carried.requests.len() > ABANDONED_MAX;
     }
 
+    /// The abandoned requests of session `sid`, for a hand-over.
+    pub fn abandoned_of(&self, sid: SessionId) -> Vec<u64> {
+        self.abandoned
+            .iter()
+            .filter(|(_, a)| a.caller == Some(sid))
+            .map(|(&uid, _)| uid)
+            .collect()
+    }
+
+    /// A session is back after a hand-over: its requests the replaced daemon gave up on are
+    /// its own again.
+    pub fn reattribute(&mut self, uids: &[u64], sid: SessionId) {
+        for uid in uids {
+            if let Some(a) = self.abandoned.get_mut(uid)
+                && a.caller.is_none()
+            {
+                a.caller = Some(sid);
+            }
+        }
+    }
+
     /// Everything, for a child that is gone.
     pub fn drain(&mut self) -> Vec<Pending> {
         self.abandoned.clear();

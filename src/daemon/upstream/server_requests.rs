@@ -84,6 +84,39 @@ impl ServerRequests {
             .collect()
     }
 
+    /// The child's requests still waiting for their sessions, taken out: (the session, the id
+    /// it knows the request by, the child's id).
+    pub fn take_child_requests(&mut self) -> Vec<(SessionId, Box<RawValue>, Box<RawValue>)> {
+        let keys: Vec<String> = self
+            .by_id
+            .iter()
+            .filter(|(_, r)| matches!(r.target, Target::Child(_)))
+            .map(|(k, _)| k.clone())
+            .collect();
+        keys.into_iter()
+            .filter_map(|k| {
+                let r = self.by_id.remove(&k)?;
+                let shown = RawValue::from_string(k).ok()?;
+                match r.target {
+                    Target::Child(child) => Some((r.session, shown, child)),
+                    Target::Round { .. } => None,
+                }
+            })
+            .collect()
+    }
+
+    /// The number the next request is shown to its session under (`coogle-s<n>`).
+    pub fn next_number(&self) -> u64 {
+        self.next + 1
+    }
+
+    /// Show no request under a number below `next`: a daemon that replaced another one numbers
+    /// after it, so a session's late answer to the old daemon's request is never taken for the
+    /// answer to a new one.
+    pub fn number_from(&mut self, next: u64) {
+        self.next = self.next.max(next.saturating_sub(1));
+    }
+
     /// The child is gone: its requests can no longer be answered (input rounds can).
     pub fn clear_child(&mut self) {
         self.by_id
