@@ -465,36 +465,26 @@ fn a_request_for_a_call_given_up_before_the_hand_over_reaches_no_other_session()
         json!({"env": {"FAKE_MCP_ERA": "legacy"}, "maxConcurrent": 2, "callTimeoutMs": 1000}),
     );
     let (mut daemon, _installed) = installed_daemon(&env);
-    let elicit = json!({"capabilities": {"elicitation": {}}});
-    let mut a = env.shim();
-    let mut b = env.shim();
-    for s in [&mut a, &mut b] {
-        let init = s.request(
-            "initialize",
-            json!({"protocolVersion": "2025-11-25", "capabilities": elicit["capabilities"],
-                   "clientInfo": {"name": "t", "version": "1"}}),
-        );
-        assert!(init.get("result").is_some(), "{init}");
-        s.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-    }
+    let mut a = eliciting_shim(&env);
+    let mut b = eliciting_shim(&env);
     let child = text(&a.call("pid", json!({})));
     let started = std::time::Instant::now();
     b.send(&json!({"jsonrpc":"2.0","id":"b","method":"tools/call","params":{"name":"ask",
-        "arguments":{"method":"elicitation/create","delayMs":4000,
+        "arguments":{"method":"elicitation/create","delayMs":8000,
                      "params":{"message":"secret of caller B","requestedSchema":{"type":"object"}}}}}));
     let timed_out = b.response(&json!("b"), Duration::from_secs(5));
     assert!(text(&timed_out).contains("timed out"), "{timed_out}");
     let out = env.run(&["restart", "--daemon"]);
     assert_eq!(out.status, Some(0), "{out}\n{}", log(&env));
+    // A is the only session busy when the carried child, still on B's call, asks for B's
+    // secret (8 s after B's call began): A's call starts before and ends after that.
+    a.send(&json!({"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"sleep","arguments":{"ms":9000}}}));
     assert!(
-        started.elapsed() < Duration::from_millis(3500),
+        started.elapsed() < Duration::from_millis(6500),
         "the hand-over took too long for this test: {:?}",
         started.elapsed()
     );
-    // A is the only session busy when the carried child, still on B's call, asks for B's
-    // secret.
-    a.send(&json!({"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"sleep","arguments":{"ms":2500}}}));
-    let until = started + Duration::from_millis(6000);
+    let until = started + Duration::from_millis(10_000);
     while std::time::Instant::now() < until {
         if let Some(m) = a.recv(Duration::from_millis(100)) {
             assert_ne!(
@@ -526,14 +516,7 @@ fn a_request_for_a_call_given_up_before_the_hand_over_reaches_no_other_session()
 fn a_childs_request_open_at_the_hand_over_is_cancelled_and_its_id_never_reused() {
     let env = Env::with_fake(json!({"env": {"FAKE_MCP_ERA": "legacy"}, "callTimeoutMs": 1000}));
     let (mut daemon, _installed) = installed_daemon(&env);
-    let mut a = env.shim();
-    let init = a.request(
-        "initialize",
-        json!({"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
-               "clientInfo": {"name": "t", "version": "1"}}),
-    );
-    assert!(init.get("result").is_some(), "{init}");
-    a.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    let mut a = eliciting_shim(&env);
     let child = text(&a.call("pid", json!({})));
     let ask = |a: &mut Shim, id: &str, message: &str| {
         a.send(
@@ -565,13 +548,61 @@ fn a_childs_request_open_at_the_hand_over_is_cancelled_and_its_id_never_reused()
         answered.contains("fresh") && !answered.contains("stale"),
         "{answered}"
     );
+    still_the_carried_child_then_stop(&env, &mut daemon, a, &child);
+}
+
+/// A call its session gave up on before the hand-over, the carried child still on it: what
+/// the child asks for it afterwards goes to that session once it is back (as the old daemon
+/// would have asked it), not refused as nobody's.
+#[test]
+fn a_given_up_call_is_its_sessions_again_after_the_hand_over() {
+    let env = Env::with_fake(json!({"env": {"FAKE_MCP_ERA": "legacy"}, "callTimeoutMs": 1000}));
+    let (mut daemon, _installed) = installed_daemon(&env);
+    let mut a = eliciting_shim(&env);
+    let child = text(&a.call("pid", json!({})));
+    let started = std::time::Instant::now();
+    a.send(
+        &json!({"jsonrpc":"2.0","id":"late","method":"tools/call","params":{"name":"ask",
+        "arguments":{"method":"elicitation/create","delayMs":8000,
+                     "params":{"message":"a late question","requestedSchema":{"type":"object"}}}}}),
+    );
+    let timed_out = a.response(&json!("late"), Duration::from_secs(5));
+    assert!(text(&timed_out).contains("timed out"), "{timed_out}");
+    let out = env.run(&["restart", "--daemon"]);
+    assert_eq!(out.status, Some(0), "{out}\n{}", log(&env));
+    assert!(
+        started.elapsed() < Duration::from_millis(7000),
+        "the hand-over took too long for this test: {:?}",
+        started.elapsed()
+    );
+    // The new daemon asks it, 8 s after the call began.
+    let asked = a.notification("elicitation/create", Duration::from_secs(15));
+    assert_eq!(asked["params"]["message"], "a late question", "{asked}");
+    still_the_carried_child_then_stop(&env, &mut daemon, a, &child);
+}
+
+/// `s` is still answered by `child` (it was carried); then `coogle stop` leaves nothing.
+fn still_the_carried_child_then_stop(env: &Env, daemon: &mut Child, mut s: Shim, child: &str) {
     assert_eq!(
-        text(&a.call("pid", json!({}))),
+        text(&s.call("pid", json!({}))),
         child,
         "the child was not carried"
     );
-    drop(a);
-    stop_leaves_nothing(&env, &mut daemon, &[child.parse().unwrap()]);
+    drop(s);
+    stop_leaves_nothing(env, daemon, &[child.parse().unwrap()]);
+}
+
+/// A session whose client can answer `elicitation/create`, past its handshake.
+fn eliciting_shim(env: &Env) -> Shim {
+    let mut s = env.shim();
+    let init = s.request(
+        "initialize",
+        json!({"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
+               "clientInfo": {"name": "t", "version": "1"}}),
+    );
+    assert!(init.get("result").is_some(), "{init}");
+    s.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    s
 }
 
 /// Config of two fake servers: `a` shared, and `other` with `extra` settings.

@@ -121,22 +121,6 @@ impl Upstream {
             let _ = reply.send(None);
             return;
         }
-        // What the child asked a session and is still waiting for can be answered by nobody
-        // after the exec (the session's answer reaches the new daemon, which never asked): the
-        // child is told now, as when the session disconnects, and the session that it may drop
-        // the request.
-        for (sid, shown, child_id) in self.server_requests.take_child_requests() {
-            self.to_child(wire::error_line(
-                Some(&child_id),
-                wire::rpc_code::INTERNAL_ERROR,
-                "coogle: the daemon was upgraded while this request waited for its session's answer",
-            ));
-            let cancelled = json!({"requestId": shown, "reason": "coogle is upgrading in place"});
-            self.send_to_session(
-                sid,
-                wire::notification_line("notifications/cancelled", Some(&cancelled)),
-            );
-        }
         // The child's subscription streams end with this daemon: the sessions' shims send
         // their `subscriptions/listen` again, and the new daemon opens its own.
         let mut streams: Vec<u64> = self.inflight.listen_uids();
@@ -188,6 +172,9 @@ impl Upstream {
             let _ = reply.send(None);
             return;
         }
+        // Here, not when the detach began: the reader handled every line up to now, requests
+        // the child put to sessions meanwhile among them (and the child's stdin is still ours).
+        self.settle_child_requests();
         let (Some(scope), Some(handle)) = (self.carried_as.clone(), self.life.child.take()) else {
             let _ = reply.send(None);
             return;
@@ -243,6 +230,24 @@ impl Upstream {
                 }
             }
         });
+    }
+
+    /// What the child asked a session and is still waiting for can be answered by nobody after
+    /// the exec (the session's answer reaches the new daemon, which never asked): the child is
+    /// told now, as when the session disconnects, and the session that it may drop the request.
+    fn settle_child_requests(&mut self) {
+        for (sid, shown, child_id) in self.server_requests.take_child_requests() {
+            self.to_child(wire::error_line(
+                Some(&child_id),
+                wire::rpc_code::INTERNAL_ERROR,
+                "coogle: the daemon was upgraded while its session's answer was awaited",
+            ));
+            let cancelled = json!({"requestId": shown, "reason": "coogle is upgrading in place"});
+            self.send_to_session(
+                sid,
+                wire::notification_line("notifications/cancelled", Some(&cancelled)),
+            );
+        }
     }
 
     /// What session `sid` set up on this child, to carry by its shim's token (a session of an
