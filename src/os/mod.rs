@@ -151,13 +151,12 @@ pub fn only_stdio_across_exec(command: &mut std::process::Command) -> bool {
 /// elsewhere, and nothing is changed).
 ///
 /// Linux gives a new process a table of 64 descriptors, or as many as its parent's highest open
-/// descriptor needs, and
-/// grows a table that threads share only after an RCU grace period (`expand_fdtable`). Node
-/// opens more than 64 files at once while V8's threads run: a Node server started by the
-/// daemon (few descriptors) waited out two such growths, 15-20 ms of a 170 ms start here
-/// (`server-memory`, the same CPU time, measured in the child's own clock), which a client
-/// with many descriptors open, as Claude Code has, never pays. Growing the table before exec,
-/// while the child is a single thread, costs nothing.
+/// descriptor needs, and grows a table that threads share only after an RCU grace period
+/// (`expand_fdtable`). Node opens more than 64 files at once while V8's threads run: a Node
+/// server started by the daemon (few descriptors open) waited for that growth, 15-20 ms of a
+/// 170 ms start here (`server-memory`, the same CPU time, measured in the child's own clock).
+/// Claude Code's stdio servers start with 256 slots, and never pay it. Growing the table
+/// before exec, while the child is a single thread, costs nothing.
 pub fn roomy_descriptor_table(command: &mut std::process::Command, slots: i32) -> bool {
     platform::roomy_descriptor_table(command, slots)
 }
