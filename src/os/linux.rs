@@ -137,10 +137,24 @@ pub(super) fn cloexec_above_stderr() -> bool {
 
 pub(super) fn only_stdio_across_exec(command: &mut std::process::Command) -> bool {
     use std::os::unix::process::CommandExt;
+    // A kernel older than 5.11 refuses the flag: asked on a range nothing is open in, it says
+    // so here, and the caller marks this process's descriptors instead.
+    // SAFETY: close_range on the one descriptor number u32::MAX, which is never open, changes
+    // nothing; it only fails where the call or the flag is unknown.
+    let supported = unsafe {
+        libc::syscall(
+            libc::SYS_close_range,
+            u32::MAX,
+            u32::MAX,
+            libc::CLOSE_RANGE_CLOEXEC,
+        ) == 0
+    };
+    if !supported {
+        return false;
+    }
     // SAFETY: the hook runs in the child between fork and exec and makes one system call (see
     // `cloexec_above_stderr`). std's own pipe that reports a failed exec is close-on-exec
-    // already, so a failed exec is still reported. Best effort: an older kernel refuses the
-    // flag, and the child gets what it would have got before.
+    // already, so a failed exec is still reported.
     unsafe {
         command.pre_exec(|| {
             cloexec_above_stderr();

@@ -139,12 +139,19 @@ pub fn close_inherited_on_exec() {
 }
 
 /// Have the program `command` starts get stdin, stdout and stderr and nothing else of this
-/// process's, even what this process does not know it holds (Linux 5.11: every descriptor above
-/// stderr is marked close-on-exec in the child before exec; `false` elsewhere, and nothing is
-/// changed). For a daemon a client starts: it outlives the client, and a pipe's end it kept
-/// open would keep the client's reader from ever seeing end-of-file.
-pub fn only_stdio_across_exec(command: &mut std::process::Command) -> bool {
-    platform::only_stdio_across_exec(command)
+/// process's, even what this process does not know it holds. For a daemon a client starts: it
+/// outlives the client, and a pipe's end it kept open would keep the client's reader from ever
+/// seeing end-of-file.
+///
+/// Linux 5.11 marks every descriptor above stderr close-on-exec in the child, before exec.
+/// Elsewhere (macOS), or where the kernel is older, the child cannot: this process marks its own
+/// instead, as [`close_inherited_on_exec`] does, now, before the spawn. That changes this
+/// process for every program it starts later, so only a process that means to pass nothing else
+/// on may call it (the shim, which starts nothing but the daemon).
+pub fn only_stdio_across_exec(command: &mut std::process::Command) {
+    if !platform::only_stdio_across_exec(command) {
+        close_inherited_on_exec();
+    }
 }
 
 /// Have the child `command` starts begin with room for `slots` descriptors (Linux; `false`

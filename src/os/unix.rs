@@ -286,23 +286,26 @@ pub fn try_lock(file: &File) -> io::Result<bool> {
 /// [`super::close_inherited_on_exec`] where the OS cannot mark them all at once: each
 /// descriptor the OS lists for this process.
 pub fn cloexec_each_listed() {
+    // The listing's own descriptor is in it, and closed by now: EBADF, nothing to do.
+    for fd in listed_descriptors().into_iter().filter(|&fd| fd > 2) {
+        let _ = set_cloexec_raw(fd, true);
+    }
+}
+
+/// The descriptors the OS lists as this process's open ones (none where it lists none).
+fn listed_descriptors() -> Vec<RawFd> {
     let listing = if cfg!(target_os = "linux") {
         "/proc/self/fd"
     } else {
         "/dev/fd"
     };
     let Ok(entries) = std::fs::read_dir(listing) else {
-        return;
+        return Vec::new();
     };
-    let open: Vec<RawFd> = entries
+    entries
         .flatten()
         .filter_map(|e| e.file_name().to_str()?.parse().ok())
-        .filter(|&fd| fd > 2)
-        .collect();
-    // The listing's own descriptor is in it, and closed by now: EBADF, nothing to do.
-    for fd in open {
-        let _ = set_cloexec_raw(fd, true);
-    }
+        .collect()
 }
 
 /// Whether `fd` is closed when this process execs another program (`FD_CLOEXEC`).
@@ -526,6 +529,18 @@ mod tests {
         let owned = adopt_inherited_fd(fd).unwrap();
         assert_eq!(owned.as_raw_fd(), fd);
         assert!(adopt_inherited_fd(fd).is_err(), "adopted once");
+    }
+
+    /// Where the OS cannot mark every descriptor at once (macOS), each one it lists is marked:
+    /// the listing must find one nobody marked. (Marking every descriptor of the test process
+    /// here would race the other tests' own.)
+    #[test]
+    fn the_listing_finds_a_descriptor_nobody_marked() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = File::create(dir.path().join("f")).unwrap();
+        set_cloexec(&file, false).unwrap();
+        let listed = listed_descriptors();
+        assert!(listed.contains(&file.as_raw_fd()), "{listed:?}");
     }
 
     #[test]
