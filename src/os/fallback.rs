@@ -46,6 +46,7 @@ pub(super) fn cloexec_above_stderr() -> bool {
     false
 }
 
+/// No `close_range` here: the caller has the child mark each listed descriptor.
 pub(super) fn only_stdio_across_exec(_command: &mut std::process::Command) -> bool {
     false
 }

@@ -122,13 +122,20 @@ pub(super) fn roomy_descriptor_table(command: &mut std::process::Command, slots:
 }
 
 pub(super) fn cloexec_above_stderr() -> bool {
-    // SAFETY: close_range with CLOSE_RANGE_CLOEXEC (Linux 5.11) only sets the close-on-exec flag
-    // of this process's descriptors from 3 up; it frees and closes nothing. One system call:
+    cloexec_from(3)
+}
+
+/// Mark this process's descriptors from `first` up close-on-exec, in one call (Linux 5.11's
+/// `close_range` with `CLOSE_RANGE_CLOEXEC`); false where the kernel does not know the call or
+/// the flag, or a sandbox refuses it.
+fn cloexec_from(first: u32) -> bool {
+    // SAFETY: close_range with CLOSE_RANGE_CLOEXEC only sets the close-on-exec flag of this
+    // process's descriptors in the range; it frees and closes nothing. One system call:
     // async-signal-safe, so also fit for a pre_exec hook.
     unsafe {
         libc::syscall(
             libc::SYS_close_range,
-            3u32,
+            first,
             u32::MAX,
             libc::CLOSE_RANGE_CLOEXEC,
         ) == 0
@@ -137,19 +144,10 @@ pub(super) fn cloexec_above_stderr() -> bool {
 
 pub(super) fn only_stdio_across_exec(command: &mut std::process::Command) -> bool {
     use std::os::unix::process::CommandExt;
-    // A kernel older than 5.11 refuses the flag: asked on a range nothing is open in, it says
-    // so here, and the caller marks this process's descriptors instead.
-    // SAFETY: close_range on the one descriptor number u32::MAX, which is never open, changes
-    // nothing; it only fails where the call or the flag is unknown.
-    let supported = unsafe {
-        libc::syscall(
-            libc::SYS_close_range,
-            u32::MAX,
-            u32::MAX,
-            libc::CLOSE_RANGE_CLOEXEC,
-        ) == 0
-    };
-    if !supported {
+    // A kernel older than 5.11 (or a sandbox) refuses the call: asked here on the one number
+    // u32::MAX, never open, it changes nothing and says so, and the caller has the child mark
+    // each descriptor instead.
+    if !cloexec_from(u32::MAX) {
         return false;
     }
     // SAFETY: the hook runs in the child between fork and exec and makes one system call (see

@@ -149,7 +149,7 @@ pub(super) fn cloexec_above_stderr() -> bool {
     false
 }
 
-/// No `close_range` here: the caller marks this process's descriptors before the spawn.
+/// No `close_range` here: the caller has the child mark each descriptor `/dev/fd` lists.
 pub(super) fn only_stdio_across_exec(_command: &mut std::process::Command) -> bool {
     false
 }

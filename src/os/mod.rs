@@ -143,14 +143,14 @@ pub fn close_inherited_on_exec() {
 /// outlives the client, and a pipe's end it kept open would keep the client's reader from ever
 /// seeing end-of-file.
 ///
-/// Linux 5.11 marks every descriptor above stderr close-on-exec in the child, before exec.
-/// Elsewhere (macOS), or where the kernel is older, the child cannot: this process marks its own
-/// instead, as [`close_inherited_on_exec`] does, now, before the spawn. That changes this
-/// process for every program it starts later, so only a process that means to pass nothing else
-/// on may call it (the shim, which starts nothing but the daemon).
+/// Linux 5.11 marks every descriptor above stderr close-on-exec in the child, before exec, in
+/// one call. Elsewhere (macOS), or where the kernel is older or a sandbox refuses the call, the
+/// child marks each descriptor this process holds as the OS lists them now (`/dev/fd`,
+/// `/proc/self/fd`); where the OS lists none, each number up to the file limit. This process
+/// itself is left as it is.
 pub fn only_stdio_across_exec(command: &mut std::process::Command) {
     if !platform::only_stdio_across_exec(command) {
-        close_inherited_on_exec();
+        unix::cloexec_listed_in_child(command);
     }
 }
 
