@@ -74,6 +74,12 @@ PAIRS = [("coogle against the floor", "coogle-fake", "floor-fake"),
 cpu = next((l.split(":",1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
 load = open("/proc/loadavg").read().split()[:3]
 print(f"Machine: {cpu}, {os.cpu_count()} cores, Linux {platform.release()}; medians of {runs} runs, {calls} sequential calls per latency run; load average when the report was written {' '.join(load)} (1, 5, 15 min).\n")
+version = os.environ.get("COOGLE_VERSION", "")
+if version:
+    # `coogle --version` ends in `pgo` for the build scripts/pgo makes.
+    build = ("the PGO build (`scripts/pgo`), as the Linux host's release archive" if version.rstrip(")").endswith("pgo")
+             else "the plain build (`cargo build --release`), as `cargo install` and the macOS binaries; `PGO=1` measures the Linux release's")
+    print(f"coogle under test: {version}: {build}.\n")
 print("| measure | direct | through coogle | added / ratio |")
 print("| --- | ---: | ---: | ---: |")
 for name, d, c in [("fake Rust child", "direct-fake", "coogle-fake"), ("server-everything", "direct-everything", "coogle-everything")]:
