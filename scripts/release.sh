@@ -34,9 +34,11 @@
 #
 # By default the host's Linux coogle, when built here (not --binary), is built with
 # profile-guided optimization (scripts/pgo, which runs the daemon's calls on this machine to make
-# the profile): its calls cost less (docs/PERFORMANCE.md). That needs rustup's llvm-tools; without
-# them the release stops before building anything and says so, rather than ship a slower build
-# quietly. Other targets (cross-built, so their daemon cannot run here) are built plain.
+# the profile): its calls cost less (docs/PERFORMANCE.md). The other targets built here (the
+# other Linux architecture, the macOS binaries), whose daemon cannot run here, are built with
+# the same profile mapped onto their own builds (scripts/pgo --target). That needs rustup's
+# llvm-tools, and llvm-cxxfilt (Debian's llvm) for the other targets; without them the release
+# stops before building anything and says so, rather than ship a slower build quietly.
 #
 # The macOS binaries are linked here, from Linux too, by scripts/check-macos (cargo-zigbuild;
 # see it for what it needs). What only a Mac can do (a Developer ID signature, the pkg,
@@ -99,9 +101,9 @@ if [ -z "$targets" ]; then
     done
 fi
 
-# Profile-guided optimization applies to the host's Linux build, made here. Asked for with
-# --pgo where it would be ignored, it is refused; by default it is simply not used there. A
-# missing llvm-tools is found before anything is built.
+# Profile-guided optimization is made from the host's Linux build, made here, and applies to
+# every build made here. Asked for with --pgo where it would be ignored, it is refused; by
+# default it is simply not used there. What it needs is found before anything is built.
 host_built=0
 case "$host" in
     *-linux-*)
@@ -141,6 +143,10 @@ if [ "$macos" -eq 1 ]; then
     if [ -z "$macos_dir" ]; then
         "$root/scripts/check-macos" --check \
             || die "the macOS binaries cannot be linked here (above); --no-macos leaves them out"
+        if [ "$pgo" -eq 1 ]; then
+            "$root/scripts/pgo" --check --target aarch64-apple-darwin \
+                || die "the macOS binaries are built with the host's profile, which cannot be mapped here (above); --no-pgo builds every binary plain"
+        fi
     fi
     find_lipo
 fi
@@ -161,7 +167,14 @@ trap 'exit 130' INT TERM
 : > "$work/SHA256SUMS"
 
 # Build every Linux target first (a failed cross build is skipped), remembering each binary.
+# With PGO the host's comes first: its profile is the one every other build is given.
 built=""
+profile=""
+if [ "$pgo" -eq 1 ]; then
+    say "building $host with profile-guided optimization (scripts/pgo)"
+    host_pgo="$("$root/scripts/pgo")" || die "could not build the PGO coogle (scripts/pgo, above); --no-pgo builds it plain"
+    profile="$root/target/pgo/coogle.profdata"
+fi
 for t in $targets; do
     shim=""
     if [ -n "$binary" ] && [ "$t" = "$host" ]; then
@@ -173,9 +186,11 @@ for t in $targets; do
         esac
     else
         if [ "$pgo" -eq 1 ] && [ "$t" = "$host" ]; then
-            # The profile is made by running the daemon, so only the host's build can have one.
-            say "building $t with profile-guided optimization (scripts/pgo)"
-            bin="$("$root/scripts/pgo")" || die "could not build the PGO coogle (scripts/pgo, above); --no-pgo builds it plain"
+            bin="$host_pgo"
+        elif [ "$pgo" -eq 1 ]; then
+            say "building $t with the host's profile (scripts/pgo --target)"
+            bin="$("$root/scripts/pgo" --target "$t" --profile "$profile")" \
+                || { say "warning: could not build $t with the profile; skipped (--no-pgo builds it plain)"; continue; }
         else
             say "building $t"
             cargo build --release --locked --target "$t" --manifest-path "$root/Cargo.toml" \
@@ -206,7 +221,9 @@ done
 if [ "$macos" -eq 1 ]; then
     if [ -z "$macos_dir" ]; then
         macos_dir="$work/macos"
-        "$root/scripts/check-macos" --no-clippy --profile release --out "$macos_dir" \
+        set -- --no-clippy --profile release --out "$macos_dir"
+        [ -z "$profile" ] || set -- "$@" --pgo "$profile"
+        "$root/scripts/check-macos" "$@" \
             || die "could not link the macOS binaries (scripts/check-macos says what it needs); --no-macos leaves them out"
     fi
     for b in coogle coogle-mcp; do

@@ -252,6 +252,143 @@ fn release_pgo_is_refused_where_it_would_not_apply() {
     );
 }
 
+/// rustup's llvm-tools for this rustc (llvm-profdata, llvm-objcopy), through the tests' one gate.
+fn llvm_tools() -> Option<PathBuf> {
+    let (_, vv, _) = run(Command::new("rustc").arg("-vV"));
+    let host = vv.lines().find_map(|l| l.strip_prefix("host: ")).unwrap();
+    let (_, sysroot, _) = run(Command::new("rustc").args(["--print", "sysroot"]));
+    let tools = Path::new(sysroot.trim()).join(format!("lib/rustlib/{host}/bin"));
+    support::prerequisite(
+        tools.join("llvm-profdata").is_file(),
+        "rustup's llvm-tools are not installed (rustup component add llvm-tools, as .ci/run does)",
+    )
+    .then_some(tools)
+}
+
+/// `scripts/pgo-map` gives a profile made by one build the names of another build of the same
+/// code whose crates hash differently (as another target's do), and the compiler then finds a
+/// profile for every function of it; the profile as made finds none. The two builds here differ
+/// by `-Cmetadata`, which is what changes the hashes between targets.
+#[test]
+fn a_profile_is_mapped_onto_another_builds_names() {
+    let Some(tools) = llvm_tools() else {
+        return;
+    };
+    let map = || {
+        let mut c = Command::new(root().join("scripts/pgo-map"));
+        c.arg("--llvm-profdata")
+            .arg(tools.join("llvm-profdata"))
+            .arg("--llvm-objcopy")
+            .arg(tools.join("llvm-objcopy"));
+        c
+    };
+    let (code, _, err) = run(map().arg("--check"));
+    if !support::prerequisite(code == 0, &format!("scripts/pgo-map --check: {err}")) {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    fs::write(
+        dir.join("probe.rs"),
+        "#[inline(never)]\nfn pick<T: Copy + PartialOrd>(a: T, b: T) -> T { if a > b { a } else { b } }\n\
+         #[inline(never)]\nfn count(n: u64) -> u64 {\n    let mut s = 0;\n    for i in 0..n {\n        \
+         if i % 3 == 0 { s += pick(i, s) } else { s += pick(i as u32, 1) as u64 }\n    }\n    s\n}\n\
+         fn main() { println!(\"{}\", count(std::env::args().count() as u64 * 1000)); }\n",
+    )
+    .unwrap();
+    // One source, built as "here" (run, to make the profile) and as "there" (not run).
+    let rustc = |metadata: &str, flags: &[String], out: &str| {
+        let (code, _, err) = run(Command::new("rustc")
+            .current_dir(dir)
+            .args([
+                "-O",
+                "-Csymbol-mangling-version=v0",
+                "--crate-name",
+                "probe",
+            ])
+            .arg(format!("-Cmetadata={metadata}"))
+            .args(flags)
+            .args(["probe.rs", "-o", out]));
+        assert_eq!(code, 0, "{err}");
+        err
+    };
+    let generate = [format!("-Cprofile-generate={}", dir.join("raw").display())];
+    rustc("here", &generate, "here");
+    rustc("there", &generate, "there");
+    let (code, _, err) =
+        run(Command::new(dir.join("here")).env("LLVM_PROFILE_FILE", dir.join("here.profraw")));
+    assert_eq!(code, 0, "{err}");
+    let (code, _, err) = run(Command::new(tools.join("llvm-profdata"))
+        .current_dir(dir)
+        .args(["merge", "-o", "here.profdata", "here.profraw"]));
+    assert_eq!(code, 0, "{err}");
+
+    let (code, out, err) = run(map().current_dir(dir).args([
+        "--crate",
+        "probe",
+        "here.profdata",
+        "there",
+        "there.profdata",
+    ]));
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        err.contains("functions mapped, 100.00% of the workload's counts (100.00% of probe's own)"),
+        "{err}"
+    );
+
+    // Built as "there" with each profile, the compiler says which functions found none.
+    let with = |profile: &str| {
+        rustc(
+            "there",
+            &[
+                format!("-Cprofile-use={}", dir.join(profile).display()),
+                "-Cllvm-args=-pgo-warn-missing-function=true".to_owned(),
+            ],
+            "used",
+        )
+    };
+    let unmapped = with("here.profdata");
+    assert!(
+        unmapped.contains("no profile data available for function")
+            && unmapped.contains("5probe5count"),
+        "the profile as made should fit none of the other build's functions: {unmapped}"
+    );
+    let mapped = with("there.profdata");
+    assert!(
+        !mapped.contains("no profile data") && !mapped.contains("hash mismatch"),
+        "{mapped}"
+    );
+
+    // What it cannot map, it refuses, saying why once: a binary with no names, a profile
+    // mangled the legacy way (whose generic instances share one name).
+    let (code, _, err) = run(map()
+        .current_dir(dir)
+        .args(["here.profdata", "probe.rs", "x"]));
+    assert_eq!(code, 1, "{err}");
+    assert_eq!(err.matches("error:").count(), 1, "{err}");
+    assert!(err.contains("has no function names"), "{err}");
+    let (code, _, err) = run(Command::new("rustc")
+        .current_dir(dir)
+        .args(["-O", "--crate-name", "probe", "probe.rs", "-o", "legacy"])
+        .arg(format!(
+            "-Cprofile-generate={}",
+            dir.join("legacy-raw").display()
+        )));
+    assert_eq!(code, 0, "{err}");
+    let (code, _, err) =
+        run(Command::new(dir.join("legacy")).env("LLVM_PROFILE_FILE", dir.join("legacy.profraw")));
+    assert_eq!(code, 0, "{err}");
+    run(Command::new(tools.join("llvm-profdata"))
+        .current_dir(dir)
+        .args(["merge", "-o", "legacy.profdata", "legacy.profraw"]));
+    let (code, _, err) = run(map()
+        .current_dir(dir)
+        .args(["legacy.profdata", "there", "x"]));
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("is not mangled v0"), "{err}");
+    assert!(!dir.join("x").exists());
+}
+
 #[test]
 fn the_formula_parses_and_matches_the_cli() {
     let formula = fs::read_to_string(root().join("homebrew/coogle.rb")).unwrap();
