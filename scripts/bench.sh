@@ -504,8 +504,8 @@ for n in 1 4 10; do
   fi
 done
 
-# Which build the figures are of: the plain one (`cargo install`, the macOS binaries) and the
-# PGO one (the Linux host's release archive) differ per call by more than the goal's 5%.
+# Which build the figures are of: the plain one (`cargo install`) and the PGO one (every release
+# archive) differ per call by more than the goal's 5%.
 COOGLE_VERSION=$("$COOGLE" --version)
 COOGLE_VERSION=$COOGLE_VERSION GAP_US=$GAP_US NO_FLOOR=$NO_FLOOR SLOW_MS=$SLOW_MS PEER_VERSION=${PEER_VERSION:-} BASE_VERSION=${BASE_VERSION:-} python3 scripts/bench_report.py "$RESULTS" "$RUNS" "$CALLS" "$TP_CALLS"
 

@@ -77,8 +77,8 @@ print(f"Machine: {cpu}, {os.cpu_count()} cores, Linux {platform.release()}; medi
 version = os.environ.get("COOGLE_VERSION", "")
 if version:
     # `coogle --version` ends in `pgo` for the build scripts/pgo makes.
-    build = ("the PGO build (`scripts/pgo`), as the Linux host's release archive" if version.rstrip(")").endswith("pgo")
-             else "the plain build (`cargo build --release`), as `cargo install` and the macOS binaries; `PGO=1` measures the Linux release's")
+    build = ("the PGO build (`scripts/pgo`), as the release's archives" if version.rstrip(")").endswith("pgo")
+             else "the plain build (`cargo build --release`), as `cargo install`; `PGO=1` measures the release's")
     print(f"coogle under test: {version}: {build}.\n")
 print("| measure | direct | through coogle | added / ratio |")
 print("| --- | ---: | ---: | ---: |")

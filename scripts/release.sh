@@ -30,7 +30,7 @@
 # --no-macos   leaves macOS out (a Linux-only release: the formula then has no macOS archive)
 # --pgo        insists on the default below, and is refused where it cannot apply (--binary, the
 #              host not among the targets, a Mac)
-# --no-pgo     builds the host's Linux coogle plain (as `cargo install` does)
+# --no-pgo     builds every coogle plain (as `cargo install` does)
 #
 # By default the host's Linux coogle, when built here (not --binary), is built with
 # profile-guided optimization (scripts/pgo, which runs the daemon's calls on this machine to make
@@ -38,7 +38,9 @@
 # other Linux architecture, the macOS binaries), whose daemon cannot run here, are built with
 # the same profile mapped onto their own builds (scripts/pgo --target). That needs rustup's
 # llvm-tools, and llvm-cxxfilt (Debian's llvm) for the other targets; without them the release
-# stops before building anything and says so, rather than ship a slower build quietly.
+# stops before building anything and says so, rather than ship a slower build quietly. Where the
+# host's coogle is not built here (--binary, the host not among the targets, a Mac), there is no
+# profile, and every coogle is built plain; --macos-dir's binaries are packed as they are.
 #
 # The macOS binaries are linked here, from Linux too, by scripts/check-macos (cargo-zigbuild;
 # see it for what it needs). What only a Mac can do (a Developer ID signature, the pkg,
@@ -127,6 +129,15 @@ elif [ "$pgo" = auto ]; then
         pgo=1
     fi
 fi
+# The other Linux targets take the host's profile, mapped onto their builds: what that needs is
+# found here too.
+if [ "$pgo" -eq 1 ]; then
+    for t in $targets; do
+        [ "$t" = "$host" ] && continue
+        "$root/scripts/pgo" --check --target "$t" \
+            || die "$t is built with the host's profile, which cannot be mapped here (above); --no-pgo builds every binary plain"
+    done
+fi
 
 lipo="${LIPO:-}"
 find_lipo() {
@@ -189,8 +200,14 @@ for t in $targets; do
             bin="$host_pgo"
         elif [ "$pgo" -eq 1 ]; then
             say "building $t with the host's profile (scripts/pgo --target)"
-            bin="$("$root/scripts/pgo" --target "$t" --profile "$profile")" \
-                || { say "warning: could not build $t with the profile; skipped (--no-pgo builds it plain)"; continue; }
+            # Exit 3: built, but the profile does not fit it; not a target to leave out quietly.
+            code=0
+            bin="$("$root/scripts/pgo" --target "$t" --profile "$profile")" || code=$?
+            case "$code" in
+                0) ;;
+                3) die "the host's profile does not fit $t's build (scripts/pgo, above); --no-pgo builds every binary plain" ;;
+                *) say "warning: could not build $t; skipped"; continue ;;
+            esac
         else
             say "building $t"
             cargo build --release --locked --target "$t" --manifest-path "$root/Cargo.toml" \
@@ -224,7 +241,7 @@ if [ "$macos" -eq 1 ]; then
         set -- --no-clippy --profile release --out "$macos_dir"
         [ -z "$profile" ] || set -- "$@" --pgo "$profile"
         "$root/scripts/check-macos" "$@" \
-            || die "could not link the macOS binaries (scripts/check-macos says what it needs); --no-macos leaves them out"
+            || die "could not link the macOS binaries (scripts/check-macos, above); --no-macos leaves them out${profile:+, --no-pgo builds them plain}"
     fi
     for b in coogle coogle-mcp; do
         [ -f "$macos_dir/$b" ] || die "no $b in $macos_dir"

@@ -358,6 +358,39 @@ fn a_profile_is_mapped_onto_another_builds_names() {
         !mapped.contains("no profile data") && !mapped.contains("hash mismatch"),
         "{mapped}"
     );
+    // And each function has its own counts: the two instances of `pick`, of one shape, are
+    // called 334 and 666 times, and must not trade them.
+    let text = |profile: &str| {
+        let (code, out, err) = run(Command::new(tools.join("llvm-profdata"))
+            .current_dir(dir)
+            .args(["merge", "--text", "-o", "-", profile]));
+        assert_eq!(code, 0, "{err}");
+        out
+    };
+    let counts = |text: &str, instance: &str| -> String {
+        let record = text
+            .split("\n\n")
+            .find(|r| r.lines().next().is_some_and(|n| n.ends_with(instance)))
+            .unwrap_or_else(|| panic!("no {instance} in {text}"))
+            .to_owned();
+        record
+            .split("# Counter Values:\n")
+            .nth(1)
+            .unwrap()
+            .to_owned()
+    };
+    let (here, there) = (text("here.profdata"), text("there.profdata"));
+    for instance in ["5probe4pickmEB2_", "5probe4pickyEB2_"] {
+        assert_eq!(
+            counts(&here, instance),
+            counts(&there, instance),
+            "{instance}"
+        );
+    }
+    assert_ne!(
+        counts(&here, "5probe4pickmEB2_"),
+        counts(&here, "5probe4pickyEB2_")
+    );
 
     // What it cannot map, it refuses, saying why once: a binary with no names, a profile
     // mangled the legacy way (whose generic instances share one name).
@@ -378,9 +411,10 @@ fn a_profile_is_mapped_onto_another_builds_names() {
     let (code, _, err) =
         run(Command::new(dir.join("legacy")).env("LLVM_PROFILE_FILE", dir.join("legacy.profraw")));
     assert_eq!(code, 0, "{err}");
-    run(Command::new(tools.join("llvm-profdata"))
+    let (code, _, err) = run(Command::new(tools.join("llvm-profdata"))
         .current_dir(dir)
         .args(["merge", "-o", "legacy.profdata", "legacy.profraw"]));
+    assert_eq!(code, 0, "{err}");
     let (code, _, err) = run(map()
         .current_dir(dir)
         .args(["legacy.profdata", "there", "x"]));
