@@ -312,16 +312,22 @@ fn a_profile_is_mapped_onto_another_builds_names() {
         assert_eq!(code, 0, "{err}");
         err
     };
+    // The instrumented binary `name` run once, its profile merged into `name.profdata`.
+    let profile_of = |name: &str| {
+        let (code, _, err) = run(Command::new(dir.join(name))
+            .env("LLVM_PROFILE_FILE", dir.join(format!("{name}.profraw"))));
+        assert_eq!(code, 0, "{err}");
+        let (code, _, err) = run(Command::new(tools.join("llvm-profdata"))
+            .current_dir(dir)
+            .args(["merge", "-o"])
+            .arg(format!("{name}.profdata"))
+            .arg(format!("{name}.profraw")));
+        assert_eq!(code, 0, "{err}");
+    };
     let generate = [format!("-Cprofile-generate={}", dir.join("raw").display())];
     rustc("here", &generate, "here");
     rustc("there", &generate, "there");
-    let (code, _, err) =
-        run(Command::new(dir.join("here")).env("LLVM_PROFILE_FILE", dir.join("here.profraw")));
-    assert_eq!(code, 0, "{err}");
-    let (code, _, err) = run(Command::new(tools.join("llvm-profdata"))
-        .current_dir(dir)
-        .args(["merge", "-o", "here.profdata", "here.profraw"]));
-    assert_eq!(code, 0, "{err}");
+    profile_of("here");
 
     let (code, out, err) = run(map().current_dir(dir).args([
         "--crate",
@@ -408,13 +414,7 @@ fn a_profile_is_mapped_onto_another_builds_names() {
             dir.join("legacy-raw").display()
         )));
     assert_eq!(code, 0, "{err}");
-    let (code, _, err) =
-        run(Command::new(dir.join("legacy")).env("LLVM_PROFILE_FILE", dir.join("legacy.profraw")));
-    assert_eq!(code, 0, "{err}");
-    let (code, _, err) = run(Command::new(tools.join("llvm-profdata"))
-        .current_dir(dir)
-        .args(["merge", "-o", "legacy.profdata", "legacy.profraw"]));
-    assert_eq!(code, 0, "{err}");
+    profile_of("legacy");
     let (code, _, err) = run(map()
         .current_dir(dir)
         .args(["legacy.profdata", "there", "x"]));
